@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# uzura front door: a thin wrapper over the real builds (QEMU's meson/ninja,
+# the host meson project, kbuild, the image builder).  Every step is a quick
+# no-op when its output is up to date.
+
+BUILD     := build
+CACHE     ?= $(or $(UZURA_CACHE),$(HOME)/.cache/uzura)
+QEMU_SRC  := $(BUILD)/qemu-src
+QEMU_DIR  := $(BUILD)/qemu
+HOST_DIR  := $(BUILD)/host
+export UZURA_CACHE := $(CACHE)
+
+.PHONY: all setup sources qemu host image cluster-parts check demo clean distclean help
+
+all: qemu host image
+
+help:
+	@echo "make          build QEMU with the device, the driver, the guest image"
+	@echo "make check    build what is missing and run every test"
+	@echo "make demo     boot two nodes and show the NIC on each"
+	@echo "make clean    remove build outputs (keeps downloads and the QEMU tree)"
+	@echo "make distclean  remove build/ entirely"
+
+setup:
+	@scripts/setup-host.sh
+
+sources: setup
+	@scripts/fetch-source.sh qemu trixie 10.0. $(QEMU_SRC)
+	@scripts/fetch-source.sh rdma-core trixie 56. $(BUILD)/rdma-core-src
+	@echo "versions: QEMU $$(cat $(QEMU_SRC)/.uzura-version)," \
+	      "rdma-core $$(cat $(BUILD)/rdma-core-src/.uzura-version)," \
+	      "guest kernel $$(scripts/kernel-version.sh)"
+
+qemu: sources
+	@scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_DIR)
+
+# The host meson project: the guest driver, the uzura layer disk and the
+# host unit tests.
+host: setup
+	@[ -f $(HOST_DIR)/build.ninja ] || meson setup $(HOST_DIR) . >/dev/null
+	@ninja -C $(HOST_DIR)
+
+image: setup
+	@images/build-image.sh $(BUILD)/image
+
+check: all
+	@tests/run-all.sh
+
+demo: all
+	@scripts/demo.sh
+
+clean:
+	-@[ ! -f $(QEMU_DIR)/build.ninja ] || ninja -C $(QEMU_DIR) -t clean >/dev/null
+	-@$(MAKE) -s -C guest-driver clean 2>/dev/null
+	rm -rf $(HOST_DIR) $(BUILD)/cluster $(BUILD)/image $(BUILD)/test-logs
+
+distclean:
+	-@./uzura down
+	rm -rf $(BUILD)

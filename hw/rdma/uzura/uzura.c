@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: PCI glue.
+ *
+ * QOM state, BARs, MSI-X, the NIC backend, properties and reset.  Every
+ * callback forwards to the core (uzura-core.h), which does the work.
+ */
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/blocker.h"
+#include "net/net.h"
+#include "qom/object.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+#define TYPE_UZURA "uzura"
+OBJECT_DECLARE_SIMPLE_TYPE(UzuraState, UZURA)
+
+struct UzuraState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion msix;
+    NICState *nic;
+    NICConf conf;
+    Error *migration_blocker;
+
+    uint32_t num_vectors;
+
+    UzuraCore core;
+};
+
+static uint64_t uzura_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    UzuraState *s = opaque;
+
+    return uzura_core_reg_read(&s->core, addr, size);
+}
+
+static void uzura_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                             unsigned size)
+{
+    UzuraState *s = opaque;
+
+    uzura_core_reg_write(&s->core, addr, val, size);
+}
+
+static const MemoryRegionOps uzura_mmio_ops = {
+    .read = uzura_mmio_read,
+    .write = uzura_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    /* Let every access size through so the core can report bad ones. */
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+    },
+};
+
+static bool uzura_nc_can_receive(NetClientState *nc)
+{
+    return true;
+}
+
+static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
+                                size_t size)
+{
+    /* No receive function is enabled yet: the frame is dropped. */
+    return size;
+}
+
+static void uzura_nc_link_status_changed(NetClientState *nc)
+{
+    UzuraState *s = qemu_get_nic_opaque(nc);
+
+    trace_uzura_link_status(nc->link_down);
+    uzura_core_set_link(&s->core, !nc->link_down);
+}
+
+static NetClientInfo uzura_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .can_receive = uzura_nc_can_receive,
+    .receive = uzura_nc_receive,
+    .link_status_changed = uzura_nc_link_status_changed,
+};
+
+static void uzura_init_msix(UzuraState *s, Error **errp)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    int i;
+
+    if (msix_init(pdev, s->num_vectors, &s->msix, UZ_BAR_MSIX,
+                  UZ_MSIX_TABLE_OFFSET, &s->msix, UZ_BAR_MSIX,
+                  UZ_MSIX_PBA_OFFSET, 0, errp) < 0) {
+        return;
+    }
+    for (i = 0; i < s->num_vectors; i++) {
+        msix_vector_use(pdev, i);
+    }
+}
+
+static void uzura_realize(PCIDevice *pdev, Error **errp)
+{
+    ERRP_GUARD();
+    UzuraState *s = UZURA(pdev);
+    DeviceState *dev = DEVICE(pdev);
+
+    if (s->num_vectors < 1 || s->num_vectors > UZ_MSIX_MAX_VECTORS) {
+        error_setg(errp, "uzura: vectors must be 1..%d",
+                   UZ_MSIX_MAX_VECTORS);
+        return;
+    }
+
+    pci_config_set_interrupt_pin(pdev->config, 1);
+
+    memory_region_init_io(&s->regs, OBJECT(s), &uzura_mmio_ops, s,
+                          "uzura-regs", UZ_BAR_REGS_SIZE);
+    pci_register_bar(pdev, UZ_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
+    memory_region_init(&s->msix, OBJECT(s), "uzura-msix", UZ_BAR_MSIX_SIZE);
+    pci_register_bar(pdev, UZ_BAR_MSIX, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
+
+    if (pci_is_express(pdev)) {
+        if (pcie_endpoint_cap_init(pdev, 0) < 0) {
+            error_setg(errp, "uzura: cannot add the PCIe capability");
+            return;
+        }
+        pcie_cap_flr_init(pdev);
+    }
+
+    uzura_init_msix(s, errp);
+    if (*errp) {
+        return;
+    }
+
+    error_setg(&s->migration_blocker,
+               "uzura: migration of the RDMA NIC's queue state is not "
+               "implemented");
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+        msix_uninit(pdev, &s->msix, &s->msix);
+        return;
+    }
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    s->nic = qemu_new_nic(&uzura_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), dev->id,
+                          &dev->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    trace_uzura_realize(qemu_get_queue(s->nic)->info_str);
+
+    s->core.owner = pdev;
+    s->core.owner_nic = s->nic;
+    s->core.num_vectors = s->num_vectors;
+    memcpy(s->core.mac, s->conf.macaddr.a, sizeof(s->core.mac));
+    uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down);
+}
+
+static void uzura_exit(PCIDevice *pdev)
+{
+    UzuraState *s = UZURA(pdev);
+
+    qemu_del_nic(s->nic);
+    migrate_del_blocker(&s->migration_blocker);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit(pdev, &s->msix, &s->msix);
+}
+
+static void uzura_reset_hold(Object *obj, ResetType type)
+{
+    UzuraState *s = UZURA(obj);
+
+    trace_uzura_reset_hold();
+    uzura_core_reset(&s->core);
+}
+
+static const Property uzura_properties[] = {
+    DEFINE_NIC_PROPERTIES(UzuraState, conf),
+    DEFINE_PROP_UINT32("vectors", UzuraState, num_vectors, 8),
+};
+
+static void uzura_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = uzura_realize;
+    k->exit = uzura_exit;
+    k->vendor_id = UZ_PCI_VENDOR_ID;
+    k->device_id = UZ_PCI_DEVICE_ID;
+    k->revision = UZ_PCI_REVISION;
+    k->class_id = PCI_CLASS_NETWORK_OTHER;
+
+    rc->phases.hold = uzura_reset_hold;
+
+    dc->desc = "uzura emulated RDMA NIC (RoCEv2)";
+    device_class_set_props(dc, uzura_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static void uzura_instance_init(Object *obj)
+{
+    UzuraState *s = UZURA(obj);
+
+    device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
+                                  "/ethernet-phy@0", DEVICE(obj));
+}
+
+static const TypeInfo uzura_info = {
+    .name = TYPE_UZURA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(UzuraState),
+    .class_init = uzura_class_init,
+    .instance_init = uzura_instance_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { }
+    },
+};
+
+static void uzura_register_types(void)
+{
+    type_register_static(&uzura_info);
+}
+
+type_init(uzura_register_types)

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# build-qemu.sh SRC BUILD
+#
+# Overlay the uzura device (hw/rdma) and its qtests (qtest/) into the QEMU
+# source tree SRC, configure it once into BUILD and build qemu-system-x86_64
+# and the uzura qtests.  The overlay is a set of symbolic links plus a few
+# idempotent one-line edits, so a change to hw/ or qtest/ rebuilds at once.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+src=$(realpath -m "$1")
+build=$(realpath -m "$2")
+log() { printf 'build-qemu: %s\n' "$*"; }
+
+# add_line FILE AFTER-REGEX LINE: insert LINE after the first line matching
+# AFTER-REGEX unless FILE already holds LINE.
+add_line() {
+	local file=$1 after=$2 line=$3
+	grep -qxF "$line" "$file" && return 0
+	grep -q "$after" "$file" || { log "cannot edit $file"; exit 1; }
+	awk -v re="$after" -v line="$line" '
+		{ print }
+		!done && $0 ~ re { print line; done = 1 }' "$file" > "$file.new"
+	mv "$file.new" "$file"
+}
+
+ln -sfn "$top/hw/rdma" "$src/hw/rdma"
+for t in "$top"/qtest/*.c "$top"/qtest/*.h; do
+	[ -e "$t" ] && ln -sf "$t" "$src/tests/qtest/$(basename "$t")"
+done
+
+add_line "$src/hw/meson.build" "^subdir('pci-host')" "subdir('rdma')"
+add_line "$src/hw/Kconfig" "^source pci/Kconfig" "source rdma/Kconfig"
+add_line "$src/meson.build" "^    'hw/pci-host',$" "    'hw/rdma/uzura',"
+add_line "$src/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386" \
+	"qtests_x86_64 += ['uzura-test']"
+
+if [ ! -f "$build/build.ninja" ]; then
+	log "configuring QEMU $(cat "$src/.uzura-version" 2>/dev/null) in $build"
+	mkdir -p "$build"
+	# ccache through the compiler wrappers Debian's ccache package installs.
+	(cd "$build" && PATH=/usr/lib/ccache:$PATH "$src/configure" \
+		--target-list=x86_64-softmmu --without-default-features \
+		--enable-slirp --enable-tcg --enable-fdt=system \
+		--disable-docs --disable-install-blobs --disable-werror \
+		--python=/usr/bin/python3 >configure.log 2>&1) || {
+		tail -n 30 "$build/configure.log"; exit 1; }
+fi
+
+log "building (ninja)"
+PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 \
+	tests/qtest/uzura-test

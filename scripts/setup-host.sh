@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Install what the uzura build needs on a Debian 12 (bookworm) host.
+#
+# Packages come from bookworm; only the named packages that need a newer
+# version come from bookworm-backports.  The backports and trixie (source
+# only) entries are derived at run time from the machine's own apt sources,
+# so no mirror host is written into the repository.  Quick no-op when done.
+set -euo pipefail
+
+STAMP_DIR=${UZURA_CACHE:-$HOME/.cache/uzura}
+STAMP=$STAMP_DIR/setup-host.v1
+LIST=/etc/apt/sources.list.d/uzura.sources
+
+BOOKWORM_PKGS=(
+	build-essential ccache ninja-build pkg-config git python3 python3-venv
+	libglib2.0-dev libslirp-dev libpixman-1-dev libfdt-dev zlib1g-dev
+	flex bison dpkg-dev cmake
+	libnl-3-dev libnl-route-3-dev libudev-dev
+	seabios qemu-system-data
+	debootstrap e2fsprogs openssh-client socat zstd xz-utils cpio
+)
+BACKPORTS_PKGS=(meson python3-pycotap)
+
+log() { printf 'setup-host: %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+	log "must run as root (apt-get install)"; exit 1
+fi
+
+# The first bookworm mirror URI and its keyring, from deb822 or one-line
+# sources.
+mirror_uri() {
+	local f uri
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] && [ "$f" != "$LIST" ] || continue
+		uri=$(awk '
+			/^URIs:/ { u = $2 }
+			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") s = 1 }
+			/^$/ { if (u != "" && s) exit; u = ""; s = 0 }
+			END { if (u != "" && s) print u }' "$f")
+		[ -n "$uri" ] && { echo "$uri"; return; }
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -e "$f" ] || continue
+		uri=$(awk '$1 == "deb" && $0 ~ / bookworm / {
+			for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' "$f")
+		[ -n "$uri" ] && { echo "$uri"; return; }
+	done
+}
+
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+write_sources() {
+	local uri
+	uri=$(mirror_uri)
+	if [ -z "$uri" ]; then
+		log "no bookworm entry found in the apt sources"; exit 1
+	fi
+	cat > "$LIST.new" <<EOT
+# Written by uzura scripts/setup-host.sh from this machine's bookworm entry.
+Types: deb
+URIs: $uri
+Suites: bookworm-backports
+Components: main
+Signed-By: $KEYRING
+
+Types: deb-src
+URIs: $uri
+Suites: trixie
+Components: main
+Signed-By: $KEYRING
+EOT
+	if ! cmp -s "$LIST.new" "$LIST"; then
+		mv "$LIST.new" "$LIST"
+		return 0
+	fi
+	rm -f "$LIST.new"
+	return 1
+}
+
+# Print the Debian mirror URI (used by the image builder).
+if [ "${1:-}" = "--mirror" ]; then
+	mirror_uri
+	exit 0
+fi
+
+KVER_PKG=""
+need_update=0
+write_sources && need_update=1
+[ -f "$STAMP" ] || need_update=1
+
+if [ "$need_update" = 1 ]; then
+	log "apt-get update"
+	apt-get update -qq
+fi
+
+# The 6.12 kernel headers (built with bookworm's gcc 12): the package the
+# linux-headers-6.12-amd64 meta package points at today, from bookworm's
+# security updates or bookworm-backports, whichever serves the newer one.
+kheaders() {
+	apt-cache depends linux-headers-6.12-amd64 2>/dev/null |
+		awk '/Depends: linux-headers-6\.12\.[0-9]+\+[a-z0-9]+-amd64$/ {print $2; exit}'
+}
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$(sha256sum "$0" | cut -d' ' -f1)" ]; then
+	exit 0
+fi
+
+KVER_PKG=$(kheaders)
+if [ -z "$KVER_PKG" ]; then
+	log "no linux-headers-6.12 package in bookworm-backports"; exit 1
+fi
+
+log "installing bookworm packages"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	"${BOOKWORM_PKGS[@]}" >/dev/null
+log "installing from bookworm-backports: ${BACKPORTS_PKGS[*]}"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	$(printf '%s/bookworm-backports ' "${BACKPORTS_PKGS[@]}") >/dev/null
+log "installing $KVER_PKG"
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	"$KVER_PKG" pahole >/dev/null
+
+log "meson $(meson --version), kernel headers ${KVER_PKG#linux-headers-}"
+mkdir -p "$STAMP_DIR"
+sha256sum "$0" | cut -d' ' -f1 > "$STAMP"

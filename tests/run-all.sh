@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Run every uzura test suite and print one summary line:
+#   N passed, N failed
+# Each suite speaks TAP; every "ok"/"not ok" line counts as one test.
+# Logs go to build/test-logs/.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+logs=$top/build/test-logs
+mkdir -p "$logs"
+passed=0
+failed=0
+
+# run_suite NAME CMD...: run a TAP-speaking suite, count its results.
+run_suite() {
+	local name=$1 log=$logs/$1.log p f rc
+	shift
+	echo "== $name"
+	"$@" > "$log" 2>&1
+	rc=$?
+	p=$(grep -cE '^ok ' "$log")
+	f=$(grep -cE '^not ok ' "$log")
+	grep -E '^(not )?ok ' "$log" | sed 's/^/   /'
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# The suite died before reporting a failure: count that.
+		echo "   not ok - $name exited with status $rc (see $log)"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+run_suite unit meson test -C "$top/build/host" --print-errorlogs --verbose
+
+export QTEST_QEMU_BINARY=$top/build/qemu/qemu-system-x86_64
+export QTEST_QEMU_IMG=/bin/false
+run_suite qtest-uzura "$top/build/qemu/tests/qtest/uzura-test" --tap -k
+
+run_suite boot "$top/tests/boot-test.sh"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Host unit test of the hardware-interface header: it compiles as strict
+ * C11 user space code (as the provider will use it), and its register map
+ * is consistent: every register aligned, inside BAR 0, and unique.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "uzura-hw.h"
+
+static int failures, tests;
+
+#define CHECK(cond)							\
+	do {								\
+		tests++;						\
+		if (cond) {						\
+			printf("ok %d - %s\n", tests, #cond);		\
+		} else {						\
+			printf("not ok %d - %s\n", tests, #cond);	\
+			failures++;					\
+		}							\
+	} while (0)
+
+static const unsigned int regs[] = {
+	UZ_REG_MAGIC, UZ_REG_VERSION, UZ_REG_CAPS, UZ_REG_NUM_VECTORS,
+	UZ_REG_STATUS, UZ_REG_RESET, UZ_REG_MAC_LO, UZ_REG_MAC_HI,
+	UZ_REG_SCRATCH, UZ_REG_ERR_STATUS, UZ_REG_ERR_COUNT, UZ_REG_ERR_ADDR,
+};
+
+int main(void)
+{
+	unsigned int n = sizeof(regs) / sizeof(regs[0]);
+	int aligned = 1, inside = 1, unique = 1, last = 1;
+	unsigned int i, j;
+
+	for (i = 0; i < n; i++) {
+		aligned &= (regs[i] & 3) == 0;
+		inside &= regs[i] + 4 <= UZ_BAR_REGS_SIZE;
+		last &= regs[i] <= UZ_REG_LAST;
+		for (j = i + 1; j < n; j++)
+			unique &= regs[i] != regs[j];
+	}
+	CHECK(aligned);
+	CHECK(inside);
+	CHECK(unique);
+	CHECK(last);
+	CHECK(memcmp((const char[]){ 'U', 'Z', 'R', 'A' },
+		     &(const unsigned int){ UZ_MAGIC }, 4) == 0);
+	CHECK(UZ_MSIX_PBA_OFFSET >= UZ_MSIX_TABLE_OFFSET +
+	      16 * UZ_MSIX_MAX_VECTORS);
+	CHECK(UZ_MSIX_PBA_OFFSET + UZ_MSIX_MAX_VECTORS / 8 <= UZ_BAR_MSIX_SIZE);
+	CHECK(UZ_BAR_REGS != UZ_BAR_MSIX);
+	CHECK((UZ_STATUS_READY & UZ_STATUS_LINK_UP) == 0);
+
+	printf("1..%d\n", tests);
+	return failures != 0;
+}
