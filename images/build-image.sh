@@ -20,7 +20,8 @@ PACKAGES=(
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils python3-pyverbs
 	perftest qperf iperf3 openmpi-bin libopenmpi-dev ucx-utils
 	netpipe-openmpi openssh-server iproute2 ethtool kmod procps
-	iputils-ping tini initramfs-tools zstd
+	iputils-ping tini initramfs-tools linux-base zstd
+	automake autoconf libtool
 )
 
 kver=$("$top/scripts/kernel-version.sh")
@@ -93,6 +94,11 @@ EOT
 	rm -rf "$root"
 	echo "$kver" > "$dir/kernel-version"
 	touch "$dir/done"
+	# Drop images of earlier builds that never finished.
+	for d in "$cache"/image/*/; do
+		[ -f "$d/done" ] || [ "$(realpath "$d")" = "$(realpath "$dir")" ] ||
+			rm -rf "$d"
+	done
 	log "base image ready: $(du -sh --apparent-size "$dir/rootfs.ext4" | cut -f1)"
 fi
 

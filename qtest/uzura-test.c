@@ -12,7 +12,8 @@
 #include "../../hw/rdma/uzura/uzura-hw.h"
 
 #define UZ_TEST_MAC     "52:54:00:12:34:56"
-#define UZ_TEST_DEVFN   QPCI_DEVFN(4, 0)
+#define UZ_TEST_SLOT    4
+#define UZ_TEST_DEVFN   QPCI_DEVFN(UZ_TEST_SLOT, 0)
 
 typedef struct UzTest {
     QOSState *qs;
@@ -34,7 +35,7 @@ static void uz_start(UzTest *t, const char *extra)
                           "-netdev hubport,id=n0,hubid=0 "
                           "-device uzura,netdev=n0,id=uz0,mac=" UZ_TEST_MAC
                           ",addr=%02x.0 %s",
-                          t->log_path, QPCI_SLOT(UZ_TEST_DEVFN),
+                          t->log_path, UZ_TEST_SLOT,
                           extra ? extra : "");
     t->dev = qpci_device_find(t->qs->pcibus, UZ_TEST_DEVFN);
     g_assert(t->dev);

@@ -49,6 +49,15 @@ if [ ! -f "$build/build.ninja" ]; then
 		tail -n 30 "$build/configure.log"; exit 1; }
 fi
 
+# Firmware comes from Debian's seabios and qemu-system-data packages (the
+# source package ships none).  QEMU run from the build directory, and so
+# the qtests, looks for it in the bundle of the default prefix.
+fw=$build/qemu-bundle/usr/local/share/qemu
+mkdir -p "$fw"
+for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin; do
+	[ -e "$fw/$(basename "$f")" ] || ln -s "$f" "$fw/"
+done
+
 log "building (ninja)"
 PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 \
 	tests/qtest/uzura-test

@@ -7,6 +7,7 @@
  * traced, counted in UZ_REG_ERR_* and otherwise ignored.
  */
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
 #include "qemu/log.h"
 #include "uzura-core.h"
 #include "trace.h"

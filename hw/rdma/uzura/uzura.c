@@ -15,6 +15,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/blocker.h"
 #include "net/net.h"
+#include "system/system.h"
 #include "qom/object.h"
 #include "uzura-core.h"
 #include "trace.h"
@@ -55,14 +56,19 @@ static const MemoryRegionOps uzura_mmio_ops = {
     .read = uzura_mmio_read,
     .write = uzura_mmio_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
-    /* Let every access size through so the core can report bad ones. */
+    /*
+     * Let every access size and alignment through unsplit, so the core
+     * sees and reports the access the guest made.
+     */
     .valid = {
         .min_access_size = 1,
         .max_access_size = 8,
+        .unaligned = true,
     },
     .impl = {
         .min_access_size = 1,
         .max_access_size = 8,
+        .unaligned = true,
     },
 };
 
@@ -131,7 +137,7 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     pci_register_bar(pdev, UZ_BAR_MSIX, PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
 
-    if (pci_is_express(pdev)) {
+    if (pci_bus_is_express(pci_get_bus(pdev))) {
         if (pcie_endpoint_cap_init(pdev, 0) < 0) {
             error_setg(errp, "uzura: cannot add the PCIe capability");
             return;
@@ -225,7 +231,6 @@ static const TypeInfo uzura_info = {
     .instance_init = uzura_instance_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
-        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
         { }
     },
 };
