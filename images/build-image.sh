@@ -21,6 +21,8 @@ PACKAGES=(
 	perftest qperf iperf3 openmpi-bin libopenmpi-dev ucx-utils
 	netpipe-openmpi openssh-server iproute2 ethtool kmod procps
 	iputils-ping tini initramfs-tools linux-base zstd
+	# debootstrap does not resolve the virtual dependencies of
+	# libopenmpi-dev's tool chain; name them.
 	automake autoconf libtool
 )
 
@@ -90,7 +92,7 @@ EOT
 	cp "$root/boot/initrd.img-$kver" "$dir/initrd.img"
 	size=$(du -sm "$root" | cut -f1)
 	mkfs.ext4 -q -F -L uzura-root -d "$root" "$dir/rootfs.ext4" \
-		"$((size * 13 / 10 + 512))M"
+		"$((size * 13 / 10 + 512))M" > /dev/null
 	rm -rf "$root"
 	echo "$kver" > "$dir/kernel-version"
 	touch "$dir/done"

@@ -35,7 +35,9 @@ for i in 1 2; do
 	t "node $i: uzura module loaded" \
 		"$uz" run "$i" -- 'grep -q "^uzura " /proc/modules'
 	t "node $i: driver bound to the device" \
-		"$uz" run "$i" -- 'basename $(readlink /sys/bus/pci/devices/*/driver) | grep -qx uzura'
+		"$uz" run "$i" -- 'for d in /sys/bus/pci/devices/*; do
+			[ "$(cat $d/vendor):$(cat $d/device)" = 0x1234:0x7a75 ] &&
+				readlink $d/driver; done | grep -q "/uzura$"'
 	t "node $i: driver reports the device" \
 		bash -c "'$uz' run $i -- dmesg | grep -q 'uzura RDMA NIC version 0.1 .* mac 52:54:00:7a:00:0$i, link up'"
 	t "node $i: hostname" \
