@@ -23,7 +23,7 @@
 #define UZ_PCI_REVISION             0x01
 
 /* BARs */
-#define UZ_BAR_REGS                 0   /* registers, 64-bit, non-prefetchable */
+#define UZ_BAR_REGS                 0   /* registers, 64-bit memory */
 #define UZ_BAR_MSIX                 2   /* MSI-X table and PBA */
 #define UZ_BAR_REGS_SIZE            0x1000
 #define UZ_BAR_MSIX_SIZE            0x1000
@@ -38,7 +38,7 @@
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
 #define UZ_VERSION_MINOR            1
-#define UZ_VERSION                  ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
+#define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /*
  * Register map of BAR 0.  Every register is 32 bits wide and must be
@@ -54,10 +54,10 @@
 #define UZ_REG_RESET                0x014 /* WO  write UZ_RESET_KEY */
 #define UZ_REG_MAC_LO               0x018 /* RO  MAC bytes 0..3 */
 #define UZ_REG_MAC_HI               0x01c /* RO  MAC bytes 4..5 in bits 15:0 */
-#define UZ_REG_SCRATCH              0x020 /* RW  driver scratch, cleared by reset */
-#define UZ_REG_ERR_STATUS           0x024 /* RO  UZ_ERR_* of the last guest error */
+#define UZ_REG_SCRATCH              0x020 /* RW  free for the driver */
+#define UZ_REG_ERR_STATUS           0x024 /* RO  UZ_ERR_* of the last error */
 #define UZ_REG_ERR_COUNT            0x028 /* RO  guest errors since reset */
-#define UZ_REG_ERR_ADDR             0x02c /* RO  BAR offset of the last bad access */
+#define UZ_REG_ERR_ADDR             0x02c /* RO  offset of the last error */
 
 #define UZ_REG_LAST                 UZ_REG_ERR_ADDR
 
