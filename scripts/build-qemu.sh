@@ -14,15 +14,15 @@ src=$(realpath -m "$1")
 build=$(realpath -m "$2")
 log() { printf 'build-qemu: %s\n' "$*"; }
 
-# add_line FILE AFTER-REGEX LINE: insert LINE after the first line matching
-# AFTER-REGEX unless FILE already holds LINE.
+# add_line FILE AFTER LINE: insert LINE after the line that is exactly
+# AFTER, unless FILE already holds LINE.
 add_line() {
 	local file=$1 after=$2 line=$3
-	grep -qxF "$line" "$file" && return 0
-	grep -q "$after" "$file" || { log "cannot edit $file"; exit 1; }
-	awk -v re="$after" -v line="$line" '
+	grep -qxF -- "$line" "$file" && return 0
+	grep -qxF -- "$after" "$file" || { log "cannot edit $file"; exit 1; }
+	awk -v after="$after" -v line="$line" '
 		{ print }
-		!done && $0 ~ re { print line; done = 1 }' "$file" > "$file.new"
+		!done && $0 == after { print line; done = 1 }' "$file" > "$file.new"
 	mv "$file.new" "$file"
 }
 
@@ -31,10 +31,10 @@ for t in "$top"/qtest/*.c "$top"/qtest/*.h; do
 	[ -e "$t" ] && ln -sf "$t" "$src/tests/qtest/$(basename "$t")"
 done
 
-add_line "$src/hw/meson.build" "^subdir('pci-host')" "subdir('rdma')"
-add_line "$src/hw/Kconfig" "^source pci/Kconfig" "source rdma/Kconfig"
-add_line "$src/meson.build" "^    'hw/pci-host',$" "    'hw/rdma/uzura',"
-add_line "$src/tests/qtest/meson.build" "^qtests_x86_64 = qtests_i386" \
+add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
+add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
+add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
+add_line "$src/tests/qtest/meson.build" "qtests_x86_64 = qtests_i386" \
 	"qtests_x86_64 += ['uzura-test']"
 
 if [ ! -f "$build/build.ninja" ]; then
