@@ -34,8 +34,16 @@ done
 add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
 add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
 add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
-add_line "$src/tests/qtest/meson.build" "qtests_x86_64 = qtests_i386" \
-	"qtests_x86_64 += ['uzura-test']"
+# The qtests: every qtest/*-test.c, on one line that is rewritten as the
+# list changes.
+tests=$(cd "$top/qtest" && ls *-test.c | sed 's/\.c$//')
+qline="qtests_x86_64 += [$(printf "'%s', " $tests | sed 's/, $//')] # uzura"
+grep -qxF -- "$qline" "$src/tests/qtest/meson.build" || {
+	sed -i "/ # uzura\$/d; /^qtests_x86_64 += \['uzura-test'\]\$/d" \
+		"$src/tests/qtest/meson.build"
+	add_line "$src/tests/qtest/meson.build" "qtests_x86_64 = qtests_i386" \
+		"$qline"
+}
 
 if [ ! -f "$build/build.ninja" ]; then
 	log "configuring QEMU $(cat "$src/.uzura-version" 2>/dev/null) in $build"
@@ -60,9 +68,10 @@ done
 
 log "building (ninja)"
 PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 \
-	tests/qtest/uzura-test | tee "$build/uzura-ninja.log"
+	$(printf 'tests/qtest/%s ' $tests) | tee "$build/uzura-ninja.log"
 # QEMU's tree builds without -Werror; uzura's own files must be clean.
-if grep -E '(hw/rdma/|qtest/uzura).*warning:' "$build/uzura-ninja.log"; then
+if grep -E '(hw/rdma/uzura/|tests/qtest/uzura)[^ ]*:[0-9]+:[0-9]+: warning:' \
+	"$build/uzura-ninja.log"; then
 	log "warnings in uzura code"
 	exit 1
 fi

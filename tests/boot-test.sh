@@ -39,7 +39,7 @@ for i in 1 2; do
 			[ "$(cat $d/vendor):$(cat $d/device)" = 0x1234:0x7a75 ] &&
 				readlink $d/driver; done | grep -q "/uzura$"'
 	t "node $i: driver reports the device" \
-		bash -c "'$uz' run $i -- dmesg | grep -q 'uzura RDMA NIC version 0.1 .* mac 52:54:00:7a:00:0$i, link up'"
+		bash -c "'$uz' run $i -- dmesg | grep -Eq 'uzura RDMA NIC version [0-9]+\.[0-9]+ .* mac 52:54:00:7a:00:0$i, link up'"
 	t "node $i: hostname" \
 		bash -c "[ \"\$('$uz' run $i -- hostname)\" = node$i ]"
 done

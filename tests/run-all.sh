@@ -39,7 +39,10 @@ done
 
 export QTEST_QEMU_BINARY=$top/build/qemu/qemu-system-x86_64
 export QTEST_QEMU_IMG=/bin/false
-run_suite qtest-uzura "$top/build/qemu/tests/qtest/uzura-test" --tap -k
+for t in "$top"/qtest/*-test.c; do
+	t=$(basename "$t" .c)
+	run_suite "qtest-$t" "$top/build/qemu/tests/qtest/$t" --tap -k
+done
 
 run_suite boot "$top/tests/boot-test.sh"
 

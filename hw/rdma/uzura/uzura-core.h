@@ -3,22 +3,101 @@
  * uzura RDMA NIC: the device core, independent of the PCI glue.
  *
  * The core sees the PCI function only through its owner pointer (for DMA
- * and MSI-X) and the NIC only through owner_nic.
+ * and MSI-X) and the NIC only through owner_nic.  Its parts live in files
+ * of their own: registers (uzura-regs.c), doorbells (uzura-db.c), the admin
+ * queue (uzura-admin.c), event queues (uzura-eq.c) and the Ethernet
+ * function (uzura-eth.c).
  */
 #ifndef HW_RDMA_UZURA_CORE_H
 #define HW_RDMA_UZURA_CORE_H
 
 #include "exec/hwaddr.h"
+#include "qemu/bswap.h"
+#include "qemu/log.h"
 #include "uzura-hw.h"
 
 typedef struct PCIDevice PCIDevice;
 typedef struct NICState NICState;
+typedef struct QEMUBH QEMUBH;
+
+#define UZ_IDX_MASK             0x00ffffffu  /* free running ring indices */
+
+/* A guest mistake: an error trace event and a guest-error log line. */
+#define uzura_guest_error(trace_call, fmt, ...) do {                   \
+        trace_call;                                                     \
+        qemu_log_mask(LOG_GUEST_ERROR, "uzura: " fmt "\n", ## __VA_ARGS__); \
+    } while (0)
+
+/* What a doorbell slot rings; the slot map stores kind << 24 | index. */
+typedef enum UzuraDbKind {
+    UZ_DBK_NONE = 0,
+    UZ_DBK_ADMIN,
+    UZ_DBK_EQ,
+    UZ_DBK_ETH_TX,
+    UZ_DBK_ETH_RX,
+    UZ_DBK_MAX,
+} UzuraDbKind;
+
+typedef struct UzuraCounters {
+    uint64_t tx_frames;
+    uint64_t tx_bytes;
+    uint64_t tx_errors;
+    uint64_t rx_frames;
+    uint64_t rx_bytes;
+    uint64_t rx_dropped;
+    uint64_t admin_cmds;
+    uint64_t admin_errors;
+    uint64_t eq_events;
+    uint64_t eq_overflows;
+    uint64_t irqs;
+    uint64_t doorbells;
+} UzuraCounters;
+
+typedef struct UzuraAdmin {
+    uint64_t sq_addr;
+    uint64_t cq_addr;
+    uint32_t log_depth;
+    bool enabled;
+    bool intr;
+    bool error;
+    uint32_t pi;                /* from the doorbell */
+    uint32_t ci;                /* commands consumed */
+    QEMUBH *bh;
+} UzuraAdmin;
+
+typedef struct UzuraEq {
+    bool valid;
+    bool async;
+    bool armed;
+    bool overflowed;            /* events lost, overflow EQE owed */
+    uint64_t ring_addr;
+    uint32_t log_depth;
+    uint16_t vector;
+    uint32_t pi;                /* next entry the device writes */
+    uint32_t ci;                /* from the doorbell */
+    uint32_t db_offset;
+    uint32_t users;             /* queues that post to this EQ */
+} UzuraEq;
+
+typedef struct UzuraEthRing {
+    bool valid;
+    bool event_owed;            /* work done since the last EQE */
+    uint64_t ring_addr;
+    uint32_t log_depth;
+    uint32_t eqn;
+    uint32_t pi;                /* from the doorbell */
+    uint32_t ci;                /* next descriptor the device uses */
+    uint32_t db_offset;
+} UzuraEthRing;
 
 typedef struct UzuraCore {
     PCIDevice *owner;
     NICState *owner_nic;
-    uint8_t mac[6];
+    uint8_t perm_mac[6];        /* from the mac property */
+    uint8_t mac[6];             /* current, SET_MAC */
+    uint32_t mtu;
     uint32_t num_vectors;
+    uint32_t db_pages;
 
     /* register file */
     uint32_t status;
@@ -26,12 +105,84 @@ typedef struct UzuraCore {
     uint32_t err_status;
     uint32_t err_count;
     uint32_t err_addr;
+
+    /* link: the backend's and the link property's, both must be up */
+    bool nc_link_up;
+    bool link_prop;
+
+    UzuraAdmin admin;
+    UzuraEq eq[UZ_MAX_EQ];
+    UzuraEthRing eth_tx;
+    UzuraEthRing eth_rx;
+    uint32_t *db_map;           /* db_pages * UZ_DB_SLOTS_PER_PAGE */
+
+    QEMUBH *work_bh;            /* Ethernet and, later, RDMA queues */
+    bool rx_flush_owed;
+    uint8_t *tx_frame;          /* UZ_ETH_FRAME_MAX(UZ_MAX_MTU) bytes */
+
+    UzuraCounters counters;
 } UzuraCore;
 
+/* uzura-regs.c */
+void uzura_core_init(UzuraCore *core);
+void uzura_core_uninit(UzuraCore *core);
 void uzura_core_reset(UzuraCore *core);
 uint64_t uzura_core_reg_read(UzuraCore *core, hwaddr addr, unsigned size);
 void uzura_core_reg_write(UzuraCore *core, hwaddr addr, uint64_t val,
                           unsigned size);
-void uzura_core_set_link(UzuraCore *core, bool up);
+void uzura_core_record_error(UzuraCore *core, uint32_t err, hwaddr addr);
+void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up);
+bool uzura_core_link_up(UzuraCore *core);
+
+/* uzura-dma.c */
+bool uzura_dma_ok(UzuraCore *core, uint64_t addr, uint64_t len, bool write);
+bool uzura_dma_read(UzuraCore *core, uint64_t addr, void *buf, uint64_t len);
+bool uzura_dma_write(UzuraCore *core, uint64_t addr, const void *buf,
+                     uint64_t len);
+bool uzura_dma_write_entry(UzuraCore *core, uint64_t addr, const void *entry,
+                           uint64_t len);
+void uzura_irq(UzuraCore *core, unsigned vector);
+
+/* uzura-db.c */
+void uzura_db_reset(UzuraCore *core);
+bool uzura_db_alloc(UzuraCore *core, uint32_t page, UzuraDbKind kind,
+                    uint32_t index, uint32_t *offset);
+void uzura_db_free(UzuraCore *core, uint32_t offset);
+void uzura_db_write(UzuraCore *core, hwaddr addr, uint64_t val,
+                    unsigned size);
+uint64_t uzura_db_read(UzuraCore *core, hwaddr addr, unsigned size);
+
+/* uzura-admin.c */
+void uzura_admin_reset(UzuraCore *core);
+bool uzura_admin_enable(UzuraCore *core, bool enable, bool intr);
+void uzura_admin_doorbell(UzuraCore *core, uint32_t index, uint32_t val);
+void uzura_admin_bh(void *opaque);
+
+/* uzura-eq.c */
+void uzura_eq_reset(UzuraCore *core);
+uint8_t uzura_eq_create(UzuraCore *core, const struct uz_cmd_create_eq *cmd,
+                        uint32_t *eqn, uint32_t *db_offset);
+uint8_t uzura_eq_destroy(UzuraCore *core, uint32_t eqn);
+bool uzura_eq_get(UzuraCore *core, uint32_t eqn);
+void uzura_eq_put(UzuraCore *core, uint32_t eqn);
+void uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
+                   uint32_t handle, uint32_t data);
+void uzura_eq_post_async(UzuraCore *core, uint8_t type, uint32_t handle,
+                         uint32_t data);
+void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val);
+
+/* uzura-eth.c */
+void uzura_eth_reset(UzuraCore *core);
+uint8_t uzura_eth_create(UzuraCore *core, bool tx,
+                         const struct uz_cmd_create_eth_queue *cmd,
+                         uint32_t *db_offset);
+uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle);
+void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val);
+void uzura_eth_work(UzuraCore *core);
+bool uzura_eth_can_receive(UzuraCore *core);
+ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+
+/* The work bottom half: everything a data doorbell asked for. */
+void uzura_work_bh(void *opaque);
 
 #endif /* HW_RDMA_UZURA_CORE_H */

@@ -6,7 +6,8 @@
  * (see docs/device-spec.md).  It is shared by the QEMU device model, the
  * qtests, the Linux driver and the rdma-core provider, so it depends only on
  * fixed-width integer types.  All multi-byte fields in device registers and
- * host-memory structures are little-endian.
+ * host-memory structures are little-endian; reserved fields are written as
+ * zero by the driver and ignored by the device.
  */
 #ifndef UZURA_HW_H
 #define UZURA_HW_H
@@ -17,34 +18,66 @@
 #include <stdint.h>
 #endif
 
+#define UZ_ASSERT_SIZE(type, size) \
+	_Static_assert(sizeof(type) == (size), #type " is " #size " bytes")
+
 /* PCI identity (QEMU's experimental vendor range, as used by edu). */
 #define UZ_PCI_VENDOR_ID            0x1234
 #define UZ_PCI_DEVICE_ID            0x7a75
 #define UZ_PCI_REVISION             0x01
 
-/* BARs */
+/* ------------------------------------------------------------------ */
+/* BARs                                                               */
+/* ------------------------------------------------------------------ */
+
 #define UZ_BAR_REGS                 0   /* registers, 64-bit memory */
 #define UZ_BAR_MSIX                 2   /* MSI-X table and PBA */
+#define UZ_BAR_DB                   4   /* doorbell pages */
 #define UZ_BAR_REGS_SIZE            0x1000
 #define UZ_BAR_MSIX_SIZE            0x1000
 #define UZ_MSIX_TABLE_OFFSET        0x0000
 #define UZ_MSIX_PBA_OFFSET          0x0800
 
-/* MSI-X vectors: vector 0 is the admin/async vector, the rest serve EQs. */
+/*
+ * BAR 4 holds one 4 KiB doorbell page per context: page 0 belongs to the
+ * kernel driver (admin queue, EQs, Ethernet queues, kernel QPs), pages
+ * 1..max_uctx to user contexts.  A page holds 1024 32-bit doorbell slots;
+ * the device assigns a slot to each queue at creation and returns its byte
+ * offset in BAR 4.  Slot 0 of page 0 is the admin queue's doorbell.
+ */
+#define UZ_DB_PAGE_SIZE             0x1000
+#define UZ_DB_SLOTS_PER_PAGE        (UZ_DB_PAGE_SIZE / 4)
+#define UZ_DB_MAX_PAGES             1024
+#define UZ_DB_ADMIN                 0x000 /* page 0, slot 0 */
+
+/* Queue doorbell values. */
+#define UZ_DB_PI_MASK               0x00ffffffu /* SQ/RQ/SRQ/ETH: new PI */
+#define UZ_DB_CI_MASK               0x00ffffffu /* CQ/EQ: new CI */
+#define UZ_DB_ARM                   (1u << 31)  /* CQ/EQ: arm, any event */
+#define UZ_DB_ARM_SOLICITED         (1u << 30)  /* CQ: arm, solicited only */
+
+/* MSI-X vectors: vector 0 is the admin vector, EQs choose theirs. */
 #define UZ_MSIX_VEC_ADMIN           0
 #define UZ_MSIX_MAX_VECTORS         32
 
-/* Identification */
+/* ------------------------------------------------------------------ */
+/* Identification                                                     */
+/* ------------------------------------------------------------------ */
+
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            1
+#define UZ_VERSION_MINOR            2
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
+/* ------------------------------------------------------------------ */
+/* Registers (BAR 0)                                                  */
+/* ------------------------------------------------------------------ */
+
 /*
- * Register map of BAR 0.  Every register is 32 bits wide and must be
- * accessed with aligned 32-bit loads and stores; any other access, and any
- * access to an offset not listed here, is a guest error: it is ignored
- * (reads return 0) and recorded in UZ_REG_ERR_STATUS.
+ * Every register is 32 bits wide and must be accessed with aligned 32-bit
+ * loads and stores; any other access, and any access to an offset not
+ * listed here, is a guest error: it is ignored (reads return 0) and
+ * recorded in UZ_REG_ERR_*.
  */
 #define UZ_REG_MAGIC                0x000 /* RO  UZ_MAGIC */
 #define UZ_REG_VERSION              0x004 /* RO  UZ_VERSION */
@@ -53,32 +86,669 @@
 #define UZ_REG_STATUS               0x010 /* RO  UZ_STATUS_* */
 #define UZ_REG_RESET                0x014 /* WO  write UZ_RESET_KEY */
 #define UZ_REG_MAC_LO               0x018 /* RO  MAC bytes 0..3 */
-#define UZ_REG_MAC_HI               0x01c /* RO  MAC bytes 4..5 in bits 15:0 */
+#define UZ_REG_MAC_HI               0x01c /* RO  MAC bytes 4..5 in 15:0 */
 #define UZ_REG_SCRATCH              0x020 /* RW  free for the driver */
 #define UZ_REG_ERR_STATUS           0x024 /* RO  UZ_ERR_* of the last error */
 #define UZ_REG_ERR_COUNT            0x028 /* RO  guest errors since reset */
 #define UZ_REG_ERR_ADDR             0x02c /* RO  offset of the last error */
+#define UZ_REG_DB_PAGES             0x030 /* RO  doorbell pages in BAR 4 */
 
-#define UZ_REG_LAST                 UZ_REG_ERR_ADDR
+/* Admin queue: rings in host memory, see struct uz_admin_cmd/_cqe. */
+#define UZ_REG_ADMIN_SQ_LO          0x040 /* RW  command ring, bits 31:0 */
+#define UZ_REG_ADMIN_SQ_HI          0x044 /* RW  command ring, bits 63:32 */
+#define UZ_REG_ADMIN_CQ_LO          0x048 /* RW  completion ring, 31:0 */
+#define UZ_REG_ADMIN_CQ_HI          0x04c /* RW  completion ring, 63:32 */
+#define UZ_REG_ADMIN_DEPTH          0x050 /* RW  log2 of entries, 1..12 */
+#define UZ_REG_ADMIN_CTRL           0x054 /* RW  UZ_ADMIN_CTRL_* */
+#define UZ_REG_ADMIN_STATUS         0x058 /* RO  UZ_ADMIN_STATUS_* */
+#define UZ_REG_ADMIN_CI             0x05c /* RO  commands consumed */
+
+#define UZ_REG_LAST                 UZ_REG_ADMIN_CI
 
 /* UZ_REG_CAPS: functions this device implements. */
 #define UZ_CAP_MSIX                 (1u << 0)  /* MSI-X, UZ_REG_NUM_VECTORS */
-#define UZ_CAP_LINK_STATE           (1u << 1)  /* UZ_STATUS_LINK_UP is valid */
+#define UZ_CAP_LINK_STATE           (1u << 1)  /* UZ_STATUS_LINK_UP valid */
+#define UZ_CAP_ADMIN                (1u << 2)  /* admin queue */
+#define UZ_CAP_ETH                  (1u << 3)  /* Ethernet function */
+#define UZ_CAP_RDMA                 (1u << 4)  /* RDMA objects and queues */
+#define UZ_CAP_CRW                  (1u << 5)  /* conditional RDMA write */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
 #define UZ_STATUS_LINK_UP           (1u << 1)  /* the Ethernet link is up */
-#define UZ_STATUS_FATAL             (1u << 31) /* device error, reset needed */
+#define UZ_STATUS_FATAL             (1u << 31) /* device error, reset */
 
 /* UZ_REG_RESET: the key guards against stray writes. */
 #define UZ_RESET_KEY                0x52534554u /* "RSET" */
 
+/* UZ_REG_ADMIN_CTRL */
+#define UZ_ADMIN_CTRL_ENABLE        (1u << 0)  /* start the admin queue */
+#define UZ_ADMIN_CTRL_INTR          (1u << 1)  /* MSI-X 0 per completion */
+
+/* UZ_REG_ADMIN_STATUS */
+#define UZ_ADMIN_STATUS_ENABLED     (1u << 0)  /* queue is running */
+#define UZ_ADMIN_STATUS_ERROR       (1u << 1)  /* stopped on a DMA fault */
+
+#define UZ_ADMIN_DEPTH_MIN          1
+#define UZ_ADMIN_DEPTH_MAX          12
+
 /* UZ_REG_ERR_STATUS codes */
 #define UZ_ERR_NONE                 0
 #define UZ_ERR_BAD_OFFSET           1  /* no register at this offset */
-#define UZ_ERR_BAD_SIZE             2  /* access not 32 bits wide and aligned */
+#define UZ_ERR_BAD_SIZE             2  /* not an aligned 32-bit access */
 #define UZ_ERR_READ_ONLY            3  /* store to a read-only register */
 #define UZ_ERR_WRITE_ONLY           4  /* load from a write-only register */
-#define UZ_ERR_BAD_VALUE            5  /* value not accepted (e.g. reset key) */
+#define UZ_ERR_BAD_VALUE            5  /* value not accepted */
+#define UZ_ERR_BAD_DOORBELL         6  /* doorbell slot not assigned */
+#define UZ_ERR_BAD_STATE            7  /* not valid in this state */
+
+/* ------------------------------------------------------------------ */
+/* Admin queue                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The driver writes 64-byte commands into the command ring and stores the
+ * new producer index (free running, modulo 2^24) into the admin doorbell.
+ * The device executes them in order and writes one 16-byte completion per
+ * command into the completion ring, at the same ring position as the
+ * command.  A completion is valid when its phase bit equals the pass of
+ * the ring: 1 on the first pass after enabling, 0 on the second, and so on.
+ * Every device-written ring entry (admin completion, EQE, CQE) keeps its
+ * phase in its last 32 bits, which the device writes after the rest.
+ */
+struct uz_admin_cmd {
+	uint8_t opcode;             /* UZ_CMD_* */
+	uint8_t flags;              /* reserved */
+	uint16_t cmd_id;            /* echoed in the completion */
+	uint32_t reserved_32;
+	union {
+		uint8_t raw[56];
+		struct uz_cmd_query_device {
+			uint64_t buf_addr;  /* receives struct uz_device_attr */
+			uint32_t buf_len;   /* bytes available at buf_addr */
+			uint32_t reserved;
+		} query_device;
+		struct uz_cmd_set_mac {
+			uint8_t mac[6];
+			uint16_t reserved;
+		} set_mac;
+		struct uz_cmd_set_mtu {
+			uint32_t mtu;       /* 68 .. UZ_MAX_MTU */
+			uint32_t reserved;
+		} set_mtu;
+		struct uz_cmd_create_eq {
+			uint64_t ring_addr; /* log_depth entries of uz_eqe */
+			uint8_t log_depth;  /* UZ_EQ_DEPTH_MIN .. _MAX */
+			uint8_t flags;      /* UZ_EQ_F_* */
+			uint16_t vector;    /* MSI-X vector */
+			uint32_t reserved;
+		} create_eq;
+		struct uz_cmd_destroy {
+			uint32_t handle;    /* eqn, qpn, cqn, ... of the object */
+			uint32_t reserved;
+		} destroy;
+		struct uz_cmd_create_eth_queue {
+			uint64_t ring_addr; /* descriptors, uz_eth_desc */
+			uint8_t log_depth;  /* UZ_ETH_DEPTH_MIN .. _MAX */
+			uint8_t reserved_8;
+			uint16_t reserved_16;
+			uint32_t eqn;       /* EQ that receives its events */
+		} create_eth_queue;
+		/* RDMA object commands: see "RDMA objects" below. */
+	};
+};
+UZ_ASSERT_SIZE(struct uz_admin_cmd, 64);
+
+/* The phase bit is in the last byte, which the device writes last. */
+struct uz_admin_cqe {
+	uint32_t out0;              /* object handle (eqn, qpn, ...) */
+	uint32_t out1;              /* BAR 4 doorbell offset of the object */
+	uint32_t out2;              /* command specific */
+	uint16_t cmd_id;            /* from the command */
+	uint8_t status;             /* UZ_CMD_OK or an error below */
+	uint8_t flags;              /* bit 0: phase */
+};
+UZ_ASSERT_SIZE(struct uz_admin_cqe, 16);
+
+#define UZ_ADMIN_CQE_PHASE          (1u << 0)
+
+/* Admin opcodes */
+#define UZ_CMD_QUERY_DEVICE         0x01
+#define UZ_CMD_SET_MAC              0x02
+#define UZ_CMD_SET_MTU              0x03
+#define UZ_CMD_CREATE_EQ            0x04
+#define UZ_CMD_DESTROY_EQ           0x05
+#define UZ_CMD_CREATE_ETH_TXQ       0x06
+#define UZ_CMD_CREATE_ETH_RXQ       0x07
+#define UZ_CMD_DESTROY_ETH_TXQ      0x08
+#define UZ_CMD_DESTROY_ETH_RXQ      0x09
+/* RDMA objects: 0x10 .. 0x2f, see "RDMA objects" below */
+#define UZ_CMD_RDMA_FIRST           0x10
+#define UZ_CMD_RDMA_LAST            0x2f
+
+/* Admin completion status */
+#define UZ_CMD_OK                   0x00
+#define UZ_CMD_BAD_OPCODE           0x01 /* unknown opcode */
+#define UZ_CMD_BAD_PARAM            0x02 /* a field is out of range */
+#define UZ_CMD_BAD_ADDR             0x03 /* host memory not accessible */
+#define UZ_CMD_NO_RESOURCES         0x04 /* object table full */
+#define UZ_CMD_BAD_HANDLE           0x05 /* no such object */
+#define UZ_CMD_BUSY                 0x06 /* object still in use */
+#define UZ_CMD_NOT_SUPPORTED        0x07 /* valid but not implemented */
+#define UZ_CMD_BAD_STATE            0x08 /* not valid in this state */
+#define UZ_CMD_EXISTS               0x09 /* object already exists */
+
+/* Returned by UZ_CMD_QUERY_DEVICE. */
+struct uz_device_attr {
+	uint32_t version;           /* UZ_VERSION */
+	uint32_t caps;              /* UZ_CAP_* */
+	uint8_t mac[6];             /* current MAC address */
+	uint16_t reserved_112;
+	uint32_t mtu;               /* current MTU */
+	uint32_t max_mtu;           /* UZ_MAX_MTU */
+	uint32_t num_vectors;       /* MSI-X vectors */
+	uint32_t db_pages;          /* doorbell pages in BAR 4 */
+	uint32_t max_eq;            /* event queues */
+	uint32_t max_eq_depth;      /* entries per EQ */
+	uint32_t max_eth_depth;     /* descriptors per Ethernet ring */
+	uint32_t max_qp;            /* RDMA limits, 0 until implemented */
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint64_t max_mr_size;
+	uint32_t max_pd;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_ah;
+	uint32_t max_qp_rd_atom;    /* outstanding READ/atomic per QP */
+	uint32_t max_crw_tags;      /* conditional write tag table */
+	uint32_t xlat_cache_entries; /* on-NIC translation cache */
+	uint32_t page_size_cap;     /* bit n: pages of 2^n bytes */
+	uint32_t reserved[12];
+};
+UZ_ASSERT_SIZE(struct uz_device_attr, 160);
+
+/* ------------------------------------------------------------------ */
+/* Event queues                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An EQ is a ring of 16-byte entries in host memory written by the device.
+ * An entry is valid when its phase bit equals the pass of the ring (1 on
+ * the first pass).  The driver reports consumption by writing its consumer
+ * index to the EQ's doorbell, with UZ_DB_ARM to have the next event raise
+ * the EQ's MSI-X vector once.  Exactly one EQ may carry UZ_EQ_F_ASYNC and
+ * receive the asynchronous events.
+ */
+struct uz_eqe {
+	uint8_t type;               /* UZ_EQE_* */
+	uint8_t reserved_8;
+	uint16_t reserved_16;
+	uint32_t handle;            /* object the event is about */
+	uint32_t data;              /* event specific */
+	uint32_t flags;             /* bit 31: phase */
+};
+UZ_ASSERT_SIZE(struct uz_eqe, 16);
+
+#define UZ_EQE_PHASE                (1u << 31)
+
+#define UZ_EQ_F_ASYNC               (1u << 0)
+
+#define UZ_EQ_DEPTH_MIN             1  /* log2 */
+#define UZ_EQ_DEPTH_MAX             16
+#define UZ_MAX_EQ                   32
+
+/* EQE types */
+#define UZ_EQE_COMPLETION           0x01 /* handle: CQ with new CQEs */
+#define UZ_EQE_ETH_TX               0x02 /* handle: TX queue, data: CI */
+#define UZ_EQE_ETH_RX               0x03 /* handle: RX queue, data: CI */
+#define UZ_EQE_PORT_ACTIVE          0x10 /* link came up */
+#define UZ_EQE_PORT_DOWN            0x11 /* link went down */
+#define UZ_EQE_QP_FATAL             0x12 /* handle: QP now in error */
+#define UZ_EQE_CQ_ERROR             0x13 /* handle: CQ overflowed */
+#define UZ_EQE_SRQ_LIMIT            0x14 /* handle: SRQ below its limit */
+#define UZ_EQE_QP_LAST_WQE          0x15 /* handle: QP on SRQ drained */
+#define UZ_EQE_EQ_OVERFLOW          0x16 /* handle: EQ that lost events */
+#define UZ_EQE_DEVICE_FATAL         0x17 /* data: UZ_FATAL_* */
+
+#define UZ_FATAL_ADMIN_DMA          0x01 /* admin ring not accessible */
+#define UZ_FATAL_EQ_DMA             0x02 /* an EQ ring not accessible */
+
+/* ------------------------------------------------------------------ */
+/* Ethernet function                                                  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One TX and one RX ring of 16-byte descriptors.  The driver fills
+ * descriptors and stores the new producer index into the ring's doorbell;
+ * the device writes each descriptor back with UZ_ETH_DONE and posts an
+ * EQE (UZ_EQE_ETH_TX/RX, data = device consumer index) to the ring's EQ.
+ *
+ * TX: a frame is one or more descriptors; all but the last carry
+ * UZ_ETH_TX_MORE.  RX: one frame per descriptor; the device writes its
+ * length into len.  Frames carry no FCS; checksums are not offloaded.
+ */
+struct uz_eth_desc {
+	uint64_t addr;              /* buffer */
+	uint16_t len;               /* TX: bytes; RX: buffer size, then frame */
+	uint16_t flags;             /* UZ_ETH_TX_* by the driver */
+	uint32_t status;            /* written by the device: UZ_ETH_* */
+};
+UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
+
+#define UZ_ETH_TX_MORE              (1u << 0)  /* frame continues */
+
+#define UZ_ETH_DONE                 (1u << 31) /* descriptor completed */
+#define UZ_ETH_ERR_MASK             0xffu
+#define UZ_ETH_ERR_NONE             0x00
+#define UZ_ETH_ERR_DMA              0x01 /* buffer not accessible */
+#define UZ_ETH_ERR_TOO_LONG         0x02 /* TX frame above MTU */
+#define UZ_ETH_ERR_TOO_SHORT        0x03 /* TX frame below 14 bytes */
+#define UZ_ETH_ERR_LINK_DOWN        0x04 /* TX while the link is down */
+
+#define UZ_ETH_DEPTH_MIN            1  /* log2 */
+#define UZ_ETH_DEPTH_MAX            12
+#define UZ_ETH_HDR_LEN              14
+#define UZ_ETH_VLAN_LEN             4
+#define UZ_MIN_MTU                  68
+#define UZ_MAX_MTU                  9000
+#define UZ_DEFAULT_MTU              1500
+/* Largest frame for an MTU: header and one VLAN tag, no FCS. */
+#define UZ_ETH_FRAME_MAX(mtu)       ((mtu) + UZ_ETH_HDR_LEN + UZ_ETH_VLAN_LEN)
+
+/* ------------------------------------------------------------------ */
+/* RDMA objects                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * RDMA objects are created through the admin queue with the commands
+ * below, which are written into the raw[] payload of struct uz_admin_cmd.
+ * Handles: PD, CQ, SRQ, AH numbers and QP numbers (24 bits; QP1 is the
+ * GSI QP), and memory keys: key = (MR index << 8) | key byte, the key byte
+ * chosen by the driver so that a stale key misses after re-registration.
+ * A queue created for a user context gets its doorbell in that context's
+ * page; uctx 0 is the kernel.
+ */
+#define UZ_CMD_CREATE_UCTX          0x10 /* out0: uctx (doorbell page) */
+#define UZ_CMD_DESTROY_UCTX         0x11
+#define UZ_CMD_ALLOC_PD             0x12 /* out0: pdn */
+#define UZ_CMD_DEALLOC_PD           0x13
+#define UZ_CMD_CREATE_CQ            0x14 /* out0: cqn, out1: doorbell */
+#define UZ_CMD_DESTROY_CQ           0x15
+#define UZ_CMD_CREATE_QP            0x16 /* out0: qpn, out1: SQ doorbell,
+					  * out2: RQ doorbell */
+#define UZ_CMD_MODIFY_QP            0x17
+#define UZ_CMD_QUERY_QP             0x18 /* writes uz_qp_attr to buf */
+#define UZ_CMD_DESTROY_QP           0x19
+#define UZ_CMD_CREATE_SRQ           0x1a /* out0: srqn, out1: doorbell */
+#define UZ_CMD_MODIFY_SRQ           0x1b
+#define UZ_CMD_DESTROY_SRQ          0x1c
+#define UZ_CMD_REG_MR               0x1d /* out0: lkey = rkey */
+#define UZ_CMD_DEREG_MR             0x1e
+#define UZ_CMD_CREATE_AH            0x1f /* out0: ahn */
+#define UZ_CMD_DESTROY_AH           0x20
+#define UZ_CMD_QUERY_COUNTERS       0x21 /* writes uz_counters to buf */
+
+struct uz_cmd_create_uctx {
+	uint32_t reserved[14];
+};
+
+struct uz_cmd_obj {                 /* ALLOC_PD, DEALLOC_*, DESTROY_* */
+	uint32_t handle;            /* the object (ignored by ALLOC_PD) */
+	uint32_t uctx;              /* owning context, 0 = kernel */
+};
+
+struct uz_cmd_create_cq {
+	uint64_t ring_addr;         /* 2^log_depth entries of uz_cqe */
+	uint32_t uctx;
+	uint32_t eqn;               /* EQ for completion events */
+	uint8_t log_depth;          /* 1 .. 16 */
+	uint8_t reserved_8[3];
+	uint32_t reserved_32;
+};
+
+struct uz_cmd_create_qp {
+	uint64_t sq_addr;           /* 2^sq_log_depth WQEs of sq_wqe_size */
+	uint64_t rq_addr;           /* 2^rq_log_depth RQ WQEs (no SRQ) */
+	uint32_t uctx;
+	uint32_t pdn;
+	uint32_t send_cqn;
+	uint32_t recv_cqn;
+	uint32_t srqn;              /* UZ_NO_SRQ when the QP has an RQ */
+	uint8_t type;               /* UZ_QPT_* */
+	uint8_t sq_log_depth;
+	uint8_t rq_log_depth;
+	uint8_t sq_log_wqe_size;    /* log2 bytes, 6 .. 9 (64 .. 512) */
+	uint8_t rq_log_wqe_size;    /* log2 bytes, 4 .. 8 (16 .. 256) */
+	uint8_t flags;              /* UZ_QPF_* */
+	uint16_t reserved_16;
+};
+
+#define UZ_NO_SRQ                   0xffffffffu
+#define UZ_QPF_SIG_ALL              (1u << 0)  /* every WQE signalled */
+
+#define UZ_QPT_RC                   0x02
+#define UZ_QPT_UD                   0x04
+#define UZ_QPT_GSI                  0x05       /* QP1, UD semantics */
+
+/* MODIFY_QP: the attributes named in attr_mask are applied. */
+struct uz_cmd_modify_qp {
+	uint64_t buf_addr;          /* struct uz_qp_attr in host memory */
+	uint32_t qpn;
+	uint32_t attr_mask;         /* UZ_QP_ATTR_* */
+};
+
+struct uz_cmd_query {               /* QUERY_QP, QUERY_COUNTERS */
+	uint64_t buf_addr;
+	uint32_t buf_len;
+	uint32_t handle;            /* qpn for QUERY_QP */
+};
+
+/* QP attributes, as modify takes and query returns them. */
+struct uz_qp_attr {
+	uint8_t state;              /* UZ_QPS_* */
+	uint8_t path_mtu;           /* UZ_MTU_256 .. UZ_MTU_4096 */
+	uint8_t timeout;            /* 4.096 us * 2^timeout, 0 = none */
+	uint8_t retry_cnt;          /* 0 .. 7 */
+	uint8_t rnr_retry;          /* 0 .. 7, 7 = infinite */
+	uint8_t min_rnr_timer;      /* IB encoding 0 .. 31 */
+	uint8_t max_rd_atomic;      /* outstanding as requester */
+	uint8_t max_dest_rd_atomic; /* outstanding as responder */
+	uint32_t access_flags;      /* UZ_ACCESS_REMOTE_* allowed */
+	uint32_t sq_psn;            /* 24 bits */
+	uint32_t rq_psn;            /* 24 bits */
+	uint32_t dest_qpn;          /* 24 bits */
+	uint32_t qkey;              /* UD */
+	uint16_t pkey_index;
+	uint8_t port;               /* 1 */
+	uint8_t sq_draining;        /* query only */
+	uint8_t dgid[16];           /* RoCEv2: IPv4-mapped or IPv6 GID */
+	uint8_t sgid[16];
+	uint8_t dmac[6];
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint32_t flow_label;
+	uint32_t reserved[5];
+};
+UZ_ASSERT_SIZE(struct uz_qp_attr, 96);
+
+#define UZ_QPS_RESET                0
+#define UZ_QPS_INIT                 1
+#define UZ_QPS_RTR                  2
+#define UZ_QPS_RTS                  3
+#define UZ_QPS_SQD                  4
+#define UZ_QPS_SQE                  5
+#define UZ_QPS_ERR                  6
+
+#define UZ_QP_ATTR_STATE            (1u << 0)
+#define UZ_QP_ATTR_ACCESS           (1u << 1)
+#define UZ_QP_ATTR_PKEY_INDEX       (1u << 2)
+#define UZ_QP_ATTR_PORT             (1u << 3)
+#define UZ_QP_ATTR_QKEY             (1u << 4)
+#define UZ_QP_ATTR_AV               (1u << 5)  /* dgid, sgid, dmac, ... */
+#define UZ_QP_ATTR_PATH_MTU         (1u << 6)
+#define UZ_QP_ATTR_TIMEOUT          (1u << 7)
+#define UZ_QP_ATTR_RETRY_CNT        (1u << 8)
+#define UZ_QP_ATTR_RNR_RETRY        (1u << 9)
+#define UZ_QP_ATTR_RQ_PSN           (1u << 10)
+#define UZ_QP_ATTR_MAX_QP_RD_ATOMIC (1u << 11)
+#define UZ_QP_ATTR_MIN_RNR_TIMER    (1u << 12)
+#define UZ_QP_ATTR_SQ_PSN           (1u << 13)
+#define UZ_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 14)
+#define UZ_QP_ATTR_DEST_QPN         (1u << 15)
+
+#define UZ_MTU_256                  1
+#define UZ_MTU_512                  2
+#define UZ_MTU_1024                 3
+#define UZ_MTU_2048                 4
+#define UZ_MTU_4096                 5
+
+struct uz_cmd_create_srq {
+	uint64_t ring_addr;         /* 2^log_depth RQ WQEs */
+	uint32_t uctx;
+	uint32_t pdn;
+	uint32_t limit;             /* arm: UZ_EQE_SRQ_LIMIT below this */
+	uint8_t log_depth;
+	uint8_t log_wqe_size;       /* as rq_log_wqe_size */
+	uint16_t reserved_16;
+};
+
+struct uz_cmd_modify_srq {
+	uint32_t srqn;
+	uint32_t limit;             /* new limit, 0 disarms */
+};
+
+/*
+ * Memory regions.  The NIC keeps one entry per MR (key, PD, access, iova,
+ * length, page size and the address of its page list); the page list, an
+ * array of 64-bit DMA addresses of the MR's pages, stays in host memory,
+ * owned by the driver.  The NIC caches translations (MR, page) -> address
+ * in an on-NIC translation cache of xlat_cache_entries entries and reads
+ * the page list on a miss.  A DMA MR (UZ_MR_F_DMA) translates iova 1:1.
+ */
+struct uz_cmd_reg_mr {
+	uint64_t iova;
+	uint64_t length;
+	uint64_t pbl_addr;          /* page list: npages x uint64_t */
+	uint32_t npages;
+	uint32_t pdn;
+	uint32_t access;            /* UZ_ACCESS_* */
+	uint8_t page_shift;         /* 12 .. 30 */
+	uint8_t key;                /* low 8 bits of the key */
+	uint8_t flags;              /* UZ_MR_F_* */
+	uint8_t reserved_8;
+	uint32_t uctx;
+};
+
+#define UZ_MR_F_DMA                 (1u << 0)
+
+#define UZ_ACCESS_LOCAL_WRITE       (1u << 0)
+#define UZ_ACCESS_REMOTE_WRITE      (1u << 1)
+#define UZ_ACCESS_REMOTE_READ       (1u << 2)
+#define UZ_ACCESS_REMOTE_ATOMIC     (1u << 3)
+
+#define UZ_KEY_INDEX(key)           ((key) >> 8)
+#define UZ_KEY_BYTE(key)            ((key) & 0xff)
+
+/* Address handles for UD: where to send. */
+struct uz_cmd_create_ah {
+	uint8_t dgid[16];
+	uint8_t dmac[6];
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint32_t flow_label;
+	uint32_t pdn;
+	uint32_t uctx;
+	uint8_t sgid_index;
+	uint8_t reserved_8[3];
+	uint8_t sgid[16];
+};
+
+/* Every command fits the 56-byte payload of struct uz_admin_cmd. */
+#define UZ_ASSERT_CMD(type) \
+	_Static_assert(sizeof(type) <= 56, #type " fits a command")
+UZ_ASSERT_CMD(struct uz_cmd_create_uctx);
+UZ_ASSERT_CMD(struct uz_cmd_obj);
+UZ_ASSERT_CMD(struct uz_cmd_create_cq);
+UZ_ASSERT_CMD(struct uz_cmd_create_qp);
+UZ_ASSERT_CMD(struct uz_cmd_modify_qp);
+UZ_ASSERT_CMD(struct uz_cmd_query);
+UZ_ASSERT_CMD(struct uz_cmd_create_srq);
+UZ_ASSERT_CMD(struct uz_cmd_modify_srq);
+UZ_ASSERT_CMD(struct uz_cmd_reg_mr);
+UZ_ASSERT_CMD(struct uz_cmd_create_ah);
+
+/* ------------------------------------------------------------------ */
+/* Work queues                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Send queue: a ring of 2^sq_log_depth WQEs of 2^sq_log_wqe_size bytes,
+ * each a 64-byte header followed by scatter/gather entries or inline data.
+ * Receive queue and SRQ: WQEs of a 16-byte header and SGEs.  The driver
+ * writes WQEs and stores the new producer index (free running, modulo 2^24)
+ * into the queue's doorbell; the device reads them by DMA.
+ */
+struct uz_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+UZ_ASSERT_SIZE(struct uz_sge, 16);
+
+struct uz_send_wqe {
+	uint64_t wr_id;
+	uint8_t opcode;             /* UZ_WR_* */
+	uint8_t flags;              /* UZ_WQE_F_* */
+	uint8_t num_sge;            /* or 0 with UZ_WQE_F_INLINE */
+	uint8_t reserved_8;
+	uint32_t inline_len;        /* bytes of inline data after the header */
+	uint32_t imm_data;          /* immediate (network order) or rkey to
+				     * invalidate */
+	uint32_t rkey;              /* RDMA, atomic, STCRW: remote key */
+	uint64_t remote_addr;       /* RDMA, atomic, STCRW */
+	union {
+		struct {
+			uint64_t compare_add; /* CMP_SWP compare, FETCH_ADD add */
+			uint64_t swap;
+		} atomic;
+		struct {
+			uint32_t ahn;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+			uint32_t reserved;
+		} ud;
+		struct {
+			uint64_t tag;       /* CRW and STCRW */
+			uint32_t length;    /* STCRW: bytes the target accepts */
+			uint32_t reserved;
+		} crw;
+	};
+	uint64_t reserved[2];
+	/* followed by uz_sge[num_sge] or inline data */
+};
+UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
+
+#define UZ_WR_SEND                  0x00
+#define UZ_WR_SEND_IMM              0x01
+#define UZ_WR_SEND_INV              0x02
+#define UZ_WR_RDMA_WRITE            0x03
+#define UZ_WR_RDMA_WRITE_IMM        0x04
+#define UZ_WR_RDMA_READ             0x05
+#define UZ_WR_ATOMIC_CMP_SWP        0x06
+#define UZ_WR_ATOMIC_FETCH_ADD      0x07
+#define UZ_WR_CRW                   0x10 /* conditional write, by tag */
+#define UZ_WR_STCRW                 0x11 /* offer a buffer for a tag */
+
+#define UZ_WQE_F_SIGNALED           (1u << 0)
+#define UZ_WQE_F_SOLICITED          (1u << 1)
+#define UZ_WQE_F_FENCE              (1u << 2)
+#define UZ_WQE_F_INLINE             (1u << 3)
+
+struct uz_recv_wqe {
+	uint64_t wr_id;
+	uint8_t num_sge;
+	uint8_t reserved_8[7];
+	/* followed by uz_sge[num_sge] */
+};
+UZ_ASSERT_SIZE(struct uz_recv_wqe, 16);
+
+/*
+ * Completion queue: a ring of 2^log_depth 32-byte CQEs written by the
+ * device, valid when the phase bit equals the pass of the ring (1 on the
+ * first pass).  The driver writes its consumer index to the CQ doorbell,
+ * with UZ_DB_ARM (or UZ_DB_ARM_SOLICITED) to request one completion event.
+ */
+struct uz_cqe {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm_data;          /* immediate (network order) or rkey */
+	uint32_t qpn;               /* local QP, 24 bits */
+	uint32_t src_qp;            /* UD receive: sender's QP */
+	uint8_t opcode;             /* UZ_WC_* */
+	uint8_t status;             /* UZ_WC_STATUS_* */
+	uint8_t wc_flags;           /* UZ_WC_F_* */
+	uint8_t vendor_err;
+	uint16_t pkey_index;
+	uint8_t reserved_8;
+	uint8_t flags;              /* bit 0: phase */
+};
+UZ_ASSERT_SIZE(struct uz_cqe, 32);
+
+#define UZ_CQE_PHASE                (1u << 0)
+
+#define UZ_WC_SEND                  0x00
+#define UZ_WC_RDMA_WRITE            0x01
+#define UZ_WC_RDMA_READ             0x02
+#define UZ_WC_COMP_SWAP             0x03
+#define UZ_WC_FETCH_ADD             0x04
+#define UZ_WC_CRW                   0x10
+#define UZ_WC_STCRW                 0x11
+#define UZ_WC_RECV                  0x80
+#define UZ_WC_RECV_RDMA_WITH_IMM    0x81
+
+#define UZ_WC_F_IMM                 (1u << 0)
+#define UZ_WC_F_INV                 (1u << 1)
+#define UZ_WC_F_GRH                 (1u << 2)  /* UD: 40-byte GRH first */
+#define UZ_WC_F_IPV4                (1u << 3)  /* GRH holds an IPv4 hdr */
+
+/* Completion status: the InfiniBand work completion status values. */
+#define UZ_WC_STATUS_SUCCESS        0
+#define UZ_WC_STATUS_LOC_LEN_ERR    1
+#define UZ_WC_STATUS_LOC_QP_OP_ERR  2
+#define UZ_WC_STATUS_LOC_PROT_ERR   4
+#define UZ_WC_STATUS_WR_FLUSH_ERR   5
+#define UZ_WC_STATUS_MW_BIND_ERR    6
+#define UZ_WC_STATUS_BAD_RESP_ERR   7
+#define UZ_WC_STATUS_LOC_ACCESS_ERR 8
+#define UZ_WC_STATUS_REM_INV_REQ_ERR 9
+#define UZ_WC_STATUS_REM_ACCESS_ERR 10
+#define UZ_WC_STATUS_REM_OP_ERR     11
+#define UZ_WC_STATUS_RETRY_EXC_ERR  12
+#define UZ_WC_STATUS_RNR_RETRY_EXC_ERR 13
+#define UZ_WC_STATUS_REM_ABORT_ERR  17
+#define UZ_WC_STATUS_FATAL_ERR      19
+#define UZ_WC_STATUS_GENERAL_ERR    21
+
+/* Vendor error detail in uz_cqe.vendor_err. */
+#define UZ_VERR_NONE                0x00
+#define UZ_VERR_BAD_WQE             0x01 /* malformed WQE */
+#define UZ_VERR_BAD_LKEY            0x02
+#define UZ_VERR_BAD_RKEY            0x03
+#define UZ_VERR_BOUNDS              0x04 /* outside the MR */
+#define UZ_VERR_ACCESS              0x05 /* MR lacks the access right */
+#define UZ_VERR_PD                  0x06 /* MR of another PD */
+#define UZ_VERR_DMA                 0x07 /* host page not accessible */
+#define UZ_VERR_CRW_TABLE_FULL      0x10
+#define UZ_VERR_CRW_DUP_TAG         0x11
+
+/* ------------------------------------------------------------------ */
+/* Wire format (RoCEv2)                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Frames are Ethernet / IPv4 / UDP (destination port 4791) / BTH / ... /
+ * ICRC, with the InfiniBand transport opcodes for RC and UD.  Conditional
+ * writes use one manufacturer-specific RC opcode: STCRW carries the target
+ * buffer for a tag to the requester, which then performs an RDMA WRITE
+ * with immediate (immediate = low 32 bits of the tag).
+ */
+#define UZ_ROCE_UDP_PORT            4791
+#define UZ_BTH_LEN                  12
+#define UZ_ICRC_LEN                 4
+
+#define UZ_BTH_OP_RC_STCRW          0xc0
+
+/* Extended header of UZ_BTH_OP_RC_STCRW, after the BTH. */
+struct uz_crweth {
+	uint64_t tag;               /* big-endian on the wire */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+};
+UZ_ASSERT_SIZE(struct uz_crweth, 24);
 
 #endif /* UZURA_HW_H */

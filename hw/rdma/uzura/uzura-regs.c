@@ -7,8 +7,12 @@
  * traced, counted in UZ_REG_ERR_* and otherwise ignored.
  */
 #include "qemu/osdep.h"
+#include "qemu/bitops.h"
 #include "qemu/bswap.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "hw/qdev-core.h"
+#include "hw/pci/pci_device.h"
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -24,18 +28,25 @@ static const char *const uzura_err_names[] = {
     [UZ_ERR_READ_ONLY] = "register is read-only",
     [UZ_ERR_WRITE_ONLY] = "register is write-only",
     [UZ_ERR_BAD_VALUE] = "value not accepted",
+    [UZ_ERR_BAD_DOORBELL] = "no queue at this doorbell",
+    [UZ_ERR_BAD_STATE] = "not valid in this state",
 };
+
+void uzura_core_record_error(UzuraCore *core, uint32_t err, hwaddr addr)
+{
+    core->err_status = err;
+    core->err_addr = addr;
+    core->err_count++;
+}
 
 static void uzura_reg_error(UzuraCore *core, uint32_t err, hwaddr addr,
                             bool is_write)
 {
-    trace_uzura_regs_err_access(is_write ? "write" : "read", addr, err);
-    qemu_log_mask(LOG_GUEST_ERROR, "uzura: bad register %s at 0x%" HWADDR_PRIx
-                  ": %s\n", is_write ? "write" : "read", addr,
-                  uzura_err_names[err]);
-    core->err_status = err;
-    core->err_addr = addr;
-    core->err_count++;
+    uzura_guest_error(trace_uzura_regs_err_access(is_write ? "write" : "read",
+                                                  addr, err),
+                      "bad register %s at 0x%" HWADDR_PRIx ": %s",
+                      is_write ? "write" : "read", addr, uzura_err_names[err]);
+    uzura_core_record_error(core, err, addr);
 }
 
 static uint32_t uzura_read_magic(UzuraCore *core)
@@ -50,7 +61,7 @@ static uint32_t uzura_read_version(UzuraCore *core)
 
 static uint32_t uzura_read_caps(UzuraCore *core)
 {
-    return UZ_CAP_MSIX | UZ_CAP_LINK_STATE;
+    return UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | UZ_CAP_ETH;
 }
 
 static uint32_t uzura_read_num_vectors(UzuraCore *core)
@@ -61,6 +72,53 @@ static uint32_t uzura_read_num_vectors(UzuraCore *core)
 static uint32_t uzura_read_status(UzuraCore *core)
 {
     return core->status;
+}
+
+static uint32_t uzura_read_db_pages(UzuraCore *core)
+{
+    return core->db_pages;
+}
+
+static uint32_t uzura_read_admin_sq_lo(UzuraCore *core)
+{
+    return core->admin.sq_addr;
+}
+
+static uint32_t uzura_read_admin_sq_hi(UzuraCore *core)
+{
+    return core->admin.sq_addr >> 32;
+}
+
+static uint32_t uzura_read_admin_cq_lo(UzuraCore *core)
+{
+    return core->admin.cq_addr;
+}
+
+static uint32_t uzura_read_admin_cq_hi(UzuraCore *core)
+{
+    return core->admin.cq_addr >> 32;
+}
+
+static uint32_t uzura_read_admin_depth(UzuraCore *core)
+{
+    return core->admin.log_depth;
+}
+
+static uint32_t uzura_read_admin_ctrl(UzuraCore *core)
+{
+    return (core->admin.enabled ? UZ_ADMIN_CTRL_ENABLE : 0) |
+           (core->admin.intr ? UZ_ADMIN_CTRL_INTR : 0);
+}
+
+static uint32_t uzura_read_admin_status(UzuraCore *core)
+{
+    return (core->admin.enabled ? UZ_ADMIN_STATUS_ENABLED : 0) |
+           (core->admin.error ? UZ_ADMIN_STATUS_ERROR : 0);
+}
+
+static uint32_t uzura_read_admin_ci(UzuraCore *core)
+{
+    return core->admin.ci;
 }
 
 static uint32_t uzura_read_mac_lo(UzuraCore *core)
@@ -98,6 +156,63 @@ static void uzura_write_scratch(UzuraCore *core, uint32_t val)
     core->scratch = val;
 }
 
+/*
+ * The admin ring registers may change only while the queue is stopped.
+ * Returns false (and records the error) otherwise.
+ */
+static bool uzura_admin_regs_writable(UzuraCore *core, hwaddr addr)
+{
+    if (core->admin.enabled) {
+        uzura_reg_error(core, UZ_ERR_BAD_STATE, addr, true);
+        return false;
+    }
+    return true;
+}
+
+static void uzura_write_admin_sq_lo(UzuraCore *core, uint32_t val)
+{
+    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_SQ_LO)) {
+        core->admin.sq_addr = deposit64(core->admin.sq_addr, 0, 32, val);
+    }
+}
+
+static void uzura_write_admin_sq_hi(UzuraCore *core, uint32_t val)
+{
+    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_SQ_HI)) {
+        core->admin.sq_addr = deposit64(core->admin.sq_addr, 32, 32, val);
+    }
+}
+
+static void uzura_write_admin_cq_lo(UzuraCore *core, uint32_t val)
+{
+    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_CQ_LO)) {
+        core->admin.cq_addr = deposit64(core->admin.cq_addr, 0, 32, val);
+    }
+}
+
+static void uzura_write_admin_cq_hi(UzuraCore *core, uint32_t val)
+{
+    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_CQ_HI)) {
+        core->admin.cq_addr = deposit64(core->admin.cq_addr, 32, 32, val);
+    }
+}
+
+static void uzura_write_admin_depth(UzuraCore *core, uint32_t val)
+{
+    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_DEPTH)) {
+        core->admin.log_depth = val;
+    }
+}
+
+static void uzura_write_admin_ctrl(UzuraCore *core, uint32_t val)
+{
+    if (val & ~(UZ_ADMIN_CTRL_ENABLE | UZ_ADMIN_CTRL_INTR) ||
+        !uzura_admin_enable(core, val & UZ_ADMIN_CTRL_ENABLE,
+                            val & UZ_ADMIN_CTRL_INTR)) {
+        uzura_reg_error(core, UZ_ERR_BAD_VALUE, UZ_REG_ADMIN_CTRL, true);
+    }
+}
+
 static void uzura_write_reset(UzuraCore *core, uint32_t val)
 {
     if (val != UZ_RESET_KEY) {
@@ -119,11 +234,26 @@ static const UzuraRegRead uzura_reg_readers[UZ_NUM_REGS] = {
     [UZ_REG_INDEX(UZ_REG_ERR_STATUS)] = uzura_read_err_status,
     [UZ_REG_INDEX(UZ_REG_ERR_COUNT)] = uzura_read_err_count,
     [UZ_REG_INDEX(UZ_REG_ERR_ADDR)] = uzura_read_err_addr,
+    [UZ_REG_INDEX(UZ_REG_DB_PAGES)] = uzura_read_db_pages,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_SQ_LO)] = uzura_read_admin_sq_lo,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_SQ_HI)] = uzura_read_admin_sq_hi,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CQ_LO)] = uzura_read_admin_cq_lo,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CQ_HI)] = uzura_read_admin_cq_hi,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_DEPTH)] = uzura_read_admin_depth,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CTRL)] = uzura_read_admin_ctrl,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_STATUS)] = uzura_read_admin_status,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CI)] = uzura_read_admin_ci,
 };
 
 static const UzuraRegWrite uzura_reg_writers[UZ_NUM_REGS] = {
     [UZ_REG_INDEX(UZ_REG_RESET)] = uzura_write_reset,
     [UZ_REG_INDEX(UZ_REG_SCRATCH)] = uzura_write_scratch,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_SQ_LO)] = uzura_write_admin_sq_lo,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_SQ_HI)] = uzura_write_admin_sq_hi,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CQ_LO)] = uzura_write_admin_cq_lo,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CQ_HI)] = uzura_write_admin_cq_hi,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_DEPTH)] = uzura_write_admin_depth,
+    [UZ_REG_INDEX(UZ_REG_ADMIN_CTRL)] = uzura_write_admin_ctrl,
 };
 
 /*
@@ -178,9 +308,41 @@ void uzura_core_reg_write(UzuraCore *core, hwaddr addr, uint64_t val,
     uzura_reg_writers[UZ_REG_INDEX(addr)](core, val);
 }
 
+void uzura_core_init(UzuraCore *core)
+{
+    core->admin.bh = qemu_bh_new_guarded(uzura_admin_bh, core,
+                                         &DEVICE(core->owner)->mem_reentrancy_guard);
+    core->work_bh = qemu_bh_new_guarded(uzura_work_bh, core,
+                                        &DEVICE(core->owner)->mem_reentrancy_guard);
+    core->db_map = g_new0(uint32_t, core->db_pages * UZ_DB_SLOTS_PER_PAGE);
+    core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
+}
+
+void uzura_core_uninit(UzuraCore *core)
+{
+    qemu_bh_delete(core->admin.bh);
+    qemu_bh_delete(core->work_bh);
+    g_free(core->db_map);
+    g_free(core->tx_frame);
+}
+
+/*
+ * Stop every queue and forget its configuration.  Pending bottom halves are
+ * cancelled and the queue state they would use is gone, so no DMA and no
+ * interrupt follows a reset.
+ */
 void uzura_core_reset(UzuraCore *core)
 {
     trace_uzura_regs_reset();
+    uzura_admin_reset(core);
+    uzura_eth_reset(core);
+    uzura_eq_reset(core);
+    uzura_db_reset(core);
+    qemu_bh_cancel(core->work_bh);
+    core->rx_flush_owed = false;
+
+    memcpy(core->mac, core->perm_mac, sizeof(core->mac));
+    core->mtu = UZ_DEFAULT_MTU;
     core->status &= UZ_STATUS_LINK_UP;
     core->scratch = 0;
     core->err_status = UZ_ERR_NONE;
@@ -189,12 +351,38 @@ void uzura_core_reset(UzuraCore *core)
     core->status |= UZ_STATUS_READY;
 }
 
-void uzura_core_set_link(UzuraCore *core, bool up)
+bool uzura_core_link_up(UzuraCore *core)
 {
+    return core->status & UZ_STATUS_LINK_UP;
+}
+
+/* The link is up when the backend's link and the link property are. */
+void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
+{
+    bool was_up = uzura_core_link_up(core);
+    bool up = nc_up && prop_up;
+
+    core->nc_link_up = nc_up;
+    core->link_prop = prop_up;
+    if (up == was_up) {
+        return;
+    }
     trace_uzura_regs_link(up);
     if (up) {
         core->status |= UZ_STATUS_LINK_UP;
+        /* Frames the backend queued while the link was down may flow. */
+        core->rx_flush_owed = true;
+        qemu_bh_schedule(core->work_bh);
     } else {
         core->status &= ~UZ_STATUS_LINK_UP;
     }
+    uzura_eq_post_async(core, up ? UZ_EQE_PORT_ACTIVE : UZ_EQE_PORT_DOWN,
+                        1, 0);
+}
+
+void uzura_work_bh(void *opaque)
+{
+    UzuraCore *core = opaque;
+
+    uzura_eth_work(core);
 }

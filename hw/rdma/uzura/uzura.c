@@ -28,11 +28,14 @@ struct UzuraState {
 
     MemoryRegion regs;
     MemoryRegion msix;
+    MemoryRegion db;
     NICState *nic;
     NICConf conf;
     Error *migration_blocker;
 
     uint32_t num_vectors;
+    uint32_t db_pages;
+    bool link;
 
     UzuraCore core;
 };
@@ -72,16 +75,50 @@ static const MemoryRegionOps uzura_mmio_ops = {
     },
 };
 
+static uint64_t uzura_db_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    UzuraState *s = opaque;
+
+    return uzura_db_read(&s->core, addr, size);
+}
+
+static void uzura_db_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                                unsigned size)
+{
+    UzuraState *s = opaque;
+
+    uzura_db_write(&s->core, addr, val, size);
+}
+
+static const MemoryRegionOps uzura_db_ops = {
+    .read = uzura_db_mmio_read,
+    .write = uzura_db_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+        .unaligned = true,
+    },
+};
+
 static bool uzura_nc_can_receive(NetClientState *nc)
 {
-    return true;
+    UzuraState *s = qemu_get_nic_opaque(nc);
+
+    return uzura_eth_can_receive(&s->core);
 }
 
 static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
                                 size_t size)
 {
-    /* No receive function is enabled yet: the frame is dropped. */
-    return size;
+    UzuraState *s = qemu_get_nic_opaque(nc);
+
+    return uzura_eth_receive(&s->core, buf, size);
 }
 
 static void uzura_nc_link_status_changed(NetClientState *nc)
@@ -89,7 +126,7 @@ static void uzura_nc_link_status_changed(NetClientState *nc)
     UzuraState *s = qemu_get_nic_opaque(nc);
 
     trace_uzura_link_status(nc->link_down);
-    uzura_core_set_link(&s->core, !nc->link_down);
+    uzura_core_set_link(&s->core, !nc->link_down, s->link);
 }
 
 static NetClientInfo uzura_net_info = {
@@ -126,8 +163,12 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
                    UZ_MSIX_MAX_VECTORS);
         return;
     }
-
-    pci_config_set_interrupt_pin(pdev->config, 1);
+    if (s->db_pages < 1 || s->db_pages > UZ_DB_MAX_PAGES ||
+        !is_power_of_2(s->db_pages)) {
+        error_setg(errp, "uzura: db-pages must be a power of 2, 1..%d",
+                   UZ_DB_MAX_PAGES);
+        return;
+    }
 
     memory_region_init_io(&s->regs, OBJECT(s), &uzura_mmio_ops, s,
                           "uzura-regs", UZ_BAR_REGS_SIZE);
@@ -136,6 +177,10 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     memory_region_init(&s->msix, OBJECT(s), "uzura-msix", UZ_BAR_MSIX_SIZE);
     pci_register_bar(pdev, UZ_BAR_MSIX, PCI_BASE_ADDRESS_SPACE_MEMORY |
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
+    memory_region_init_io(&s->db, OBJECT(s), &uzura_db_ops, s, "uzura-db",
+                          s->db_pages * UZ_DB_PAGE_SIZE);
+    pci_register_bar(pdev, UZ_BAR_DB, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
 
     if (pci_bus_is_express(pci_get_bus(pdev))) {
         if (pcie_endpoint_cap_init(pdev, 0) < 0) {
@@ -168,8 +213,12 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     s->core.owner = pdev;
     s->core.owner_nic = s->nic;
     s->core.num_vectors = s->num_vectors;
-    memcpy(s->core.mac, s->conf.macaddr.a, sizeof(s->core.mac));
-    uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down);
+    s->core.db_pages = s->db_pages;
+    memcpy(s->core.perm_mac, s->conf.macaddr.a, sizeof(s->core.perm_mac));
+    uzura_core_init(&s->core);
+    uzura_core_reset(&s->core);
+    uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down,
+                        s->link);
 }
 
 static void uzura_exit(PCIDevice *pdev)
@@ -177,6 +226,7 @@ static void uzura_exit(PCIDevice *pdev)
     UzuraState *s = UZURA(pdev);
 
     qemu_del_nic(s->nic);
+    uzura_core_uninit(&s->core);
     migrate_del_blocker(&s->migration_blocker);
     msix_unuse_all_vectors(pdev);
     msix_uninit(pdev, &s->msix, &s->msix);
@@ -193,6 +243,38 @@ static void uzura_reset_hold(Object *obj, ResetType type)
 static const Property uzura_properties[] = {
     DEFINE_NIC_PROPERTIES(UzuraState, conf),
     DEFINE_PROP_UINT32("vectors", UzuraState, num_vectors, 8),
+    DEFINE_PROP_UINT32("db-pages", UzuraState, db_pages, 64),
+};
+
+/* The link property is the cable: settable at run time with qom-set. */
+static bool uzura_get_link(Object *obj, Error **errp)
+{
+    return UZURA(obj)->link;
+}
+
+static void uzura_set_link(Object *obj, bool value, Error **errp)
+{
+    UzuraState *s = UZURA(obj);
+
+    s->link = value;
+    if (s->nic) {
+        uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down,
+                            value);
+    }
+}
+
+/* Counters, read-only with qom-get. */
+static const struct {
+    const char *name;
+    size_t offset;
+} uzura_counter_props[] = {
+#define UZ_COUNTER(n) { #n, offsetof(UzuraCounters, n) }
+    UZ_COUNTER(tx_frames), UZ_COUNTER(tx_bytes), UZ_COUNTER(tx_errors),
+    UZ_COUNTER(rx_frames), UZ_COUNTER(rx_bytes), UZ_COUNTER(rx_dropped),
+    UZ_COUNTER(admin_cmds), UZ_COUNTER(admin_errors),
+    UZ_COUNTER(eq_events), UZ_COUNTER(eq_overflows), UZ_COUNTER(irqs),
+    UZ_COUNTER(doorbells),
+#undef UZ_COUNTER
 };
 
 static void uzura_class_init(ObjectClass *klass, void *data)
@@ -219,8 +301,18 @@ static void uzura_instance_init(Object *obj)
 {
     UzuraState *s = UZURA(obj);
 
+    int i;
+
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
+    s->link = true;
+    object_property_add_bool(obj, "link", uzura_get_link, uzura_set_link);
+    for (i = 0; i < ARRAY_SIZE(uzura_counter_props); i++) {
+        object_property_add_uint64_ptr(obj, uzura_counter_props[i].name,
+                                       (uint64_t *)((uint8_t *)&s->core.counters +
+                                                    uzura_counter_props[i].offset),
+                                       OBJ_PROP_FLAG_READ);
+    }
 }
 
 static const TypeInfo uzura_info = {

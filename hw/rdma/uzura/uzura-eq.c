@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: event queues and interrupts.
+ *
+ * The device writes events into EQ rings in host memory and raises an EQ's
+ * MSI-X vector only when the driver armed it: completions are polled, an
+ * interrupt is for a driver that chose to wait.
+ */
+#include "qemu/osdep.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+static uint32_t uzura_eq_size(const UzuraEq *eq)
+{
+    return 1u << eq->log_depth;
+}
+
+static uint32_t uzura_eq_used(const UzuraEq *eq)
+{
+    return (eq->pi - eq->ci) & UZ_IDX_MASK;
+}
+
+static UzuraEq *uzura_eq_lookup(UzuraCore *core, uint32_t eqn)
+{
+    return eqn < UZ_MAX_EQ && core->eq[eqn].valid ? &core->eq[eqn] : NULL;
+}
+
+static void uzura_eq_fire(UzuraCore *core, UzuraEq *eq)
+{
+    eq->armed = false;
+    uzura_irq(core, eq->vector);
+}
+
+/* Write one entry; the caller made sure there is room. */
+static void uzura_eq_write(UzuraCore *core, uint32_t eqn, UzuraEq *eq,
+                           uint8_t type, uint32_t handle, uint32_t data)
+{
+    uint32_t pos = eq->pi & (uzura_eq_size(eq) - 1);
+    struct uz_eqe eqe = {
+        .type = type,
+        .handle = cpu_to_le32(handle),
+        .data = cpu_to_le32(data),
+    };
+
+    if (!((eq->pi >> eq->log_depth) & 1)) {
+        eqe.flags = cpu_to_le32(UZ_EQE_PHASE);
+    }
+    trace_uzura_eq_post(eqn, type, handle, data, eq->pi);
+    if (!uzura_dma_write_entry(core, eq->ring_addr + pos * sizeof(eqe),
+                               &eqe, sizeof(eqe))) {
+        /* The ring went away under the device: lose the event, say so. */
+        uzura_guest_error(trace_uzura_eq_err_dma(eqn, eq->ring_addr),
+                          "EQ %u ring not accessible; event 0x%02x lost",
+                          eqn, type);
+        return;
+    }
+    eq->pi = (eq->pi + 1) & UZ_IDX_MASK;
+    core->counters.eq_events++;
+}
+
+void uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
+                   uint32_t handle, uint32_t data)
+{
+    UzuraEq *eq = uzura_eq_lookup(core, eqn);
+    uint32_t room;
+
+    if (!eq) {
+        return;
+    }
+    room = uzura_eq_size(eq) - uzura_eq_used(eq);
+    if (eq->overflowed && room >= 2) {
+        uzura_eq_write(core, eqn, eq, UZ_EQE_EQ_OVERFLOW, eqn, 0);
+        eq->overflowed = false;
+        room--;
+    }
+    if (eq->overflowed || !room) {
+        uzura_guest_error(trace_uzura_eq_err_overflow(eqn, type),
+                          "EQ %u full, event 0x%02x lost", eqn, type);
+        eq->overflowed = true;
+        core->counters.eq_overflows++;
+        return;
+    }
+    uzura_eq_write(core, eqn, eq, type, handle, data);
+    if (eq->armed) {
+        uzura_eq_fire(core, eq);
+    }
+}
+
+void uzura_eq_post_async(UzuraCore *core, uint8_t type, uint32_t handle,
+                         uint32_t data)
+{
+    unsigned i;
+
+    for (i = 0; i < UZ_MAX_EQ; i++) {
+        if (core->eq[i].valid && core->eq[i].async) {
+            uzura_eq_post(core, i, type, handle, data);
+            return;
+        }
+    }
+    trace_uzura_eq_async_dropped(type, handle);
+}
+
+void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val)
+{
+    UzuraEq *eq = uzura_eq_lookup(core, eqn);
+    uint32_t ci = val & UZ_DB_CI_MASK;
+
+    if (!eq) {
+        return;
+    }
+    /* The consumer index may not pass what the device has written. */
+    if (((eq->pi - ci) & UZ_IDX_MASK) > uzura_eq_used(eq)) {
+        uzura_guest_error(trace_uzura_eq_err_doorbell(eqn, val, eq->pi),
+                          "EQ %u doorbell: consumer index %u is past the "
+                          "producer index %u", eqn, ci, eq->pi);
+        uzura_core_record_error(core, UZ_ERR_BAD_VALUE, eq->db_offset);
+        return;
+    }
+    trace_uzura_eq_doorbell(eqn, ci, !!(val & UZ_DB_ARM));
+    eq->ci = ci;
+    if (eq->overflowed && uzura_eq_size(eq) - uzura_eq_used(eq) >= 1) {
+        uzura_eq_write(core, eqn, eq, UZ_EQE_EQ_OVERFLOW, eqn, 0);
+        eq->overflowed = false;
+    }
+    if (val & UZ_DB_ARM) {
+        eq->armed = true;
+        if (eq->pi != eq->ci) {
+            uzura_eq_fire(core, eq);
+        }
+    }
+}
+
+uint8_t uzura_eq_create(UzuraCore *core, const struct uz_cmd_create_eq *cmd,
+                        uint32_t *eqn, uint32_t *db_offset)
+{
+    uint64_t ring = le64_to_cpu(cmd->ring_addr);
+    uint16_t vector = le16_to_cpu(cmd->vector);
+    bool async = cmd->flags & UZ_EQ_F_ASYNC;
+    UzuraEq *eq = NULL;
+    unsigned i;
+
+    if (cmd->log_depth < UZ_EQ_DEPTH_MIN || cmd->log_depth > UZ_EQ_DEPTH_MAX ||
+        vector >= core->num_vectors || (cmd->flags & ~UZ_EQ_F_ASYNC)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!uzura_dma_ok(core, ring, sizeof(struct uz_eqe) << cmd->log_depth,
+                      true)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    for (i = 0; i < UZ_MAX_EQ; i++) {
+        if (async && core->eq[i].valid && core->eq[i].async) {
+            return UZ_CMD_EXISTS;
+        }
+    }
+    for (i = 0; i < UZ_MAX_EQ && !eq; i++) {
+        if (!core->eq[i].valid) {
+            eq = &core->eq[i];
+        }
+    }
+    if (!eq) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    *eqn = eq - core->eq;
+    if (!uzura_db_alloc(core, 0, UZ_DBK_EQ, *eqn, db_offset)) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    *eq = (UzuraEq) {
+        .valid = true,
+        .async = async,
+        .ring_addr = ring,
+        .log_depth = cmd->log_depth,
+        .vector = vector,
+        .db_offset = *db_offset,
+    };
+    trace_uzura_eq_create(*eqn, ring, cmd->log_depth, vector, async);
+    return UZ_CMD_OK;
+}
+
+uint8_t uzura_eq_destroy(UzuraCore *core, uint32_t eqn)
+{
+    UzuraEq *eq = uzura_eq_lookup(core, eqn);
+
+    if (!eq) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (eq->users) {
+        return UZ_CMD_BUSY;
+    }
+    uzura_db_free(core, eq->db_offset);
+    memset(eq, 0, sizeof(*eq));
+    trace_uzura_eq_destroy(eqn);
+    return UZ_CMD_OK;
+}
+
+/* Queues that post to an EQ hold a reference, so it cannot go first. */
+bool uzura_eq_get(UzuraCore *core, uint32_t eqn)
+{
+    UzuraEq *eq = uzura_eq_lookup(core, eqn);
+
+    if (eq) {
+        eq->users++;
+    }
+    return eq;
+}
+
+void uzura_eq_put(UzuraCore *core, uint32_t eqn)
+{
+    UzuraEq *eq = uzura_eq_lookup(core, eqn);
+
+    if (eq && eq->users) {
+        eq->users--;
+    }
+}
+
+void uzura_eq_reset(UzuraCore *core)
+{
+    memset(core->eq, 0, sizeof(core->eq));
+}
