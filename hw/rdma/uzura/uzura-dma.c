@@ -51,7 +51,7 @@ bool uzura_dma_write_entry(UzuraCore *core, uint64_t addr, const void *entry,
     if (!uzura_dma_write(core, addr, entry, len - 4)) {
         return false;
     }
-    smp_wmb();
+    smp_wmb();      /* the body is visible before the new phase */
     return uzura_dma_write(core, addr + len - 4,
                            (const uint8_t *)entry + len - 4, 4);
 }

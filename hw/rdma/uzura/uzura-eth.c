@@ -205,7 +205,9 @@ ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         core->counters.rx_frames++;
         core->counters.rx_bytes += size;
     } else {
-        uzura_guest_error(trace_uzura_eth_err_rx_buf(r->ci, le64_to_cpu(d.addr)),
+        uint64_t baddr = le64_to_cpu(d.addr);
+
+        uzura_guest_error(trace_uzura_eth_err_rx_buf(r->ci, baddr),
                           "RX buffer of descriptor %u not accessible", r->ci);
         status = UZ_ETH_DONE | UZ_ETH_ERR_DMA;
         core->counters.rx_dropped++;

@@ -310,10 +310,10 @@ void uzura_core_reg_write(UzuraCore *core, hwaddr addr, uint64_t val,
 
 void uzura_core_init(UzuraCore *core)
 {
-    core->admin.bh = qemu_bh_new_guarded(uzura_admin_bh, core,
-                                         &DEVICE(core->owner)->mem_reentrancy_guard);
-    core->work_bh = qemu_bh_new_guarded(uzura_work_bh, core,
-                                        &DEVICE(core->owner)->mem_reentrancy_guard);
+    MemReentrancyGuard *guard = &DEVICE(core->owner)->mem_reentrancy_guard;
+
+    core->admin.bh = qemu_bh_new_guarded(uzura_admin_bh, core, guard);
+    core->work_bh = qemu_bh_new_guarded(uzura_work_bh, core, guard);
     core->db_map = g_new0(uint32_t, core->db_pages * UZ_DB_SLOTS_PER_PAGE);
     core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
 }

@@ -308,10 +308,11 @@ static void uzura_instance_init(Object *obj)
     s->link = true;
     object_property_add_bool(obj, "link", uzura_get_link, uzura_set_link);
     for (i = 0; i < ARRAY_SIZE(uzura_counter_props); i++) {
+        uint8_t *base = (uint8_t *)&s->core.counters;
+        uint64_t *counter = (uint64_t *)(base + uzura_counter_props[i].offset);
+
         object_property_add_uint64_ptr(obj, uzura_counter_props[i].name,
-                                       (uint64_t *)((uint8_t *)&s->core.counters +
-                                                    uzura_counter_props[i].offset),
-                                       OBJ_PROP_FLAG_READ);
+                                       counter, OBJ_PROP_FLAG_READ);
     }
 }
 
