@@ -2,36 +2,18 @@
 /*
  * uzura RDMA NIC: PCI driver.
  *
- * Probe maps the register BAR, checks the device's identification, resets
- * it and enables MSI-X; remove undoes this in reverse.  The netdev and the
- * ib_device are registered on top of this in later stages.
+ * Probe maps the BARs, checks the device's identification, resets it,
+ * enables MSI-X, starts the admin queue and the event queue and registers
+ * the Ethernet netdev; remove undoes this in reverse.  The ib_device comes
+ * on top of this with the RDMA engine.
  */
 #include <linux/module.h>
 #include <linux/pci.h>
 #include <linux/io.h>
+#include <linux/interrupt.h>
 #include <linux/iopoll.h>
 
-#include "uzura-hw.h"
-
-#define DRV_NAME "uzura"
-
-struct uz_dev {
-	struct pci_dev *pdev;
-	void __iomem *regs;
-	u32 version;
-	u32 caps;
-	int num_vectors;
-};
-
-static u32 uz_rd(struct uz_dev *uz, u32 reg)
-{
-	return readl(uz->regs + reg);
-}
-
-static void uz_wr(struct uz_dev *uz, u32 reg, u32 val)
-{
-	writel(val, uz->regs + reg);
-}
+#include "uz.h"
 
 static int uz_reset(struct uz_dev *uz)
 {
@@ -58,14 +40,39 @@ static int uz_check_ident(struct uz_dev *uz)
 		return -ENODEV;
 	}
 	uz->caps = uz_rd(uz, UZ_REG_CAPS);
+	if (!(uz->caps & UZ_CAP_MSIX) || !(uz->caps & UZ_CAP_ADMIN) ||
+	    !(uz->caps & UZ_CAP_ETH)) {
+		dev_err(dev, "device lacks MSI-X, admin queue or Ethernet (caps 0x%x)\n",
+			uz->caps);
+		return -ENODEV;
+	}
 	return 0;
+}
+
+static int uz_query_device(struct uz_dev *uz)
+{
+	struct device *dev = &uz->pdev->dev;
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_QUERY_DEVICE };
+	struct uz_device_attr *attr;
+	dma_addr_t dma;
+	int err;
+
+	attr = dma_alloc_coherent(dev, sizeof(*attr), &dma, GFP_KERNEL);
+	if (!attr)
+		return -ENOMEM;
+	cmd.query_device.buf_addr = cpu_to_le64(dma);
+	cmd.query_device.buf_len = cpu_to_le32(sizeof(*attr));
+	err = uz_admin_exec(uz, &cmd, NULL);
+	if (!err)
+		uz->attr = *attr;
+	dma_free_coherent(dev, sizeof(*attr), attr, dma);
+	return err;
 }
 
 static int uz_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct device *dev = &pdev->dev;
 	struct uz_dev *uz;
-	u32 vectors, mac_lo, mac_hi;
 	int err;
 
 	uz = devm_kzalloc(dev, sizeof(*uz), GFP_KERNEL);
@@ -80,10 +87,12 @@ static int uz_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
 	if (err)
 		return err;
-
 	uz->regs = pcim_iomap_region(pdev, UZ_BAR_REGS, DRV_NAME);
 	if (IS_ERR(uz->regs))
 		return PTR_ERR(uz->regs);
+	uz->db = pcim_iomap_region(pdev, UZ_BAR_DB, DRV_NAME "-db");
+	if (IS_ERR(uz->db))
+		return PTR_ERR(uz->db);
 
 	err = uz_check_ident(uz);
 	if (err)
@@ -95,30 +104,49 @@ static int uz_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	pci_set_master(pdev);
 
-	vectors = uz_rd(uz, UZ_REG_NUM_VECTORS);
-	if (!(uz->caps & UZ_CAP_MSIX) || !vectors) {
-		dev_err(dev, "device offers no MSI-X vectors\n");
-		return -ENODEV;
-	}
-	err = pci_alloc_irq_vectors(pdev, 1, vectors, PCI_IRQ_MSIX);
+	/* Vector 0: admin completions; vector 1: the event queue. */
+	err = pci_alloc_irq_vectors(pdev, 2, 2, PCI_IRQ_MSIX);
 	if (err < 0) {
-		dev_err(dev, "cannot enable MSI-X: %d\n", err);
+		dev_err(dev, "cannot enable two MSI-X vectors: %d\n", err);
 		goto err_clear_master;
 	}
 	uz->num_vectors = err;
+	err = request_irq(pci_irq_vector(pdev, UZ_MSIX_VEC_ADMIN),
+			  uz_admin_irq, 0, "uzura-admin", uz);
+	if (err)
+		goto err_free_vectors;
 
-	mac_lo = uz_rd(uz, UZ_REG_MAC_LO);
-	mac_hi = uz_rd(uz, UZ_REG_MAC_HI);
+	err = uz_admin_init(uz);
+	if (err)
+		goto err_free_irq;
+	err = uz_query_device(uz);
+	if (err)
+		goto err_admin;
+	err = uz_eq_init(uz);
+	if (err)
+		goto err_admin;
+	err = uz_netdev_init(uz);
+	if (err)
+		goto err_eq;
+
 	dev_info(dev,
-		 "uzura RDMA NIC version %u.%u caps 0x%x, %d MSI-X vectors, mac %02x:%02x:%02x:%02x:%02x:%02x, link %s\n",
+		 "uzura RDMA NIC version %u.%u caps 0x%x, %d MSI-X vectors, mac %pM, link %s, netdev %s\n",
 		 uz->version >> 16, uz->version & 0xffff, uz->caps,
-		 uz->num_vectors, mac_lo & 0xff, (mac_lo >> 8) & 0xff,
-		 (mac_lo >> 16) & 0xff, mac_lo >> 24, mac_hi & 0xff,
-		 (mac_hi >> 8) & 0xff,
-		 uz_rd(uz, UZ_REG_STATUS) & UZ_STATUS_LINK_UP ? "up" : "down");
+		 uz->num_vectors, uz->attr.mac,
+		 uz_rd(uz, UZ_REG_STATUS) & UZ_STATUS_LINK_UP ? "up" : "down",
+		 netdev_name(uz->net->ndev));
 	return 0;
 
+err_eq:
+	uz_eq_fini(uz);
+err_admin:
+	uz_admin_fini(uz);
+err_free_irq:
+	free_irq(pci_irq_vector(pdev, UZ_MSIX_VEC_ADMIN), uz);
+err_free_vectors:
+	pci_free_irq_vectors(pdev);
 err_clear_master:
+	uz_reset(uz);
 	pci_clear_master(pdev);
 	return err;
 }
@@ -127,8 +155,12 @@ static void uz_remove(struct pci_dev *pdev)
 {
 	struct uz_dev *uz = pci_get_drvdata(pdev);
 
+	uz_netdev_fini(uz);
+	uz_eq_fini(uz);
+	uz_admin_fini(uz);
 	/* Quiesce the device before its interrupts and DMA go away. */
 	uz_reset(uz);
+	free_irq(pci_irq_vector(pdev, UZ_MSIX_VEC_ADMIN), uz);
 	pci_free_irq_vectors(pdev);
 	pci_clear_master(pdev);
 	dev_info(&pdev->dev, "uzura RDMA NIC removed\n");

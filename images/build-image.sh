@@ -80,6 +80,14 @@ if [ ! -f "$dir/done" ]; then
 	ssh-keygen -q -t ed25519 -N '' -C uzura-harness -f "$dir/id_ed25519"
 	install -d -m 700 "$root/root/.ssh"
 	install -m 600 "$dir/id_ed25519.pub" "$root/root/.ssh/authorized_keys"
+	# Nodes reach each other with the same key (mpirun starts ranks by ssh).
+	install -m 600 "$dir/id_ed25519" "$root/root/.ssh/id_ed25519"
+	cat > "$root/root/.ssh/config" <<EOT
+Host 10.77.0.* node*
+	StrictHostKeyChecking no
+	UserKnownHostsFile /dev/null
+	LogLevel ERROR
+EOT
 	cat > "$root/etc/ssh/sshd_config.d/uzura.conf" <<EOT
 PermitRootLogin prohibit-password
 PasswordAuthentication no

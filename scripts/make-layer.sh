@@ -1,18 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make-layer.sh OUT.img MODULE.ko...
+# make-layer.sh OUT.img BOOT-HOOK MODULE.ko...
 #
 # The read-only second disk of every node: what this checkout builds for the
 # guest.  It carries the modules and the module index files for the guest
 # kernel with them added, computed here with depmod against the guest
 # kernel's module tree: depmod inside a TCG guest takes over 20 seconds.
-# uzura-init installs both at boot.
+# The boot hook (images/layer-boot.sh), run by uzura-init, installs both.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$1
-shift
+hook=$2
+shift 2
 cache=${UZURA_CACHE:-$HOME/.cache/uzura}
 kver=$("$top/scripts/kernel-version.sh")
 
@@ -37,6 +38,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/modules" "$stage/depmod/lib/modules"
 cp "$@" "$stage/modules/"
+install -m 755 "$hook" "$stage/boot.sh"
 
 # depmod over the guest tree plus our modules, in a scratch root.
 droot=$stage/depmod

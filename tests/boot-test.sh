@@ -43,8 +43,31 @@ for i in 1 2; do
 	t "node $i: hostname" \
 		bash -c "[ \"\$('$uz' run $i -- hostname)\" = node$i ]"
 done
-t "node 2: module unloads and reloads" \
-	"$uz" run 2 -- 'rmmod uzura && modprobe uzura && grep -q "^uzura " /proc/modules'
+
+# The Ethernet function: IP between the nodes over the uzura link.
+uzdev='$(for n in /sys/class/net/*; do [ "$(basename $(readlink $n/device/driver 2>/dev/null))" = uzura ] && basename $n; done)'
+for i in 1 2; do
+	t "node $i: uzura netdev has 10.77.0.$i" \
+		"$uz" run "$i" -- "ip -br addr show dev $uzdev | grep -q 10.77.0.$i/24"
+	t "node $i: ethtool -i names the driver" \
+		"$uz" run "$i" -- "ethtool -i $uzdev | grep -qx 'driver: uzura'"
+done
+t "ping node 2 from node 1 over uzura" "$uz" run 1 -- 'ping -c 3 -W 5 10.77.0.2'
+t "ssh node 1 -> node 2 over uzura" \
+	bash -c "[ \"\$('$uz' run 1 -- ssh -o BatchMode=yes 10.77.0.2 hostname)\" = node2 ]"
+t "TCP over uzura (iperf3, 3 s)" bash -c "
+	'$uz' run 2 -- 'iperf3 -s -1 -D' &&
+	'$uz' run 1 -- 'iperf3 -c 10.77.0.2 -t 3 -J' > '$top/build/test-logs/iperf3.json' &&
+	grep -q '\"bits_per_second\"' '$top/build/test-logs/iperf3.json'"
+t "jumbo frames: MTU 9000 and an 8000-byte ping unfragmented" \
+	bash -c "'$uz' run 1 -- 'ip link set $uzdev mtu 9000' &&
+		'$uz' run 2 -- 'ip link set $uzdev mtu 9000' &&
+		'$uz' run 1 -- 'ping -c 2 -W 5 -M do -s 8000 10.77.0.2'"
+t "ip -s link counts the frames" \
+	"$uz" run 1 -- "[ \$(cat /sys/class/net/$uzdev/statistics/tx_packets) -gt 10 ]"
+t "node 2: module unloads and reloads, and IP works again" \
+	"$uz" run 2 -- "rmmod uzura && modprobe uzura && ip link set $uzdev up &&
+		ip addr add 10.77.0.2/24 dev $uzdev && ping -c 2 -W 5 10.77.0.1"
 t "run passes the exit status through" \
 	bash -c "'$uz' run 1 -- 'exit 7'; [ \$? -eq 7 ]"
 t "a second up is refused while the cluster runs" \

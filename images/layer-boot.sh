@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Boot hook of the uzura layer disk, run by uzura-init as "boot.sh NODE".
+# Installs the modules built from the checkout with the module index made
+# on the host (depmod in the guest takes half a minute under TCG), loads
+# the driver and gives the uzura interface of node N the address 10.77.0.N/24.
+layer=$(dirname "$0")
+kdir=/lib/modules/$(uname -r)
+node=$1
+
+mkdir -p "$kdir/updates"
+cp "$layer"/modules/*.ko "$kdir/updates/"
+cp "$layer"/modules-index/modules.* "$kdir/"
+modprobe uzura || { echo "uzura boot: cannot load the uzura module"; exit 1; }
+
+for n in /sys/class/net/*; do
+	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue
+	dev=$(basename "$n")
+	ip link set "$dev" up
+	ip addr add "10.77.0.$node/24" dev "$dev"
+	echo "uzura boot: $dev is 10.77.0.$node"
+done
