@@ -45,7 +45,7 @@ for i in 1 2; do
 done
 
 # The Ethernet function: IP between the nodes over the uzura link.
-uzdev='$(for n in /sys/class/net/*; do [ "$(basename $(readlink $n/device/driver 2>/dev/null))" = uzura ] && basename $n; done)'
+uzdev='$(for n in /sys/class/net/*; do d=$(readlink $n/device/driver) && [ "${d##*/}" = uzura ] && echo ${n##*/}; done)'
 for i in 1 2; do
 	t "node $i: uzura netdev has 10.77.0.$i" \
 		"$uz" run "$i" -- "ip -br addr show dev $uzdev | grep -q 10.77.0.$i/24"
