@@ -420,6 +420,40 @@ static void test_reset_teardown(void)
     stop1(&m, &d);
 }
 
+/* A PCIe function level reset stops the device the same way. */
+static void test_flr(void)
+{
+    UzMachine m;
+    UzDev d;
+    UzEq eq;
+    uint8_t exp;
+
+    start1(&m, &d);
+    uz_admin_start(&d, 3);
+    g_assert_cmpint(uz_create_eq(&d, &eq, 3, 1, UZ_EQ_F_ASYNC), ==,
+                    UZ_CMD_OK);
+    exp = qpci_find_capability(d.pdev, PCI_CAP_ID_EXP, 0);
+    g_assert_cmpint(exp, !=, 0);
+    qpci_config_writew(d.pdev, exp + PCI_EXP_DEVCTL,
+                       qpci_config_readw(d.pdev, exp + PCI_EXP_DEVCTL) |
+                       PCI_EXP_DEVCTL_BCR_FLR);
+    /* The function's BARs are gone: enable and map it again. */
+    qpci_device_enable(d.pdev);
+    d.regs = qpci_iomap(d.pdev, UZ_BAR_REGS, NULL);
+    d.db = qpci_iomap(d.pdev, UZ_BAR_DB, NULL);
+    g_assert_cmphex(uz_rd(&d, UZ_REG_MAGIC), ==, UZ_MAGIC);
+    g_assert_cmphex(uz_rd(&d, UZ_REG_STATUS) & UZ_STATUS_READY, ==,
+                    UZ_STATUS_READY);
+    g_assert_cmphex(uz_rd(&d, UZ_REG_ADMIN_STATUS), ==, 0);
+    uz_ring(&d, eq.db, UZ_DB_ARM);
+    g_assert_cmpint(uz_rd(&d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_DOORBELL);
+    uz_admin_start(&d, 3);
+    g_assert_cmpint(uz_create_eq(&d, &eq, 3, 1, UZ_EQ_F_ASYNC), ==,
+                    UZ_CMD_OK);
+    g_assert_cmpint(eq.eqn, ==, 0);
+    stop1(&m, &d);
+}
+
 /*
  * Fuzz: 10,000 commands of random opcodes and random bytes, in random
  * batches.  Every one is answered with a status and QEMU stays up.
@@ -482,6 +516,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/eq/create-destroy", test_eq_create_destroy);
     qtest_add_func("/uzura/eq/events", test_eq_events);
     qtest_add_func("/uzura/reset-teardown", test_reset_teardown);
+    qtest_add_func("/uzura/flr", test_flr);
     qtest_add_func("/uzura/admin/fuzz", test_fuzz);
 
     return g_test_run();

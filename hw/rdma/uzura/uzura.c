@@ -152,6 +152,16 @@ static void uzura_init_msix(UzuraState *s, Error **errp)
     }
 }
 
+static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                               int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    if (pdev->exp.exp_cap) {
+        /* A write of DEVCTL.BCR_FLR resets the function. */
+        pcie_cap_flr_write_config(pdev, addr, val, len);
+    }
+}
+
 static void uzura_realize(PCIDevice *pdev, Error **errp)
 {
     ERRP_GUARD();
@@ -285,6 +295,7 @@ static void uzura_class_init(ObjectClass *klass, void *data)
 
     k->realize = uzura_realize;
     k->exit = uzura_exit;
+    k->config_write = uzura_write_config;
     k->vendor_id = UZ_PCI_VENDOR_ID;
     k->device_id = UZ_PCI_DEVICE_ID;
     k->revision = UZ_PCI_REVISION;
