@@ -157,51 +157,47 @@ static void uzura_write_scratch(UzuraCore *core, uint32_t val)
 }
 
 /*
- * The admin ring registers may change only while the queue is stopped.
- * Returns false (and records the error) otherwise.
+ * The admin ring registers may change only while the queue is stopped:
+ * store @val into bits @start..@start+31 of @field, or record the error.
  */
-static bool uzura_admin_regs_writable(UzuraCore *core, hwaddr addr)
+static void uzura_admin_reg_set(UzuraCore *core, hwaddr addr,
+                                uint64_t *field, int start, uint32_t val)
 {
     if (core->admin.enabled) {
         uzura_reg_error(core, UZ_ERR_BAD_STATE, addr, true);
-        return false;
+        return;
     }
-    return true;
+    *field = deposit64(*field, start, 32, val);
 }
 
 static void uzura_write_admin_sq_lo(UzuraCore *core, uint32_t val)
 {
-    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_SQ_LO)) {
-        core->admin.sq_addr = deposit64(core->admin.sq_addr, 0, 32, val);
-    }
+    uzura_admin_reg_set(core, UZ_REG_ADMIN_SQ_LO, &core->admin.sq_addr, 0, val);
 }
 
 static void uzura_write_admin_sq_hi(UzuraCore *core, uint32_t val)
 {
-    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_SQ_HI)) {
-        core->admin.sq_addr = deposit64(core->admin.sq_addr, 32, 32, val);
-    }
+    uzura_admin_reg_set(core, UZ_REG_ADMIN_SQ_HI, &core->admin.sq_addr, 32,
+                        val);
 }
 
 static void uzura_write_admin_cq_lo(UzuraCore *core, uint32_t val)
 {
-    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_CQ_LO)) {
-        core->admin.cq_addr = deposit64(core->admin.cq_addr, 0, 32, val);
-    }
+    uzura_admin_reg_set(core, UZ_REG_ADMIN_CQ_LO, &core->admin.cq_addr, 0, val);
 }
 
 static void uzura_write_admin_cq_hi(UzuraCore *core, uint32_t val)
 {
-    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_CQ_HI)) {
-        core->admin.cq_addr = deposit64(core->admin.cq_addr, 32, 32, val);
-    }
+    uzura_admin_reg_set(core, UZ_REG_ADMIN_CQ_HI, &core->admin.cq_addr, 32,
+                        val);
 }
 
 static void uzura_write_admin_depth(UzuraCore *core, uint32_t val)
 {
-    if (uzura_admin_regs_writable(core, UZ_REG_ADMIN_DEPTH)) {
-        core->admin.log_depth = val;
-    }
+    uint64_t depth = core->admin.log_depth;
+
+    uzura_admin_reg_set(core, UZ_REG_ADMIN_DEPTH, &depth, 0, val);
+    core->admin.log_depth = depth;
 }
 
 static void uzura_write_admin_ctrl(UzuraCore *core, uint32_t val)
