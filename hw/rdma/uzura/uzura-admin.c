@@ -45,6 +45,7 @@ static uint8_t uzura_cmd_query_device(UzuraCore *core,
         return UZ_CMD_BAD_PARAM;
     }
     memcpy(attr.mac, core->mac, sizeof(attr.mac));
+    uzura_rdma_fill_attr(core, &attr);
     if (!uzura_dma_write(core, le64_to_cpu(q->buf_addr), &attr,
                          sizeof(attr))) {
         return UZ_CMD_BAD_ADDR;
@@ -138,11 +139,11 @@ static uint8_t uzura_cmd_destroy_eth_rxq(UzuraCore *core,
     return uzura_eth_destroy(core, false, le32_to_cpu(cmd->destroy.handle));
 }
 
-/* RDMA object commands: parsed, answered, implemented by the RDMA engine. */
+/* RDMA object commands: uzura-obj.c and uzura-qp.c. */
 static uint8_t uzura_cmd_rdma(UzuraCore *core, const struct uz_admin_cmd *cmd,
                               struct uz_admin_cqe *cqe)
 {
-    return UZ_CMD_NOT_SUPPORTED;
+    return uzura_rdma_cmd(core, cmd, cqe);
 }
 
 static const UzuraCmdHandler uzura_cmd_handlers[256] = {
@@ -155,7 +156,7 @@ static const UzuraCmdHandler uzura_cmd_handlers[256] = {
     [UZ_CMD_CREATE_ETH_RXQ] = uzura_cmd_create_eth_rxq,
     [UZ_CMD_DESTROY_ETH_TXQ] = uzura_cmd_destroy_eth_txq,
     [UZ_CMD_DESTROY_ETH_RXQ] = uzura_cmd_destroy_eth_rxq,
-    [UZ_CMD_RDMA_FIRST ... UZ_CMD_QUERY_COUNTERS] = uzura_cmd_rdma,
+    [UZ_CMD_RDMA_FIRST ... UZ_CMD_RDMA_LAST] = uzura_cmd_rdma,
 };
 
 static void uzura_admin_execute(UzuraCore *core,

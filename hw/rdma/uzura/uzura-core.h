@@ -15,6 +15,7 @@
 #include "qemu/bswap.h"
 #include "qemu/log.h"
 #include "uzura-hw.h"
+#include "uzura-rdma.h"
 
 typedef struct PCIDevice PCIDevice;
 typedef struct NICState NICState;
@@ -35,6 +36,10 @@ typedef enum UzuraDbKind {
     UZ_DBK_EQ,
     UZ_DBK_ETH_TX,
     UZ_DBK_ETH_RX,
+    UZ_DBK_CQ,
+    UZ_DBK_SRQ,
+    UZ_DBK_SQ,
+    UZ_DBK_RQ,
     UZ_DBK_MAX,
 } UzuraDbKind;
 
@@ -115,6 +120,8 @@ typedef struct UzuraCore {
     UzuraEthRing eth_tx;
     UzuraEthRing eth_rx;
     uint32_t *db_map;           /* db_pages * UZ_DB_SLOTS_PER_PAGE */
+
+    UzuraRdma rdma;
 
     QEMUBH *work_bh;            /* Ethernet and, later, RDMA queues */
     bool rx_flush_owed;

@@ -75,6 +75,17 @@ void uzura_db_write(UzuraCore *core, hwaddr addr, uint64_t val,
     case UZ_DBK_ETH_RX:
         uzura_eth_doorbell(core, false, val);
         break;
+    case UZ_DBK_CQ:
+        uzura_cq_doorbell(core, UZ_DB_INDEX(entry), val);
+        break;
+    case UZ_DBK_SRQ:
+        uzura_srq_doorbell(core, UZ_DB_INDEX(entry), val);
+        break;
+    case UZ_DBK_SQ:
+    case UZ_DBK_RQ:
+        uzura_qp_doorbell(core, UZ_DB_INDEX(entry),
+                          UZ_DB_KIND(entry) == UZ_DBK_SQ, val);
+        break;
     default:
         uzura_guest_error(trace_uzura_db_err_unassigned(addr),
                           "doorbell 0x%" HWADDR_PRIx " has no queue", addr);

@@ -311,6 +311,7 @@ void uzura_core_init(UzuraCore *core)
     core->admin.bh = qemu_bh_new_guarded(uzura_admin_bh, core, guard);
     core->work_bh = qemu_bh_new_guarded(uzura_work_bh, core, guard);
     core->db_map = g_new0(uint32_t, core->db_pages * UZ_DB_SLOTS_PER_PAGE);
+    uzura_rdma_init(core);
     core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
 }
 
@@ -320,6 +321,7 @@ void uzura_core_uninit(UzuraCore *core)
     qemu_bh_delete(core->work_bh);
     g_free(core->db_map);
     g_free(core->tx_frame);
+    uzura_rdma_uninit(core);
 }
 
 /*
@@ -331,6 +333,7 @@ void uzura_core_reset(UzuraCore *core)
 {
     trace_uzura_regs_reset();
     uzura_admin_reset(core);
+    uzura_rdma_reset(core);
     uzura_eth_reset(core);
     uzura_eq_reset(core);
     uzura_db_reset(core);

@@ -36,6 +36,7 @@ struct UzuraState {
     uint32_t num_vectors;
     uint32_t db_pages;
     bool link;
+    UzuraLimits lim;
 
     UzuraCore core;
 };
@@ -162,6 +163,21 @@ static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
     }
 }
 
+/* The RDMA limits: table sizes, and ring sizes that are powers of 2. */
+static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
+{
+    if (!l->max_pd || !l->max_cq || l->max_qp < 3 || l->max_mr < 2 ||
+        !l->max_srq || !l->max_ah || !l->max_sge || !l->xlat_cache_entries ||
+        !is_power_of_2(l->max_cqe) || !is_power_of_2(l->max_qp_wr) ||
+        !is_power_of_2(l->max_srq_wr) || l->max_cqe > (1u << 16) ||
+        l->max_qp_wr > (1u << 16) || l->max_srq_wr > (1u << 16)) {
+        error_setg(errp, "uzura: RDMA limits out of range (tables need an "
+                   "entry, rings a power of 2 up to 65536, max-qp at least 3)");
+        return false;
+    }
+    return true;
+}
+
 static void uzura_realize(PCIDevice *pdev, Error **errp)
 {
     ERRP_GUARD();
@@ -177,6 +193,9 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
         !is_power_of_2(s->db_pages)) {
         error_setg(errp, "uzura: db-pages must be a power of 2, 1..%d",
                    UZ_DB_MAX_PAGES);
+        return;
+    }
+    if (!uzura_check_limits(&s->lim, errp)) {
         return;
     }
 
@@ -224,6 +243,7 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     s->core.owner_nic = s->nic;
     s->core.num_vectors = s->num_vectors;
     s->core.db_pages = s->db_pages;
+    s->core.rdma.lim = s->lim;
     memcpy(s->core.perm_mac, s->conf.macaddr.a, sizeof(s->core.perm_mac));
     uzura_core_init(&s->core);
     uzura_core_reset(&s->core);
@@ -254,6 +274,22 @@ static const Property uzura_properties[] = {
     DEFINE_NIC_PROPERTIES(UzuraState, conf),
     DEFINE_PROP_UINT32("vectors", UzuraState, num_vectors, 8),
     DEFINE_PROP_UINT32("db-pages", UzuraState, db_pages, 64),
+    DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
+    DEFINE_PROP_UINT32("max-cq", UzuraState, lim.max_cq, 1024),
+    DEFINE_PROP_UINT32("max-cqe", UzuraState, lim.max_cqe, 65536),
+    DEFINE_PROP_UINT32("max-qp", UzuraState, lim.max_qp, 1024),
+    DEFINE_PROP_UINT32("max-qp-wr", UzuraState, lim.max_qp_wr, 4096),
+    DEFINE_PROP_UINT32("max-sge", UzuraState, lim.max_sge, 16),
+    DEFINE_PROP_UINT32("max-inline", UzuraState, lim.max_inline, 256),
+    DEFINE_PROP_UINT32("max-srq", UzuraState, lim.max_srq, 256),
+    DEFINE_PROP_UINT32("max-srq-wr", UzuraState, lim.max_srq_wr, 4096),
+    DEFINE_PROP_UINT32("max-mr", UzuraState, lim.max_mr, 4096),
+    DEFINE_PROP_UINT64("max-mr-size", UzuraState, lim.max_mr_size,
+                       1ull << 32),
+    DEFINE_PROP_UINT32("max-ah", UzuraState, lim.max_ah, 1024),
+    DEFINE_PROP_UINT32("max-qp-rd-atom", UzuraState, lim.max_qp_rd_atom, 16),
+    DEFINE_PROP_UINT32("xlat-cache-entries", UzuraState,
+                       lim.xlat_cache_entries, 4096),
 };
 
 /* The link property is the cable: settable at run time with qom-set. */

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: RDMA object commands for contexts, protection domains,
+ * completion queues, shared receive queues, memory regions and address
+ * handles.  QPs live in uzura-qp.c.
+ *
+ * Every object belongs to a context (0 is the kernel's); objects that
+ * others refer to count their users and refuse to go while used.
+ */
+#include "qemu/osdep.h"
+#include "qemu/bitops.h"
+#include "qemu/host-utils.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+#define UZ_CMD_ARGS(type, cmd)  ((const type *)(cmd)->raw)
+
+static const uint8_t zero_mac[6];
+
+/* A table slot that is free, from index @first; -1 when full. */
+#define UZ_FIND_FREE(tab, n, first) ({                      \
+        int64_t _i, _r = -1;                                \
+        for (_i = (first); _i < (n); _i++) {                \
+            if (!(tab)[_i].valid) {                         \
+                _r = _i;                                    \
+                break;                                      \
+            }                                               \
+        }                                                   \
+        _r;                                                 \
+    })
+
+void uzura_rdma_init(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+
+    r->lim.max_uctx = core->db_pages - 1;
+    r->uctx = g_new0(UzuraUctx, r->lim.max_uctx + 1);
+    r->pd = g_new0(UzuraPd, r->lim.max_pd);
+    r->cq = g_new0(UzuraCq, r->lim.max_cq);
+    r->srq = g_new0(UzuraSrq, r->lim.max_srq);
+    r->qp = g_new0(UzuraQp, r->lim.max_qp);
+    r->mr = g_new0(UzuraMr, r->lim.max_mr);
+    r->ah = g_new0(UzuraAh, r->lim.max_ah);
+}
+
+void uzura_rdma_uninit(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+
+    g_free(r->uctx);
+    g_free(r->pd);
+    g_free(r->cq);
+    g_free(r->srq);
+    g_free(r->qp);
+    g_free(r->mr);
+    g_free(r->ah);
+}
+
+/* Forget every object; the doorbell map is cleared by the caller. */
+void uzura_rdma_reset(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+
+    memset(r->uctx, 0, (r->lim.max_uctx + 1) * sizeof(*r->uctx));
+    memset(r->pd, 0, r->lim.max_pd * sizeof(*r->pd));
+    memset(r->cq, 0, r->lim.max_cq * sizeof(*r->cq));
+    memset(r->srq, 0, r->lim.max_srq * sizeof(*r->srq));
+    memset(r->qp, 0, r->lim.max_qp * sizeof(*r->qp));
+    memset(r->mr, 0, r->lim.max_mr * sizeof(*r->mr));
+    memset(r->ah, 0, r->lim.max_ah * sizeof(*r->ah));
+}
+
+void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
+{
+    const UzuraLimits *l = &core->rdma.lim;
+
+    attr->max_qp = cpu_to_le32(l->max_qp);
+    attr->max_qp_wr = cpu_to_le32(l->max_qp_wr);
+    attr->max_sge = cpu_to_le32(l->max_sge);
+    attr->max_inline = cpu_to_le32(l->max_inline);
+    attr->max_cq = cpu_to_le32(l->max_cq);
+    attr->max_cqe = cpu_to_le32(l->max_cqe);
+    attr->max_mr = cpu_to_le32(l->max_mr);
+    attr->max_mr_size = cpu_to_le64(l->max_mr_size);
+    attr->max_pd = cpu_to_le32(l->max_pd);
+    attr->max_srq = cpu_to_le32(l->max_srq);
+    attr->max_srq_wr = cpu_to_le32(l->max_srq_wr);
+    attr->max_ah = cpu_to_le32(l->max_ah);
+    attr->max_qp_rd_atom = cpu_to_le32(l->max_qp_rd_atom);
+    attr->xlat_cache_entries = cpu_to_le32(l->xlat_cache_entries);
+    /* Pages of 4 KiB up to 1 GiB. */
+    attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
+}
+
+/* ---- contexts and lookups ---- */
+
+static bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx)
+{
+    return uctx == 0 ||
+           (uctx <= core->rdma.lim.max_uctx && core->rdma.uctx[uctx].valid);
+}
+
+static void uzura_uctx_get(UzuraCore *core, uint32_t uctx)
+{
+    core->rdma.uctx[uctx].users++;
+}
+
+static void uzura_uctx_put(UzuraCore *core, uint32_t uctx)
+{
+    core->rdma.uctx[uctx].users--;
+}
+
+/* A PD the context may use. */
+static UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx)
+{
+    UzuraRdma *r = &core->rdma;
+
+    if (pdn >= r->lim.max_pd || !r->pd[pdn].valid || r->pd[pdn].uctx != uctx) {
+        return NULL;
+    }
+    return &r->pd[pdn];
+}
+
+static uint8_t uzura_cmd_create_uctx(UzuraCore *core,
+                                     const struct uz_admin_cmd *cmd,
+                                     struct uz_admin_cqe *cqe)
+{
+    UzuraRdma *r = &core->rdma;
+    int64_t i = UZ_FIND_FREE(r->uctx, r->lim.max_uctx + 1, 1);
+
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->uctx[i] = (UzuraUctx) { .valid = true };
+    cqe->out0 = cpu_to_le32(i);
+    cqe->out1 = cpu_to_le32(i * UZ_DB_PAGE_SIZE);
+    return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_destroy_uctx(UzuraCore *core,
+                                      const struct uz_admin_cmd *cmd,
+                                      struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    uint32_t i = le32_to_cpu(c->handle);
+    UzuraRdma *r = &core->rdma;
+
+    if (i == 0 || i > r->lim.max_uctx || !r->uctx[i].valid) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (r->uctx[i].users) {
+        return UZ_CMD_BUSY;
+    }
+    r->uctx[i].valid = false;
+    return UZ_CMD_OK;
+}
+
+/* ---- protection domains ---- */
+
+static uint8_t uzura_cmd_alloc_pd(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    uint32_t uctx = le32_to_cpu(c->uctx);
+    UzuraRdma *r = &core->rdma;
+    int64_t i;
+
+    if (!uzura_uctx_ok(core, uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    i = UZ_FIND_FREE(r->pd, r->lim.max_pd, 0);
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->pd[i] = (UzuraPd) { .valid = true, .uctx = uctx };
+    uzura_uctx_get(core, uctx);
+    cqe->out0 = cpu_to_le32(i);
+    return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_dealloc_pd(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    UzuraPd *pd = uzura_pd_lookup(core, le32_to_cpu(c->handle),
+                                  le32_to_cpu(c->uctx));
+
+    if (!pd) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (pd->users) {
+        return UZ_CMD_BUSY;
+    }
+    uzura_uctx_put(core, pd->uctx);
+    pd->valid = false;
+    return UZ_CMD_OK;
+}
+
+/* ---- address handles ---- */
+
+static uint8_t uzura_cmd_create_ah(UzuraCore *core,
+                                   const struct uz_admin_cmd *cmd,
+                                   struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_create_ah *c =
+        UZ_CMD_ARGS(struct uz_cmd_create_ah, cmd);
+    uint32_t uctx = le32_to_cpu(c->uctx);
+    UzuraRdma *r = &core->rdma;
+    UzuraPd *pd;
+    int64_t i;
+
+    if (!uzura_uctx_ok(core, uctx) ||
+        !(pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx))) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if ((c->dmac[0] & 1) || !memcmp(c->dmac, zero_mac, sizeof(zero_mac))) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    i = UZ_FIND_FREE(r->ah, r->lim.max_ah, 0);
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->ah[i] = (UzuraAh) {
+        .valid = true, .uctx = uctx, .pdn = le32_to_cpu(c->pdn), .av = *c,
+    };
+    pd->users++;
+    cqe->out0 = cpu_to_le32(i);
+    return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_destroy_ah(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    uint32_t i = le32_to_cpu(c->handle);
+    UzuraRdma *r = &core->rdma;
+
+    if (i >= r->lim.max_ah || !r->ah[i].valid ||
+        r->ah[i].uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    r->pd[r->ah[i].pdn].users--;
+    r->ah[i].valid = false;
+    return UZ_CMD_OK;
+}
+
+/* ---- completion queues ---- */
+
+static uint8_t uzura_cmd_create_cq(UzuraCore *core,
+                                   const struct uz_admin_cmd *cmd,
+                                   struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_create_cq *c =
+        UZ_CMD_ARGS(struct uz_cmd_create_cq, cmd);
+    uint32_t uctx = le32_to_cpu(c->uctx), eqn = le32_to_cpu(c->eqn), db;
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    UzuraRdma *r = &core->rdma;
+    int64_t i;
+
+    if (!uzura_uctx_ok(core, uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (c->log_depth < 1 || (1u << c->log_depth) > r->lim.max_cqe) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
+                      true)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    i = UZ_FIND_FREE(r->cq, r->lim.max_cq, 0);
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    if (!uzura_eq_get(core, eqn)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!uzura_db_alloc(core, uctx, UZ_DBK_CQ, i, &db)) {
+        uzura_eq_put(core, eqn);
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->cq[i] = (UzuraCq) {
+        .valid = true, .uctx = uctx, .eqn = eqn, .ring_addr = ring,
+        .log_depth = c->log_depth, .db_offset = db,
+    };
+    uzura_uctx_get(core, uctx);
+    trace_uzura_obj_cq_create(i, ring, c->log_depth, eqn, db);
+    cqe->out0 = cpu_to_le32(i);
+    cqe->out1 = cpu_to_le32(db);
+    return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_destroy_cq(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    uint32_t i = le32_to_cpu(c->handle);
+    UzuraRdma *r = &core->rdma;
+    UzuraCq *cq;
+
+    if (i >= r->lim.max_cq || !r->cq[i].valid ||
+        r->cq[i].uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    cq = &r->cq[i];
+    if (cq->users) {
+        return UZ_CMD_BUSY;
+    }
+    uzura_eq_put(core, cq->eqn);
+    uzura_db_free(core, cq->db_offset);
+    uzura_uctx_put(core, cq->uctx);
+    cq->valid = false;
+    return UZ_CMD_OK;
+}
+
+/*
+ * The CQ doorbell reports the consumer index and may arm the CQ: the next
+ * completion (with UZ_DB_ARM_SOLICITED: the next solicited one) raises one
+ * UZ_EQE_COMPLETION on the CQ's EQ.
+ */
+void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val)
+{
+    UzuraCq *cq = &core->rdma.cq[cqn];
+    uint32_t ci = val & UZ_DB_CI_MASK;
+    uint32_t used = (cq->pi - cq->ci) & UZ_IDX_MASK;
+
+    if (((cq->pi - ci) & UZ_IDX_MASK) > used) {
+        uzura_guest_error(trace_uzura_obj_err_cq_doorbell(cqn, val, cq->pi),
+                          "CQ %u doorbell: consumer index %u is past the "
+                          "producer index %u", cqn, ci, cq->pi);
+        uzura_core_record_error(core, UZ_ERR_BAD_VALUE, cq->db_offset);
+        return;
+    }
+    cq->ci = ci;
+    if (val & UZ_DB_ARM) {
+        cq->arm = UZ_DB_ARM >> 24;
+    } else if (val & UZ_DB_ARM_SOLICITED) {
+        cq->arm = UZ_DB_ARM_SOLICITED >> 24;
+    }
+    trace_uzura_obj_cq_doorbell(cqn, ci, cq->arm);
+}
+
+/* ---- shared receive queues ---- */
+
+static uint8_t uzura_cmd_create_srq(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_create_srq *c =
+        UZ_CMD_ARGS(struct uz_cmd_create_srq, cmd);
+    uint32_t uctx = le32_to_cpu(c->uctx), limit = le32_to_cpu(c->limit), db;
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    UzuraRdma *r = &core->rdma;
+    UzuraPd *pd;
+    int64_t i;
+
+    if (!uzura_uctx_ok(core, uctx) ||
+        !(pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx))) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (c->log_depth < 1 || (1u << c->log_depth) > r->lim.max_srq_wr ||
+        c->log_wqe_size < 4 || c->log_wqe_size > 8 ||
+        limit >= (1u << c->log_depth)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!uzura_dma_ok(core, ring, (uint64_t)1 << (c->log_depth +
+                                                  c->log_wqe_size), false)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    i = UZ_FIND_FREE(r->srq, r->lim.max_srq, 0);
+    if (i < 0 || !uzura_db_alloc(core, uctx, UZ_DBK_SRQ, i, &db)) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->srq[i] = (UzuraSrq) {
+        .valid = true, .uctx = uctx, .pdn = le32_to_cpu(c->pdn),
+        .ring_addr = ring, .log_depth = c->log_depth,
+        .log_wqe_size = c->log_wqe_size, .limit = limit, .db_offset = db,
+    };
+    pd->users++;
+    uzura_uctx_get(core, uctx);
+    cqe->out0 = cpu_to_le32(i);
+    cqe->out1 = cpu_to_le32(db);
+    return UZ_CMD_OK;
+}
+
+static UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn)
+{
+    UzuraRdma *r = &core->rdma;
+
+    return srqn < r->lim.max_srq && r->srq[srqn].valid ? &r->srq[srqn] : NULL;
+}
+
+static uint8_t uzura_cmd_modify_srq(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_modify_srq *c =
+        UZ_CMD_ARGS(struct uz_cmd_modify_srq, cmd);
+    UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->srqn));
+    uint32_t limit = le32_to_cpu(c->limit);
+
+    if (!srq) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (limit >= (1u << srq->log_depth)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    srq->limit = limit;
+    return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_destroy_srq(UzuraCore *core,
+                                     const struct uz_admin_cmd *cmd,
+                                     struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->handle));
+
+    if (!srq || srq->uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (srq->users) {
+        return UZ_CMD_BUSY;
+    }
+    core->rdma.pd[srq->pdn].users--;
+    uzura_db_free(core, srq->db_offset);
+    uzura_uctx_put(core, srq->uctx);
+    srq->valid = false;
+    return UZ_CMD_OK;
+}
+
+void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val)
+{
+    UzuraSrq *srq = &core->rdma.srq[srqn];
+    uint32_t pi = val & UZ_DB_PI_MASK;
+
+    if (((pi - srq->ci) & UZ_IDX_MASK) > (1u << srq->log_depth)) {
+        uzura_guest_error(trace_uzura_obj_err_srq_doorbell(srqn, val, srq->ci),
+                          "SRQ %u doorbell %u overruns the ring", srqn, pi);
+        uzura_core_record_error(core, UZ_ERR_BAD_VALUE, srq->db_offset);
+        return;
+    }
+    srq->pi = pi;
+}
+
+/* ---- memory regions ---- */
+
+#define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
+                         UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC)
+
+static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
+                                const struct uz_admin_cmd *cmd,
+                                struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_reg_mr *c = UZ_CMD_ARGS(struct uz_cmd_reg_mr, cmd);
+    uint32_t uctx = le32_to_cpu(c->uctx), access = le32_to_cpu(c->access);
+    uint32_t npages = le32_to_cpu(c->npages);
+    uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
+    uint64_t pbl = le64_to_cpu(c->pbl_addr);
+    UzuraRdma *r = &core->rdma;
+    UzuraPd *pd;
+    int64_t i;
+
+    if (!uzura_uctx_ok(core, uctx) ||
+        !(pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx))) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    /* Remote write and atomic need local write, as in the IB spec. */
+    if ((access & ~UZ_ACCESS_ALL) || (c->flags & ~UZ_MR_F_DMA) ||
+        ((access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) &&
+         !(access & UZ_ACCESS_LOCAL_WRITE)) ||
+        len > r->lim.max_mr_size || iova + len < iova) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!(c->flags & UZ_MR_F_DMA)) {
+        uint64_t first = iova & ~MAKE_64BIT_MASK(0, c->page_shift);
+
+        /* The pages must cover [iova, iova + len). */
+        if (c->page_shift < 12 || c->page_shift > 30 || !npages ||
+            iova + len > first + ((uint64_t)npages << c->page_shift)) {
+            return UZ_CMD_BAD_PARAM;
+        }
+        if (!uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
+            return UZ_CMD_BAD_ADDR;
+        }
+    }
+    /* Index 0 is never used, so that key 0 is never valid. */
+    i = UZ_FIND_FREE(r->mr, r->lim.max_mr, 1);
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->mr[i] = (UzuraMr) {
+        .valid = true, .key = c->key, .flags = c->flags,
+        .page_shift = c->page_shift, .uctx = uctx,
+        .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
+        .length = len, .pbl_addr = pbl, .npages = npages,
+    };
+    pd->users++;
+    trace_uzura_obj_mr_reg(i << 8 | c->key, iova, len, access);
+    cqe->out0 = cpu_to_le32(i << 8 | c->key);
+    return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    uint32_t key = le32_to_cpu(c->handle), i = UZ_KEY_INDEX(key);
+    UzuraRdma *r = &core->rdma;
+
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
+        r->mr[i].key != UZ_KEY_BYTE(key) ||
+        r->mr[i].uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    r->pd[r->mr[i].pdn].users--;
+    r->mr[i].valid = false;
+    return UZ_CMD_OK;
+}
+
+/* ---- QP commands, forwarded ---- */
+
+static uint8_t uzura_cmd_create_qp(UzuraCore *core,
+                                   const struct uz_admin_cmd *cmd,
+                                   struct uz_admin_cqe *cqe)
+{
+    return uzura_qp_create(core, UZ_CMD_ARGS(struct uz_cmd_create_qp, cmd),
+                           cqe);
+}
+
+static uint8_t uzura_cmd_modify_qp(UzuraCore *core,
+                                   const struct uz_admin_cmd *cmd,
+                                   struct uz_admin_cqe *cqe)
+{
+    return uzura_qp_modify(core, UZ_CMD_ARGS(struct uz_cmd_modify_qp, cmd));
+}
+
+static uint8_t uzura_cmd_query_qp(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    return uzura_qp_query(core, UZ_CMD_ARGS(struct uz_cmd_query, cmd));
+}
+
+static uint8_t uzura_cmd_destroy_qp(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    return uzura_qp_destroy(core, UZ_CMD_ARGS(struct uz_cmd_obj, cmd));
+}
+
+typedef uint8_t (*UzuraRdmaCmd)(UzuraCore *core,
+                                const struct uz_admin_cmd *cmd,
+                                struct uz_admin_cqe *cqe);
+
+static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
+    [UZ_CMD_CREATE_UCTX] = uzura_cmd_create_uctx,
+    [UZ_CMD_DESTROY_UCTX] = uzura_cmd_destroy_uctx,
+    [UZ_CMD_ALLOC_PD] = uzura_cmd_alloc_pd,
+    [UZ_CMD_DEALLOC_PD] = uzura_cmd_dealloc_pd,
+    [UZ_CMD_CREATE_CQ] = uzura_cmd_create_cq,
+    [UZ_CMD_DESTROY_CQ] = uzura_cmd_destroy_cq,
+    [UZ_CMD_CREATE_QP] = uzura_cmd_create_qp,
+    [UZ_CMD_MODIFY_QP] = uzura_cmd_modify_qp,
+    [UZ_CMD_QUERY_QP] = uzura_cmd_query_qp,
+    [UZ_CMD_DESTROY_QP] = uzura_cmd_destroy_qp,
+    [UZ_CMD_CREATE_SRQ] = uzura_cmd_create_srq,
+    [UZ_CMD_MODIFY_SRQ] = uzura_cmd_modify_srq,
+    [UZ_CMD_DESTROY_SRQ] = uzura_cmd_destroy_srq,
+    [UZ_CMD_REG_MR] = uzura_cmd_reg_mr,
+    [UZ_CMD_DEREG_MR] = uzura_cmd_dereg_mr,
+    [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
+    [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
+};
+
+/* Opcodes of the RDMA range without a handler are not implemented yet. */
+uint8_t uzura_rdma_cmd(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                       struct uz_admin_cqe *cqe)
+{
+    UzuraRdmaCmd fn = cmd->opcode <= UZ_CMD_RDMA_LAST ?
+                      uzura_rdma_cmds[cmd->opcode] : NULL;
+
+    return fn ? fn(core, cmd, cqe) : UZ_CMD_NOT_SUPPORTED;
+}

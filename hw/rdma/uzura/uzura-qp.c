@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: queue pairs: creation, the modify-QP state machine with
+ * its attribute checks, query and destroy.
+ *
+ * The transition table follows the InfiniBand specification's "QP state
+ * transition properties": for each legal (from, to) pair, the attributes
+ * that must be given and those that may be.  Anything else is refused
+ * without changing the QP.
+ */
+#include "qemu/osdep.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+#define UZ_GSI_QPN          1
+#define UZ_FIRST_QPN        2   /* 0 and 1 are the special QPs */
+#define UZ_PSN_MASK         0x00ffffffu
+
+/* Attributes of the primary path, as a group. */
+#define A_RC_PATH   (UZ_QP_ATTR_AV | UZ_QP_ATTR_PATH_MTU | \
+                     UZ_QP_ATTR_DEST_QPN | UZ_QP_ATTR_RQ_PSN | \
+                     UZ_QP_ATTR_MAX_DEST_RD_ATOMIC | UZ_QP_ATTR_MIN_RNR_TIMER)
+#define A_RC_SEND   (UZ_QP_ATTR_SQ_PSN | UZ_QP_ATTR_TIMEOUT | \
+                     UZ_QP_ATTR_RETRY_CNT | UZ_QP_ATTR_RNR_RETRY | \
+                     UZ_QP_ATTR_MAX_QP_RD_ATOMIC)
+#define A_INIT_RC   (UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT | \
+                     UZ_QP_ATTR_ACCESS)
+#define A_INIT_UD   (UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT | \
+                     UZ_QP_ATTR_QKEY)
+
+typedef struct UzuraQpTransition {
+    uint32_t req[2];            /* required: [0] RC, [1] UD and GSI */
+    uint32_t opt[2];            /* optional */
+    bool valid;
+} UzuraQpTransition;
+
+#define T(r_rc, r_ud, o_rc, o_ud) \
+    { .req = { (r_rc), (r_ud) }, .opt = { (o_rc), (o_ud) }, .valid = true }
+
+/* [from][to]; the moves to RESET and ERR are legal from everywhere. */
+static const UzuraQpTransition uzura_qp_fsm[UZ_QPS_ERR + 1][UZ_QPS_ERR + 1] = {
+    [UZ_QPS_RESET][UZ_QPS_INIT] = T(A_INIT_RC, A_INIT_UD, 0, 0),
+    [UZ_QPS_INIT][UZ_QPS_INIT] = T(0, 0, A_INIT_RC, A_INIT_UD),
+    [UZ_QPS_INIT][UZ_QPS_RTR] = T(A_RC_PATH, 0,
+                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
+                                  UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_QKEY),
+    [UZ_QPS_RTR][UZ_QPS_RTS] = T(A_RC_SEND, UZ_QP_ATTR_SQ_PSN,
+                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
+                                 UZ_QP_ATTR_QKEY),
+    [UZ_QPS_RTS][UZ_QPS_RTS] = T(0, 0,
+                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
+                                 UZ_QP_ATTR_QKEY),
+    [UZ_QPS_RTS][UZ_QPS_SQD] = T(0, 0, 0, 0),
+    [UZ_QPS_SQD][UZ_QPS_SQD] = T(0, 0,
+                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER |
+                                 UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_RETRY_CNT |
+                                 UZ_QP_ATTR_RNR_RETRY |
+                                 UZ_QP_ATTR_MAX_QP_RD_ATOMIC |
+                                 UZ_QP_ATTR_MAX_DEST_RD_ATOMIC,
+                                 UZ_QP_ATTR_QKEY),
+    [UZ_QPS_SQD][UZ_QPS_RTS] = T(0, 0,
+                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
+                                 UZ_QP_ATTR_QKEY),
+    [UZ_QPS_SQE][UZ_QPS_RTS] = T(0, 0, 0, UZ_QP_ATTR_QKEY),
+};
+
+static const uint8_t zero_mac[6];
+
+static UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn)
+{
+    UzuraRdma *r = &core->rdma;
+
+    return qpn < r->lim.max_qp && r->qp[qpn].valid ? &r->qp[qpn] : NULL;
+}
+
+/* The RoCE active MTU: the largest IB MTU that fits the Ethernet MTU. */
+uint8_t uzura_qp_active_mtu(UzuraCore *core)
+{
+    /* IB payload plus BTH, RETH, ICRC, IPv4 and UDP headers: 70 bytes. */
+    uint8_t m = UZ_MTU_4096;
+
+    while (m > UZ_MTU_256 && (128u << m) + 70 > core->mtu) {
+        m--;
+    }
+    return m;
+}
+
+static bool uzura_qp_ud(const UzuraQp *qp)
+{
+    return qp->type == UZ_QPT_UD || qp->type == UZ_QPT_GSI;
+}
+
+/* Range checks of the attributes the mask names. */
+static bool uzura_qp_attr_ok(UzuraCore *core, const struct uz_qp_attr *a,
+                             uint32_t mask)
+{
+    const UzuraLimits *l = &core->rdma.lim;
+
+    if ((mask & UZ_QP_ATTR_PORT) && a->port != 1) {
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_PKEY_INDEX) && le16_to_cpu(a->pkey_index) != 0) {
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_ACCESS) &&
+        (le32_to_cpu(a->access_flags) & ~(UZ_ACCESS_REMOTE_WRITE |
+                                          UZ_ACCESS_REMOTE_READ |
+                                          UZ_ACCESS_REMOTE_ATOMIC |
+                                          UZ_ACCESS_LOCAL_WRITE))) {
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_PATH_MTU) &&
+        (a->path_mtu < UZ_MTU_256 || a->path_mtu > uzura_qp_active_mtu(core))) {
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_AV) &&
+        ((a->dmac[0] & 1) || !memcmp(a->dmac, zero_mac, 6))) {
+        return false;
+    }
+    if (((mask & UZ_QP_ATTR_SQ_PSN) && le32_to_cpu(a->sq_psn) > UZ_PSN_MASK) ||
+        ((mask & UZ_QP_ATTR_RQ_PSN) && le32_to_cpu(a->rq_psn) > UZ_PSN_MASK) ||
+        ((mask & UZ_QP_ATTR_DEST_QPN) &&
+         le32_to_cpu(a->dest_qpn) > UZ_PSN_MASK)) {
+        return false;
+    }
+    if (((mask & UZ_QP_ATTR_TIMEOUT) && a->timeout > 31) ||
+        ((mask & UZ_QP_ATTR_RETRY_CNT) && a->retry_cnt > 7) ||
+        ((mask & UZ_QP_ATTR_RNR_RETRY) && a->rnr_retry > 7) ||
+        ((mask & UZ_QP_ATTR_MIN_RNR_TIMER) && a->min_rnr_timer > 31)) {
+        return false;
+    }
+    if (((mask & UZ_QP_ATTR_MAX_QP_RD_ATOMIC) &&
+         a->max_rd_atomic > l->max_qp_rd_atom) ||
+        ((mask & UZ_QP_ATTR_MAX_DEST_RD_ATOMIC) &&
+         a->max_dest_rd_atomic > l->max_qp_rd_atom)) {
+        return false;
+    }
+    return true;
+}
+
+/* Copy the attributes named by @mask into the QP. */
+static void uzura_qp_attr_apply(UzuraQp *qp, const struct uz_qp_attr *a,
+                                uint32_t mask)
+{
+    struct uz_qp_attr *q = &qp->attr;
+
+    if (mask & UZ_QP_ATTR_ACCESS) {
+        q->access_flags = le32_to_cpu(a->access_flags);
+    }
+    if (mask & UZ_QP_ATTR_PKEY_INDEX) {
+        q->pkey_index = le16_to_cpu(a->pkey_index);
+    }
+    if (mask & UZ_QP_ATTR_PORT) {
+        q->port = a->port;
+    }
+    if (mask & UZ_QP_ATTR_QKEY) {
+        q->qkey = le32_to_cpu(a->qkey);
+    }
+    if (mask & UZ_QP_ATTR_AV) {
+        memcpy(q->dgid, a->dgid, sizeof(q->dgid));
+        memcpy(q->sgid, a->sgid, sizeof(q->sgid));
+        memcpy(q->dmac, a->dmac, sizeof(q->dmac));
+        q->hop_limit = a->hop_limit;
+        q->traffic_class = a->traffic_class;
+        q->flow_label = le32_to_cpu(a->flow_label);
+    }
+    if (mask & UZ_QP_ATTR_PATH_MTU) {
+        q->path_mtu = a->path_mtu;
+    }
+    if (mask & UZ_QP_ATTR_TIMEOUT) {
+        q->timeout = a->timeout;
+    }
+    if (mask & UZ_QP_ATTR_RETRY_CNT) {
+        q->retry_cnt = a->retry_cnt;
+    }
+    if (mask & UZ_QP_ATTR_RNR_RETRY) {
+        q->rnr_retry = a->rnr_retry;
+    }
+    if (mask & UZ_QP_ATTR_RQ_PSN) {
+        q->rq_psn = le32_to_cpu(a->rq_psn);
+    }
+    if (mask & UZ_QP_ATTR_SQ_PSN) {
+        q->sq_psn = le32_to_cpu(a->sq_psn);
+    }
+    if (mask & UZ_QP_ATTR_MAX_QP_RD_ATOMIC) {
+        q->max_rd_atomic = a->max_rd_atomic;
+    }
+    if (mask & UZ_QP_ATTR_MAX_DEST_RD_ATOMIC) {
+        q->max_dest_rd_atomic = a->max_dest_rd_atomic;
+    }
+    if (mask & UZ_QP_ATTR_MIN_RNR_TIMER) {
+        q->min_rnr_timer = a->min_rnr_timer;
+    }
+    if (mask & UZ_QP_ATTR_DEST_QPN) {
+        q->dest_qpn = le32_to_cpu(a->dest_qpn);
+    }
+}
+
+/* Back to RESET: the attributes and the queue indices start over. */
+static void uzura_qp_to_reset(UzuraQp *qp)
+{
+    memset(&qp->attr, 0, sizeof(qp->attr));
+    qp->sq_pi = qp->rq_pi = 0;
+}
+
+uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
+{
+    uint32_t qpn = le32_to_cpu(c->qpn), mask = le32_to_cpu(c->attr_mask);
+    UzuraQp *qp = uzura_qp_lookup(core, qpn);
+    const UzuraQpTransition *t;
+    struct uz_qp_attr a;
+    uint8_t from, to;
+    int ud;
+
+    if (!qp) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!uzura_dma_read(core, le64_to_cpu(c->buf_addr), &a, sizeof(a))) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    from = qp->attr.state;
+    to = (mask & UZ_QP_ATTR_STATE) ? a.state : from;
+    if (to > UZ_QPS_ERR) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (to == UZ_QPS_RESET || to == UZ_QPS_ERR) {
+        /* Always legal; nothing else may change on the way. */
+        if (mask & ~UZ_QP_ATTR_STATE) {
+            return UZ_CMD_BAD_PARAM;
+        }
+        if (to == UZ_QPS_RESET) {
+            uzura_qp_to_reset(qp);
+        }
+        qp->attr.state = to;
+        trace_uzura_qp_modify(qpn, from, to, mask);
+        return UZ_CMD_OK;
+    }
+    t = &uzura_qp_fsm[from][to];
+    if (!t->valid) {
+        uzura_guest_error(trace_uzura_qp_err_transition(qpn, from, to),
+                          "QP %u: no transition from state %u to %u",
+                          qpn, from, to);
+        return UZ_CMD_BAD_STATE;
+    }
+    ud = uzura_qp_ud(qp);
+    mask &= ~UZ_QP_ATTR_STATE;
+    if ((mask & t->req[ud]) != t->req[ud] ||
+        (mask & ~(t->req[ud] | t->opt[ud])) ||
+        !uzura_qp_attr_ok(core, &a, mask)) {
+        uzura_guest_error(trace_uzura_qp_err_attr(qpn, from, to, mask),
+                          "QP %u: attributes 0x%x not valid from state %u "
+                          "to %u", qpn, mask, from, to);
+        return UZ_CMD_BAD_PARAM;
+    }
+    uzura_qp_attr_apply(qp, &a, mask);
+    qp->attr.state = to;
+    trace_uzura_qp_modify(qpn, from, to, mask);
+    return UZ_CMD_OK;
+}
+
+uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c)
+{
+    UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->handle));
+    const struct uz_qp_attr *q;
+    struct uz_qp_attr a;
+
+    if (!qp) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (le32_to_cpu(c->buf_len) < sizeof(a)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    q = &qp->attr;
+    a = *q;
+    a.access_flags = cpu_to_le32(q->access_flags);
+    a.sq_psn = cpu_to_le32(q->sq_psn);
+    a.rq_psn = cpu_to_le32(q->rq_psn);
+    a.dest_qpn = cpu_to_le32(q->dest_qpn);
+    a.qkey = cpu_to_le32(q->qkey);
+    a.pkey_index = cpu_to_le16(q->pkey_index);
+    a.flow_label = cpu_to_le32(q->flow_label);
+    a.sq_draining = 0;
+    if (!uzura_dma_write(core, le64_to_cpu(c->buf_addr), &a, sizeof(a))) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    return UZ_CMD_OK;
+}
+
+static UzuraCq *uzura_qp_cq(UzuraCore *core, uint32_t cqn, uint32_t uctx)
+{
+    UzuraRdma *r = &core->rdma;
+
+    if (cqn >= r->lim.max_cq || !r->cq[cqn].valid || r->cq[cqn].uctx != uctx) {
+        return NULL;
+    }
+    return &r->cq[cqn];
+}
+
+uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
+                        struct uz_admin_cqe *cqe)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t uctx = le32_to_cpu(c->uctx), pdn = le32_to_cpu(c->pdn);
+    uint32_t srqn = le32_to_cpu(c->srqn), sq_db, rq_db = 0;
+    uint64_t sq = le64_to_cpu(c->sq_addr), rq = le64_to_cpu(c->rq_addr);
+    bool has_srq = srqn != UZ_NO_SRQ;
+    UzuraCq *scq, *rcq;
+    UzuraSrq *srq = NULL;
+    int64_t qpn = -1, i;
+
+    if (uctx > r->lim.max_uctx || (uctx && !r->uctx[uctx].valid) ||
+        pdn >= r->lim.max_pd || !r->pd[pdn].valid || r->pd[pdn].uctx != uctx) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    scq = uzura_qp_cq(core, le32_to_cpu(c->send_cqn), uctx);
+    rcq = uzura_qp_cq(core, le32_to_cpu(c->recv_cqn), uctx);
+    if (has_srq) {
+        if (srqn >= r->lim.max_srq || !r->srq[srqn].valid ||
+            r->srq[srqn].uctx != uctx) {
+            return UZ_CMD_BAD_HANDLE;
+        }
+        srq = &r->srq[srqn];
+    }
+    if (!scq || !rcq) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UD &&
+         c->type != UZ_QPT_GSI) || (c->flags & ~UZ_QPF_SIG_ALL) ||
+        c->sq_log_depth < 1 || (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
+        c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9 ||
+        (!has_srq && (c->rq_log_depth < 1 ||
+                      (1u << c->rq_log_depth) > r->lim.max_qp_wr ||
+                      c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 8))) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!uzura_dma_ok(core, sq, (uint64_t)1 << (c->sq_log_depth +
+                                                c->sq_log_wqe_size), false) ||
+        (!has_srq &&
+         !uzura_dma_ok(core, rq, (uint64_t)1 << (c->rq_log_depth +
+                                                 c->rq_log_wqe_size), false))) {
+        return UZ_CMD_BAD_ADDR;
+    }
+
+    /* The GSI QP is QP1, one per device; the others from QPN 2. */
+    if (c->type == UZ_QPT_GSI) {
+        if (r->qp[UZ_GSI_QPN].valid) {
+            return UZ_CMD_EXISTS;
+        }
+        qpn = UZ_GSI_QPN;
+    } else {
+        for (i = UZ_FIRST_QPN; i < r->lim.max_qp && qpn < 0; i++) {
+            if (!r->qp[i].valid) {
+                qpn = i;
+            }
+        }
+        if (qpn < 0) {
+            return UZ_CMD_NO_RESOURCES;
+        }
+    }
+    if (!uzura_db_alloc(core, uctx, UZ_DBK_SQ, qpn, &sq_db)) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    if (!has_srq && !uzura_db_alloc(core, uctx, UZ_DBK_RQ, qpn, &rq_db)) {
+        uzura_db_free(core, sq_db);
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->qp[qpn] = (UzuraQp) {
+        .valid = true, .type = c->type, .flags = c->flags, .uctx = uctx,
+        .pdn = pdn, .send_cqn = le32_to_cpu(c->send_cqn),
+        .recv_cqn = le32_to_cpu(c->recv_cqn), .srqn = srqn,
+        .sq_addr = sq, .rq_addr = has_srq ? 0 : rq,
+        .sq_log_depth = c->sq_log_depth,
+        .rq_log_depth = has_srq ? 0 : c->rq_log_depth,
+        .sq_log_wqe_size = c->sq_log_wqe_size,
+        .rq_log_wqe_size = has_srq ? 0 : c->rq_log_wqe_size,
+        .sq_db = sq_db, .rq_db = rq_db,
+    };
+    r->pd[pdn].users++;
+    scq->users++;
+    rcq->users++;
+    if (srq) {
+        srq->users++;
+    }
+    if (uctx) {
+        r->uctx[uctx].users++;
+    }
+    trace_uzura_qp_create(qpn, c->type, sq_db, rq_db);
+    cqe->out0 = cpu_to_le32(qpn);
+    cqe->out1 = cpu_to_le32(sq_db);
+    cqe->out2 = cpu_to_le32(rq_db);
+    return UZ_CMD_OK;
+}
+
+uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
+{
+    UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->handle));
+    UzuraRdma *r = &core->rdma;
+
+    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    uzura_db_free(core, qp->sq_db);
+    if (qp->srqn == UZ_NO_SRQ) {
+        uzura_db_free(core, qp->rq_db);
+    } else {
+        r->srq[qp->srqn].users--;
+    }
+    r->pd[qp->pdn].users--;
+    r->cq[qp->send_cqn].users--;
+    r->cq[qp->recv_cqn].users--;
+    if (qp->uctx) {
+        r->uctx[qp->uctx].users--;
+    }
+    trace_uzura_qp_destroy(le32_to_cpu(c->handle));
+    qp->valid = false;
+    return UZ_CMD_OK;
+}
+
+/*
+ * SQ and RQ doorbells record the producer index.  Work requests are
+ * executed by the RDMA engine's data path.
+ */
+void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
+{
+    UzuraQp *qp = &core->rdma.qp[qpn];
+    uint32_t pi = val & UZ_DB_PI_MASK;
+    uint32_t log_depth = sq ? qp->sq_log_depth : qp->rq_log_depth;
+    uint32_t *cur = sq ? &qp->sq_pi : &qp->rq_pi;
+
+    if (qp->attr.state == UZ_QPS_RESET) {
+        uzura_guest_error(trace_uzura_qp_err_doorbell(qpn, sq, val),
+                          "QP %u %s doorbell rung in the RESET state", qpn,
+                          sq ? "SQ" : "RQ");
+        uzura_core_record_error(core, UZ_ERR_BAD_STATE,
+                                sq ? qp->sq_db : qp->rq_db);
+        return;
+    }
+    if (((pi - *cur) & UZ_IDX_MASK) > (1u << log_depth)) {
+        uzura_guest_error(trace_uzura_qp_err_doorbell(qpn, sq, val),
+                          "QP %u %s doorbell %u overruns the ring", qpn,
+                          sq ? "SQ" : "RQ", pi);
+        uzura_core_record_error(core, UZ_ERR_BAD_VALUE,
+                                sq ? qp->sq_db : qp->rq_db);
+        return;
+    }
+    *cur = pi;
+}

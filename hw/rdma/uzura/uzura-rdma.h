@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: RDMA objects (contexts, PDs, CQs, SRQs, QPs, MRs, AHs)
+ * as the device keeps them.  Tables are sized by device properties.
+ */
+#ifndef HW_RDMA_UZURA_RDMA_H
+#define HW_RDMA_UZURA_RDMA_H
+
+#include "uzura-hw.h"
+
+typedef struct UzuraCore UzuraCore;
+
+/* Limits, from device properties; reported by QUERY_DEVICE. */
+typedef struct UzuraLimits {
+    uint32_t max_uctx;          /* = doorbell pages - 1 */
+    uint32_t max_pd;
+    uint32_t max_cq;
+    uint32_t max_cqe;           /* power of 2 */
+    uint32_t max_qp;
+    uint32_t max_qp_wr;         /* power of 2 */
+    uint32_t max_sge;
+    uint32_t max_inline;
+    uint32_t max_srq;
+    uint32_t max_srq_wr;        /* power of 2 */
+    uint32_t max_mr;
+    uint64_t max_mr_size;
+    uint32_t max_ah;
+    uint32_t max_qp_rd_atom;
+    uint32_t xlat_cache_entries;
+} UzuraLimits;
+
+typedef struct UzuraUctx {
+    bool valid;
+    uint32_t users;             /* objects created in this context */
+} UzuraUctx;
+
+typedef struct UzuraPd {
+    bool valid;
+    uint32_t uctx;
+    uint32_t users;
+} UzuraPd;
+
+typedef struct UzuraCq {
+    bool valid;
+    bool error;                 /* overflowed: no more CQEs */
+    uint8_t arm;                /* 0, UZ_DB_ARM or UZ_DB_ARM_SOLICITED */
+    uint32_t uctx;
+    uint32_t eqn;
+    uint64_t ring_addr;
+    uint32_t log_depth;
+    uint32_t pi;                /* next CQE the device writes */
+    uint32_t ci;                /* from the doorbell */
+    uint32_t db_offset;
+    uint32_t users;             /* QPs that complete into this CQ */
+} UzuraCq;
+
+typedef struct UzuraSrq {
+    bool valid;
+    uint32_t uctx;
+    uint32_t pdn;
+    uint64_t ring_addr;
+    uint32_t log_depth;
+    uint32_t log_wqe_size;
+    uint32_t limit;
+    uint32_t pi;                /* from the doorbell */
+    uint32_t ci;
+    uint32_t db_offset;
+    uint32_t users;
+} UzuraSrq;
+
+typedef struct UzuraQp {
+    bool valid;
+    uint8_t type;               /* UZ_QPT_* */
+    uint8_t flags;
+    uint32_t uctx;
+    uint32_t pdn;
+    uint32_t send_cqn;
+    uint32_t recv_cqn;
+    uint32_t srqn;
+    uint64_t sq_addr;
+    uint64_t rq_addr;
+    uint32_t sq_log_depth;
+    uint32_t rq_log_depth;
+    uint32_t sq_log_wqe_size;
+    uint32_t rq_log_wqe_size;
+    uint32_t sq_db;
+    uint32_t rq_db;
+    uint32_t sq_pi;             /* from the doorbells */
+    uint32_t rq_pi;
+    struct uz_qp_attr attr;     /* current attributes, host order */
+} UzuraQp;
+
+typedef struct UzuraMr {
+    bool valid;
+    uint8_t key;                /* the key byte */
+    uint8_t flags;
+    uint8_t page_shift;
+    uint32_t uctx;
+    uint32_t pdn;
+    uint32_t access;
+    uint64_t iova;
+    uint64_t length;
+    uint64_t pbl_addr;
+    uint32_t npages;
+} UzuraMr;
+
+typedef struct UzuraAh {
+    bool valid;
+    uint32_t uctx;
+    uint32_t pdn;
+    struct uz_cmd_create_ah av;
+} UzuraAh;
+
+typedef struct UzuraRdma {
+    UzuraLimits lim;
+    UzuraUctx *uctx;
+    UzuraPd *pd;
+    UzuraCq *cq;
+    UzuraSrq *srq;
+    UzuraQp *qp;
+    UzuraMr *mr;
+    UzuraAh *ah;
+} UzuraRdma;
+
+/* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */
+void uzura_rdma_init(UzuraCore *core);
+void uzura_rdma_uninit(UzuraCore *core);
+void uzura_rdma_reset(UzuraCore *core);
+void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr);
+uint8_t uzura_rdma_cmd(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                       struct uz_admin_cqe *cqe);
+void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val);
+void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val);
+
+/* uzura-qp.c: queue pairs and their state machine */
+uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
+                        struct uz_admin_cqe *cqe);
+uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c);
+uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c);
+uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
+void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val);
+uint8_t uzura_qp_active_mtu(UzuraCore *core);
+
+#endif /* HW_RDMA_UZURA_RDMA_H */
