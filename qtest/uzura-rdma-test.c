@@ -529,8 +529,7 @@ static void test_qp_state_machine(void)
     g_assert(memcmp(q.dmac, rtr.dmac, 6) == 0);
     g_assert(memcmp(q.dgid, rtr.dgid, 16) == 0);
 
-    /* RTS -> SQD -> RTS; RTS -> RTR is illegal; RTS -> RTS may not move
-     * the path. */
+    /* RTS -> SQD -> RTS; RTS -> RTR is illegal; RTS -> RTS keeps the path. */
     a = (struct uz_qp_attr) { .state = UZ_QPS_SQD };
     g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
     a.state = UZ_QPS_RTS;

@@ -13,8 +13,6 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-#define UZ_CMD_ARGS(type, cmd)  ((const type *)(cmd)->raw)
-
 static const uint8_t zero_mac[6];
 
 /* A table slot that is free, from index @first; -1 when full. */
@@ -141,7 +139,7 @@ static uint8_t uzura_cmd_destroy_uctx(UzuraCore *core,
                                       const struct uz_admin_cmd *cmd,
                                       struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t i = le32_to_cpu(c->handle);
     UzuraRdma *r = &core->rdma;
 
@@ -161,7 +159,7 @@ static uint8_t uzura_cmd_alloc_pd(UzuraCore *core,
                                   const struct uz_admin_cmd *cmd,
                                   struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx);
     UzuraRdma *r = &core->rdma;
     int64_t i;
@@ -183,7 +181,7 @@ static uint8_t uzura_cmd_dealloc_pd(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraPd *pd = uzura_pd_lookup(core, le32_to_cpu(c->handle),
                                   le32_to_cpu(c->uctx));
 
@@ -204,15 +202,15 @@ static uint8_t uzura_cmd_create_ah(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
                                    struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_create_ah *c =
-        UZ_CMD_ARGS(struct uz_cmd_create_ah, cmd);
+    const struct uz_cmd_create_ah *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx);
     UzuraRdma *r = &core->rdma;
     UzuraPd *pd;
     int64_t i;
 
-    if (!uzura_uctx_ok(core, uctx) ||
-        !(pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx))) {
+    pd = uzura_uctx_ok(core, uctx) ?
+         uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx) : NULL;
+    if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
     if ((c->dmac[0] & 1) || !memcmp(c->dmac, zero_mac, sizeof(zero_mac))) {
@@ -234,7 +232,7 @@ static uint8_t uzura_cmd_destroy_ah(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t i = le32_to_cpu(c->handle);
     UzuraRdma *r = &core->rdma;
 
@@ -253,8 +251,7 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
                                    struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_create_cq *c =
-        UZ_CMD_ARGS(struct uz_cmd_create_cq, cmd);
+    const struct uz_cmd_create_cq *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), eqn = le32_to_cpu(c->eqn), db;
     uint64_t ring = le64_to_cpu(c->ring_addr);
     UzuraRdma *r = &core->rdma;
@@ -296,7 +293,7 @@ static uint8_t uzura_cmd_destroy_cq(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t i = le32_to_cpu(c->handle);
     UzuraRdma *r = &core->rdma;
     UzuraCq *cq;
@@ -349,16 +346,16 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_create_srq *c =
-        UZ_CMD_ARGS(struct uz_cmd_create_srq, cmd);
+    const struct uz_cmd_create_srq *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), limit = le32_to_cpu(c->limit), db;
     uint64_t ring = le64_to_cpu(c->ring_addr);
     UzuraRdma *r = &core->rdma;
     UzuraPd *pd;
     int64_t i;
 
-    if (!uzura_uctx_ok(core, uctx) ||
-        !(pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx))) {
+    pd = uzura_uctx_ok(core, uctx) ?
+         uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx) : NULL;
+    if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (c->log_depth < 1 || (1u << c->log_depth) > r->lim.max_srq_wr ||
@@ -397,8 +394,7 @@ static uint8_t uzura_cmd_modify_srq(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_modify_srq *c =
-        UZ_CMD_ARGS(struct uz_cmd_modify_srq, cmd);
+    const struct uz_cmd_modify_srq *c = (const void *)cmd->raw;
     UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->srqn));
     uint32_t limit = le32_to_cpu(c->limit);
 
@@ -416,7 +412,7 @@ static uint8_t uzura_cmd_destroy_srq(UzuraCore *core,
                                      const struct uz_admin_cmd *cmd,
                                      struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->handle));
 
     if (!srq || srq->uctx != le32_to_cpu(c->uctx)) {
@@ -455,7 +451,7 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
                                 const struct uz_admin_cmd *cmd,
                                 struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_reg_mr *c = UZ_CMD_ARGS(struct uz_cmd_reg_mr, cmd);
+    const struct uz_cmd_reg_mr *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), access = le32_to_cpu(c->access);
     uint32_t npages = le32_to_cpu(c->npages);
     uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
@@ -464,8 +460,9 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     UzuraPd *pd;
     int64_t i;
 
-    if (!uzura_uctx_ok(core, uctx) ||
-        !(pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx))) {
+    pd = uzura_uctx_ok(core, uctx) ?
+         uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx) : NULL;
+    if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
     /* Remote write and atomic need local write, as in the IB spec. */
@@ -508,7 +505,7 @@ static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
                                   const struct uz_admin_cmd *cmd,
                                   struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = UZ_CMD_ARGS(struct uz_cmd_obj, cmd);
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t key = le32_to_cpu(c->handle), i = UZ_KEY_INDEX(key);
     UzuraRdma *r = &core->rdma;
 
@@ -528,29 +525,28 @@ static uint8_t uzura_cmd_create_qp(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
                                    struct uz_admin_cqe *cqe)
 {
-    return uzura_qp_create(core, UZ_CMD_ARGS(struct uz_cmd_create_qp, cmd),
-                           cqe);
+    return uzura_qp_create(core, (const void *)cmd->raw, cqe);
 }
 
 static uint8_t uzura_cmd_modify_qp(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
                                    struct uz_admin_cqe *cqe)
 {
-    return uzura_qp_modify(core, UZ_CMD_ARGS(struct uz_cmd_modify_qp, cmd));
+    return uzura_qp_modify(core, (const void *)cmd->raw);
 }
 
 static uint8_t uzura_cmd_query_qp(UzuraCore *core,
                                   const struct uz_admin_cmd *cmd,
                                   struct uz_admin_cqe *cqe)
 {
-    return uzura_qp_query(core, UZ_CMD_ARGS(struct uz_cmd_query, cmd));
+    return uzura_qp_query(core, (const void *)cmd->raw);
 }
 
 static uint8_t uzura_cmd_destroy_qp(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
 {
-    return uzura_qp_destroy(core, UZ_CMD_ARGS(struct uz_cmd_obj, cmd));
+    return uzura_qp_destroy(core, (const void *)cmd->raw);
 }
 
 typedef uint8_t (*UzuraRdmaCmd)(UzuraCore *core,
