@@ -615,6 +615,220 @@ static void test_ud_state_machine(void)
     rdma_stop(&t);
 }
 
+/* Write a send WQE at SQ index @idx of a 16 x 64-byte SQ. */
+static void put_send_wqe(UzRdma *t, uint64_t sq, uint32_t idx,
+                         uint64_t wr_id, uint8_t opcode)
+{
+    struct uz_send_wqe w = {
+        .wr_id = cpu_to_le64(wr_id), .opcode = opcode,
+        .flags = UZ_WQE_F_SIGNALED,
+    };
+
+    qtest_memwrite(t->d.qts, sq + (idx % 16) * 64, &w, sizeof(w));
+}
+
+static void put_recv_wqe(UzRdma *t, uint64_t rq, uint32_t idx,
+                         uint64_t wr_id)
+{
+    struct uz_recv_wqe w = { .wr_id = cpu_to_le64(wr_id) };
+
+    qtest_memwrite(t->d.qts, rq + (idx % 16) * 32, &w, sizeof(w));
+}
+
+/* Wait for CQE @idx of a CQ of 2^log_depth entries at @ring. */
+static void wait_cqe(UzRdma *t, uint64_t ring, uint32_t log_depth,
+                     uint32_t idx, struct uz_cqe *cqe)
+{
+    uint8_t phase = ((idx >> log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+    uint64_t addr = ring + (idx & ((1u << log_depth) - 1)) * sizeof(*cqe);
+    int i;
+
+    for (i = 0; i < UZ_POLL_LIMIT; i++) {
+        qtest_memread(t->d.qts, addr, cqe, sizeof(*cqe));
+        if ((cqe->flags & UZ_CQE_PHASE) == phase) {
+            return;
+        }
+        uz_poll_pause(&t->d);
+    }
+    g_error("no CQE %u", idx);
+}
+
+static bool cqe_ready(UzRdma *t, uint64_t ring, uint32_t log_depth,
+                      uint32_t idx)
+{
+    struct uz_cqe cqe;
+    uint8_t phase = ((idx >> log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+
+    qtest_memread(t->d.qts, ring + (idx & ((1u << log_depth) - 1)) * 32,
+                  &cqe, sizeof(cqe));
+    return (cqe.flags & UZ_CQE_PHASE) == phase;
+}
+
+/*
+ * A QP moved to the error state completes everything posted to it with
+ * WR_FLUSH_ERR, in order, through its CQ: the CQ's phase, arming (one
+ * COMPLETION event and MSI-X), and overflow (CQ_ERROR, the CQ stops).
+ */
+static void test_flush_and_cq(void)
+{
+    static const uint8_t ops[3] = { UZ_WR_SEND, UZ_WR_RDMA_WRITE,
+                                    UZ_WR_RDMA_READ };
+    static const uint8_t wcs[3] = { UZ_WC_SEND, UZ_WC_RDMA_WRITE,
+                                    UZ_WC_RDMA_READ };
+    UzRdma t;
+    struct uz_cmd_create_qp c = {
+        .type = UZ_QPT_RC, .srqn = cpu_to_le32(UZ_NO_SRQ),
+        .sq_log_depth = 4, .rq_log_depth = 4,
+        .sq_log_wqe_size = 6, .rq_log_wqe_size = 5,
+    };
+    struct uz_cmd_create_cq cc = { .log_depth = 3 };
+    struct uz_admin_cqe cqe;
+    struct uz_qp_attr a = rc_init_attr();
+    struct uz_cqe wc;
+    struct uz_eqe eqe;
+    uint64_t sq, rq, ring;
+    uint32_t pdn, cqn, cq_db, qpn, sq_db, rq_db;
+    int i;
+
+    rdma_start(&t, NULL);
+    pdn = alloc_pd(&t, 0);
+    ring = uz_alloc(&t.d, 32 * 8);
+    cc.ring_addr = cpu_to_le64(ring);
+    cc.eqn = cpu_to_le32(t.eq.eqn);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &cc, sizeof(cc), &cqe), ==,
+                    UZ_CMD_OK);
+    cqn = le32_to_cpu(cqe.out0);
+    cq_db = le32_to_cpu(cqe.out1);
+    sq = uz_alloc(&t.d, 16 * 64);
+    rq = uz_alloc(&t.d, 16 * 32);
+    c.sq_addr = cpu_to_le64(sq);
+    c.rq_addr = cpu_to_le64(rq);
+    c.pdn = cpu_to_le32(pdn);
+    c.send_cqn = c.recv_cqn = cpu_to_le32(cqn);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    qpn = le32_to_cpu(cqe.out0);
+    sq_db = le32_to_cpu(cqe.out1);
+    rq_db = le32_to_cpu(cqe.out2);
+    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK, &a), ==, UZ_CMD_OK);
+
+    /* Work posted in INIT waits. */
+    for (i = 0; i < 3; i++) {
+        put_send_wqe(&t, sq, i, 0x100 + i, ops[i]);
+    }
+    put_recv_wqe(&t, rq, 0, 0x200);
+    put_recv_wqe(&t, rq, 1, 0x201);
+    uz_ring(&t.d, sq_db, 3);
+    uz_ring(&t.d, rq_db, 2);
+    g_assert(!cqe_ready(&t, ring, 3, 0));
+    /* Arm the CQ and the EQ; the error state flushes everything. */
+    uz_ring(&t.d, cq_db, 0 | UZ_DB_ARM);
+    uz_ring(&t.d, t.eq.db, t.eq.ci | UZ_DB_ARM);
+    a = (struct uz_qp_attr) { .state = UZ_QPS_ERR };
+    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    for (i = 0; i < 5; i++) {
+        wait_cqe(&t, ring, 3, i, &wc);
+        g_assert_cmpint(wc.status, ==, UZ_WC_STATUS_WR_FLUSH_ERR);
+        g_assert_cmpint(le32_to_cpu(wc.qpn), ==, qpn);
+        if (i < 3) {
+            g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x100 + i);
+            g_assert_cmpint(wc.opcode, ==, wcs[i]);
+        } else {
+            g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x200 + i - 3);
+            g_assert_cmpint(wc.opcode, ==, UZ_WC_RECV);
+        }
+    }
+    g_assert(!cqe_ready(&t, ring, 3, 5));
+    /* One completion event for the arming, and its interrupt. */
+    uz_eq_wait(&t.d, &t.eq, &eqe);
+    g_assert_cmpint(eqe.type, ==, UZ_EQE_COMPLETION);
+    g_assert_cmpint(le32_to_cpu(eqe.handle), ==, cqn);
+    uz_wait_msix(&t.d, 1);
+    uz_clear_msix(&t.d, 1);
+    g_assert(!uz_eq_next(&t.d, &t.eq, &eqe));
+
+    /* Posting in the error state flushes at once; not armed: no event. */
+    put_send_wqe(&t, sq, 3, 0x103, UZ_WR_SEND);
+    uz_ring(&t.d, sq_db, 4);
+    wait_cqe(&t, ring, 3, 5, &wc);
+    g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x103);
+    g_assert(!uz_eq_next(&t.d, &t.eq, &eqe));
+
+    /* Eight entries, none consumed: the ninth CQE overflows the CQ. */
+    for (i = 4; i < 7; i++) {
+        put_send_wqe(&t, sq, i, 0x100 + i, UZ_WR_SEND);
+    }
+    uz_ring(&t.d, sq_db, 7);
+    wait_cqe(&t, ring, 3, 7, &wc);
+    g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x105);
+    uz_eq_wait(&t.d, &t.eq, &eqe);
+    g_assert_cmpint(eqe.type, ==, UZ_EQE_CQ_ERROR);
+    g_assert_cmpint(le32_to_cpu(eqe.handle), ==, cqn);
+    g_assert_cmpint(uz_counter(&t.m, 0, "cqes"), ==, 8);
+    g_assert_cmpint(uz_counter(&t.m, 0, "cqes_error"), ==, 8);
+    /* The stopped CQ writes nothing more, even with room. */
+    uz_ring(&t.d, cq_db, 8);
+    put_send_wqe(&t, sq, 7, 0x107, UZ_WR_SEND);
+    uz_ring(&t.d, sq_db, 8);
+    for (i = 0; i < 50; i++) {
+        uz_poll_pause(&t.d);
+    }
+    g_assert(!cqe_ready(&t, ring, 3, 8));
+    rdma_stop(&t);
+}
+
+/* CQE phases across many passes of a small CQ. */
+static void test_cq_wrap(void)
+{
+    UzRdma t;
+    struct uz_cmd_create_qp c = {
+        .type = UZ_QPT_UD, .srqn = cpu_to_le32(UZ_NO_SRQ),
+        .sq_log_depth = 4, .rq_log_depth = 4,
+        .sq_log_wqe_size = 6, .rq_log_wqe_size = 5,
+    };
+    struct uz_cmd_create_cq cc = { .log_depth = 2 };
+    struct uz_admin_cqe cqe;
+    struct uz_qp_attr a = { .state = UZ_QPS_ERR };
+    struct uz_cqe wc;
+    uint64_t sq, ring;
+    uint32_t cqn, cq_db, qpn, sq_db, n = 0;
+    int round, i;
+
+    rdma_start(&t, NULL);
+    ring = uz_alloc(&t.d, 32 * 4);
+    cc.ring_addr = cpu_to_le64(ring);
+    cc.eqn = cpu_to_le32(t.eq.eqn);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &cc, sizeof(cc), &cqe), ==,
+                    UZ_CMD_OK);
+    cqn = le32_to_cpu(cqe.out0);
+    cq_db = le32_to_cpu(cqe.out1);
+    sq = uz_alloc(&t.d, 16 * 64);
+    c.sq_addr = cpu_to_le64(sq);
+    c.rq_addr = cpu_to_le64(uz_alloc(&t.d, 16 * 32));
+    c.pdn = cpu_to_le32(alloc_pd(&t, 0));
+    c.send_cqn = c.recv_cqn = cpu_to_le32(cqn);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    qpn = le32_to_cpu(cqe.out0);
+    sq_db = le32_to_cpu(cqe.out1);
+    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+
+    for (round = 0; round < 7; round++) {
+        for (i = 0; i < 3; i++) {
+            put_send_wqe(&t, sq, n + i, 0x1000 + n + i, UZ_WR_SEND);
+        }
+        uz_ring(&t.d, sq_db, (n + 3) & UZ_DB_PI_MASK);
+        for (i = 0; i < 3; i++) {
+            wait_cqe(&t, ring, 2, n + i, &wc);
+            g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x1000 + n + i);
+        }
+        n += 3;
+        uz_ring(&t.d, cq_db, n);
+    }
+    g_assert_cmpint(uz_counter(&t.m, 0, "cqes"), ==, 21);
+    rdma_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -626,6 +840,8 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/rdma/srq-qp-create", test_srq_and_qp_create);
     qtest_add_func("/uzura/rdma/qp-state-machine", test_qp_state_machine);
     qtest_add_func("/uzura/rdma/ud-state-machine", test_ud_state_machine);
+    qtest_add_func("/uzura/rdma/flush-and-cq", test_flush_and_cq);
+    qtest_add_func("/uzura/rdma/cq-wrap", test_cq_wrap);
 
     return g_test_run();
 }

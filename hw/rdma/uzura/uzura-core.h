@@ -56,6 +56,8 @@ typedef struct UzuraCounters {
     uint64_t eq_overflows;
     uint64_t irqs;
     uint64_t doorbells;
+    uint64_t cqes;
+    uint64_t cqes_error;
 } UzuraCounters;
 
 typedef struct UzuraAdmin {

@@ -9,6 +9,7 @@
  * without changing the QP.
  */
 #include "qemu/osdep.h"
+#include "qemu/main-loop.h"
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -196,11 +197,104 @@ static void uzura_qp_attr_apply(UzuraQp *qp, const struct uz_qp_attr *a,
     }
 }
 
-/* Back to RESET: the attributes and the queue indices start over. */
+/* Back to RESET: the attributes and the queues start over, silently. */
 static void uzura_qp_to_reset(UzuraQp *qp)
 {
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->sq_pi = qp->rq_pi = 0;
+    qp->sq_ci = qp->rq_ci = 0;
+}
+
+/* Flushed work requests complete with their own opcode. */
+static const uint8_t uzura_wr_to_wc[256] = {
+    [UZ_WR_SEND] = UZ_WC_SEND,
+    [UZ_WR_SEND_IMM] = UZ_WC_SEND,
+    [UZ_WR_SEND_INV] = UZ_WC_SEND,
+    [UZ_WR_RDMA_WRITE] = UZ_WC_RDMA_WRITE,
+    [UZ_WR_RDMA_WRITE_IMM] = UZ_WC_RDMA_WRITE,
+    [UZ_WR_RDMA_READ] = UZ_WC_RDMA_READ,
+    [UZ_WR_ATOMIC_CMP_SWP] = UZ_WC_COMP_SWAP,
+    [UZ_WR_ATOMIC_FETCH_ADD] = UZ_WC_FETCH_ADD,
+    [UZ_WR_CRW] = UZ_WC_CRW,
+    [UZ_WR_STCRW] = UZ_WC_STCRW,
+};
+
+/*
+ * Complete the oldest outstanding WQE of a queue with WR_FLUSH_ERR.
+ * Returns false when the queue is empty.
+ */
+static bool uzura_qp_flush_one(UzuraCore *core, uint32_t qpn, UzuraQp *qp,
+                               bool sq)
+{
+    uint32_t *ci = sq ? &qp->sq_ci : &qp->rq_ci;
+    uint32_t pi = sq ? qp->sq_pi : qp->rq_pi;
+    uint32_t log_depth = sq ? qp->sq_log_depth : qp->rq_log_depth;
+    uint32_t log_size = sq ? qp->sq_log_wqe_size : qp->rq_log_wqe_size;
+    uint64_t ring = sq ? qp->sq_addr : qp->rq_addr;
+    uint8_t hdr[16] = { 0 };            /* wr_id, and the SQ's opcode */
+    struct uz_cqe cqe = {
+        .status = UZ_WC_STATUS_WR_FLUSH_ERR,
+        .qpn = cpu_to_le32(qpn),
+        .opcode = UZ_WC_RECV,
+    };
+
+    if (*ci == pi) {
+        return false;
+    }
+    /* An unreadable WQE still completes, with wr_id 0. */
+    uzura_dma_read(core, ring + ((uint64_t)(*ci & ((1u << log_depth) - 1)) <<
+                                 log_size), hdr, sizeof(hdr));
+    cqe.wr_id = cpu_to_le64(ldq_le_p(hdr));
+    if (sq) {
+        cqe.opcode = uzura_wr_to_wc[hdr[offsetof(struct uz_send_wqe, opcode)]];
+    }
+    trace_uzura_qp_flush(qpn, sq, *ci, ldq_le_p(hdr));
+    uzura_cq_post(core, sq ? qp->send_cqn : qp->recv_cqn, &cqe, false);
+    *ci = (*ci + 1) & UZ_IDX_MASK;
+    return true;
+}
+
+#define UZ_FLUSH_BUDGET     64      /* WQEs per QP per turn */
+
+/*
+ * The QP part of the work bottom half: QPs in the error state complete
+ * what was posted to them with flush errors, round-robin with a budget.
+ */
+void uzura_qp_work(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    bool more = false;
+    uint32_t qpn;
+    int n;
+
+    if (!r->flush_owed) {
+        return;
+    }
+    for (qpn = 0; qpn < r->lim.max_qp; qpn++) {
+        UzuraQp *qp = &r->qp[qpn];
+
+        if (!qp->valid || qp->attr.state != UZ_QPS_ERR) {
+            continue;
+        }
+        for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
+            if (!uzura_qp_flush_one(core, qpn, qp, true) &&
+                (qp->srqn != UZ_NO_SRQ ||
+                 !uzura_qp_flush_one(core, qpn, qp, false))) {
+                break;
+            }
+        }
+        more |= n == UZ_FLUSH_BUDGET;
+    }
+    r->flush_owed = more;
+    if (more) {
+        qemu_bh_schedule(core->work_bh);
+    }
+}
+
+static void uzura_qp_flush_later(UzuraCore *core)
+{
+    core->rdma.flush_owed = true;
+    qemu_bh_schedule(core->work_bh);
 }
 
 uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
@@ -232,6 +326,9 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
             uzura_qp_to_reset(qp);
         }
         qp->attr.state = to;
+        if (to == UZ_QPS_ERR) {
+            uzura_qp_flush_later(core);
+        }
         trace_uzura_qp_modify(qpn, from, to, mask);
         return UZ_CMD_OK;
     }
@@ -417,8 +514,8 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
 }
 
 /*
- * SQ and RQ doorbells record the producer index.  Work requests are
- * executed by the RDMA engine's data path.
+ * SQ and RQ doorbells record the producer index.  In the error state the
+ * new WQEs are flushed; the other states keep them for the data path.
  */
 void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
 {
@@ -426,6 +523,7 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
     uint32_t pi = val & UZ_DB_PI_MASK;
     uint32_t log_depth = sq ? qp->sq_log_depth : qp->rq_log_depth;
     uint32_t *cur = sq ? &qp->sq_pi : &qp->rq_pi;
+    uint32_t ci = sq ? qp->sq_ci : qp->rq_ci;
 
     if (qp->attr.state == UZ_QPS_RESET) {
         uzura_guest_error(trace_uzura_qp_err_doorbell(qpn, sq, val),
@@ -435,7 +533,8 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
                                 sq ? qp->sq_db : qp->rq_db);
         return;
     }
-    if (((pi - *cur) & UZ_IDX_MASK) > (1u << log_depth)) {
+    if (((pi - ci) & UZ_IDX_MASK) > (1u << log_depth) ||
+        ((pi - *cur) & UZ_IDX_MASK) > (1u << log_depth)) {
         uzura_guest_error(trace_uzura_qp_err_doorbell(qpn, sq, val),
                           "QP %u %s doorbell %u overruns the ring", qpn,
                           sq ? "SQ" : "RQ", pi);
@@ -444,4 +543,7 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
         return;
     }
     *cur = pi;
+    if (qp->attr.state == UZ_QPS_ERR) {
+        uzura_qp_flush_later(core);
+    }
 }

@@ -87,6 +87,8 @@ typedef struct UzuraQp {
     uint32_t rq_db;
     uint32_t sq_pi;             /* from the doorbells */
     uint32_t rq_pi;
+    uint32_t sq_ci;             /* WQEs the device has completed */
+    uint32_t rq_ci;
     struct uz_qp_attr attr;     /* current attributes, host order */
 } UzuraQp;
 
@@ -120,6 +122,7 @@ typedef struct UzuraRdma {
     UzuraQp *qp;
     UzuraMr *mr;
     UzuraAh *ah;
+    bool flush_owed;            /* a QP in ERR may hold WQEs */
 } UzuraRdma;
 
 /* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */
@@ -140,5 +143,10 @@ uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c);
 uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
 void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val);
 uint8_t uzura_qp_active_mtu(UzuraCore *core);
+void uzura_qp_work(UzuraCore *core);
+
+/* uzura-cq.c: completions */
+bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
+                   bool solicited);
 
 #endif /* HW_RDMA_UZURA_RDMA_H */

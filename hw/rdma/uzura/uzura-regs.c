@@ -384,4 +384,5 @@ void uzura_work_bh(void *opaque)
     UzuraCore *core = opaque;
 
     uzura_eth_work(core);
+    uzura_qp_work(core);
 }

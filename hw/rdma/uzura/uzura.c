@@ -319,7 +319,7 @@ static const struct {
     UZ_COUNTER(rx_frames), UZ_COUNTER(rx_bytes), UZ_COUNTER(rx_dropped),
     UZ_COUNTER(admin_cmds), UZ_COUNTER(admin_errors),
     UZ_COUNTER(eq_events), UZ_COUNTER(eq_overflows), UZ_COUNTER(irqs),
-    UZ_COUNTER(doorbells),
+    UZ_COUNTER(doorbells), UZ_COUNTER(cqes), UZ_COUNTER(cqes_error),
 #undef UZ_COUNTER
 };
 

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: writing completions.
+ *
+ * A CQE goes to the CQ's next slot with the pass's phase; an armed CQ then
+ * posts one UZ_EQE_COMPLETION to its EQ.  A CQ that would overwrite an
+ * entry its consumer has not reported stops (overflow is an error in
+ * InfiniBand) and raises UZ_EQE_CQ_ERROR.
+ */
+#include "qemu/osdep.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
+                   bool solicited)
+{
+    UzuraCq *cq = &core->rdma.cq[cqn];
+    uint32_t size = 1u << cq->log_depth;
+    uint32_t pos = cq->pi & (size - 1);
+    struct uz_cqe e = *cqe;
+
+    if (!cq->valid || cq->error) {
+        return false;
+    }
+    if (((cq->pi - cq->ci) & UZ_IDX_MASK) >= size) {
+        uzura_guest_error(trace_uzura_cq_err_overflow(cqn),
+                          "CQ %u overflowed; it stops", cqn);
+        cq->error = true;
+        uzura_eq_post_async(core, UZ_EQE_CQ_ERROR, cqn, 0);
+        return false;
+    }
+    e.flags = ((cq->pi >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+    if (!uzura_dma_write_entry(core, cq->ring_addr + pos * sizeof(e), &e,
+                               sizeof(e))) {
+        uzura_guest_error(trace_uzura_cq_err_dma(cqn, cq->ring_addr),
+                          "CQ %u ring not accessible; it stops", cqn);
+        cq->error = true;
+        uzura_eq_post_async(core, UZ_EQE_CQ_ERROR, cqn, 0);
+        return false;
+    }
+    trace_uzura_cq_post(cqn, cq->pi, le32_to_cpu(e.qpn), e.opcode, e.status);
+    cq->pi = (cq->pi + 1) & UZ_IDX_MASK;
+    core->counters.cqes++;
+    if (e.status != UZ_WC_STATUS_SUCCESS) {
+        core->counters.cqes_error++;
+    }
+    if (cq->arm == (UZ_DB_ARM >> 24) ||
+        (cq->arm == (UZ_DB_ARM_SOLICITED >> 24) && solicited)) {
+        cq->arm = 0;
+        uzura_eq_post(core, cq->eqn, UZ_EQE_COMPLETION, cqn, 0);
+    }
+    return true;
+}
