@@ -52,6 +52,10 @@ static void uzura_eq_write(UzuraCore *core, uint32_t eqn, UzuraEq *eq,
         uzura_guest_error(trace_uzura_eq_err_dma(eqn, eq->ring_addr),
                           "EQ %u ring not accessible; event 0x%02x lost",
                           eqn, type);
+        if (!eq->async) {
+            uzura_eq_post_async(core, UZ_EQE_DEVICE_FATAL, eqn,
+                                UZ_FATAL_EQ_DMA);
+        }
         return;
     }
     eq->pi = (eq->pi + 1) & UZ_IDX_MASK;
