@@ -4,6 +4,7 @@
  * C11 user space code (as the provider will use it), and its register map
  * is consistent: every register aligned, inside BAR 0, and unique.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,9 @@ static const unsigned int regs[] = {
 	UZ_REG_MAGIC, UZ_REG_VERSION, UZ_REG_CAPS, UZ_REG_NUM_VECTORS,
 	UZ_REG_STATUS, UZ_REG_RESET, UZ_REG_MAC_LO, UZ_REG_MAC_HI,
 	UZ_REG_SCRATCH, UZ_REG_ERR_STATUS, UZ_REG_ERR_COUNT, UZ_REG_ERR_ADDR,
+	UZ_REG_DB_PAGES, UZ_REG_ADMIN_SQ_LO, UZ_REG_ADMIN_SQ_HI,
+	UZ_REG_ADMIN_CQ_LO, UZ_REG_ADMIN_CQ_HI, UZ_REG_ADMIN_DEPTH,
+	UZ_REG_ADMIN_CTRL, UZ_REG_ADMIN_STATUS, UZ_REG_ADMIN_CI,
 };
 
 int main(void)
@@ -52,6 +56,16 @@ int main(void)
 	CHECK(UZ_MSIX_PBA_OFFSET + UZ_MSIX_MAX_VECTORS / 8 <= UZ_BAR_MSIX_SIZE);
 	CHECK(UZ_BAR_REGS != UZ_BAR_MSIX);
 	CHECK((UZ_STATUS_READY & UZ_STATUS_LINK_UP) == 0);
+	/* The device writes a ring entry's last word last: phase lives there. */
+	CHECK(offsetof(struct uz_admin_cqe, flags) == 15);
+	CHECK(offsetof(struct uz_eqe, flags) == 12);
+	CHECK(offsetof(struct uz_cqe, flags) == 31);
+	CHECK(offsetof(struct uz_eth_desc, status) == 12);
+	/* The admin payload starts after the 8-byte command header. */
+	CHECK(offsetof(struct uz_admin_cmd, raw) == 8);
+	CHECK(offsetof(struct uz_send_wqe, opcode) == 8);
+	CHECK(UZ_ETH_FRAME_MAX(UZ_MAX_MTU) == 9018);
+	CHECK(UZ_DB_ADMIN == 0 && UZ_DB_SLOTS_PER_PAGE == 1024);
 
 	printf("1..%d\n", tests);
 	return failures != 0;
