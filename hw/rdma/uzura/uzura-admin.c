@@ -242,7 +242,7 @@ void uzura_admin_doorbell(UzuraCore *core, uint32_t index, uint32_t val)
         uzura_core_record_error(core, UZ_ERR_BAD_STATE, UZ_DB_ADMIN);
         return;
     }
-    if (((pi - a->ci) & UZ_IDX_MASK) > uzura_admin_size(core)) {
+    if (!uzura_ring_pi_ok(pi, a->ci, uzura_admin_size(core))) {
         uzura_guest_error(trace_uzura_admin_err_doorbell(val),
                           "admin doorbell %u overruns the ring (consumed "
                           "%u, %u entries)", pi, a->ci,

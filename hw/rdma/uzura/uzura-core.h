@@ -23,6 +23,28 @@ typedef struct QEMUBH QEMUBH;
 
 #define UZ_IDX_MASK             0x00ffffffu  /* free running ring indices */
 
+/* Entries between two ring indices. */
+static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
+{
+    return (pi - ci) & UZ_IDX_MASK;
+}
+
+/*
+ * A producer doorbell: the new index may not put more than @size entries
+ * ahead of the consumer @ci.
+ */
+static inline bool uzura_ring_pi_ok(uint32_t new_pi, uint32_t ci,
+                                    uint32_t size)
+{
+    return uzura_ring_used(new_pi, ci) <= size;
+}
+
+/* A consumer doorbell: the new index lies between the old one and @pi. */
+static inline bool uzura_ring_ci_ok(uint32_t new_ci, uint32_t ci, uint32_t pi)
+{
+    return uzura_ring_used(pi, new_ci) <= uzura_ring_used(pi, ci);
+}
+
 /* A guest mistake: an error trace event and a guest-error log line. */
 #define uzura_guest_error(trace_call, fmt, ...) do {                   \
         trace_call;                                                     \

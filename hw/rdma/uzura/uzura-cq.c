@@ -22,7 +22,7 @@ bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
     if (!cq->valid || cq->error) {
         return false;
     }
-    if (((cq->pi - cq->ci) & UZ_IDX_MASK) >= size) {
+    if (uzura_ring_used(cq->pi, cq->ci) >= size) {
         uzura_guest_error(trace_uzura_cq_err_overflow(cqn),
                           "CQ %u overflowed; it stops", cqn);
         cq->error = true;

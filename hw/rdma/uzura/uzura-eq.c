@@ -17,7 +17,7 @@ static uint32_t uzura_eq_size(const UzuraEq *eq)
 
 static uint32_t uzura_eq_used(const UzuraEq *eq)
 {
-    return (eq->pi - eq->ci) & UZ_IDX_MASK;
+    return uzura_ring_used(eq->pi, eq->ci);
 }
 
 static UzuraEq *uzura_eq_lookup(UzuraCore *core, uint32_t eqn)
@@ -113,7 +113,7 @@ void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val)
         return;
     }
     /* The consumer index may not pass what the device has written. */
-    if (((eq->pi - ci) & UZ_IDX_MASK) > uzura_eq_used(eq)) {
+    if (!uzura_ring_ci_ok(ci, eq->ci, eq->pi)) {
         uzura_guest_error(trace_uzura_eq_err_doorbell(eqn, val, eq->pi),
                           "EQ %u doorbell: consumer index %u is past the "
                           "producer index %u", eqn, ci, eq->pi);

@@ -228,7 +228,7 @@ void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val)
     UzuraEthRing *r = uzura_eth_ring(core, tx);
     uint32_t pi = val & UZ_DB_PI_MASK;
 
-    if (((pi - r->ci) & UZ_IDX_MASK) > uzura_eth_size(r)) {
+    if (!uzura_ring_pi_ok(pi, r->ci, uzura_eth_size(r))) {
         uzura_guest_error(trace_uzura_eth_err_doorbell(tx, val, r->ci),
                           "%s doorbell %u overruns the ring (device at %u)",
                           tx ? "TX" : "RX", pi, r->ci);

@@ -322,9 +322,8 @@ void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val)
 {
     UzuraCq *cq = &core->rdma.cq[cqn];
     uint32_t ci = val & UZ_DB_CI_MASK;
-    uint32_t used = (cq->pi - cq->ci) & UZ_IDX_MASK;
 
-    if (((cq->pi - ci) & UZ_IDX_MASK) > used) {
+    if (!uzura_ring_ci_ok(ci, cq->ci, cq->pi)) {
         uzura_guest_error(trace_uzura_obj_err_cq_doorbell(cqn, val, cq->pi),
                           "CQ %u doorbell: consumer index %u is past the "
                           "producer index %u", cqn, ci, cq->pi);
@@ -433,7 +432,7 @@ void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val)
     UzuraSrq *srq = &core->rdma.srq[srqn];
     uint32_t pi = val & UZ_DB_PI_MASK;
 
-    if (((pi - srq->ci) & UZ_IDX_MASK) > (1u << srq->log_depth)) {
+    if (!uzura_ring_pi_ok(pi, srq->ci, 1u << srq->log_depth)) {
         uzura_guest_error(trace_uzura_obj_err_srq_doorbell(srqn, val, srq->ci),
                           "SRQ %u doorbell %u overruns the ring", srqn, pi);
         uzura_core_record_error(core, UZ_ERR_BAD_VALUE, srq->db_offset);

@@ -533,8 +533,9 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
                                 sq ? qp->sq_db : qp->rq_db);
         return;
     }
-    if (((pi - ci) & UZ_IDX_MASK) > (1u << log_depth) ||
-        ((pi - *cur) & UZ_IDX_MASK) > (1u << log_depth)) {
+    /* Neither past a ring's worth nor backwards. */
+    if (!uzura_ring_pi_ok(pi, ci, 1u << log_depth) ||
+        !uzura_ring_pi_ok(pi, *cur, 1u << log_depth)) {
         uzura_guest_error(trace_uzura_qp_err_doorbell(qpn, sq, val),
                           "QP %u %s doorbell %u overruns the ring", qpn,
                           sq ? "SQ" : "RQ", pi);
