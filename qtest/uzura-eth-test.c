@@ -406,6 +406,86 @@ static void test_reset_under_traffic(void)
     uz_machine_stop(&m);
 }
 
+/*
+ * Fuzz the rings: 2,000 random TX descriptors (addresses in and outside
+ * guest memory, any length, random chaining) and RX descriptors with
+ * random buffer addresses.  Every descriptor completes with a status and
+ * QEMU stays up.
+ */
+static void test_fuzz_descriptors(void)
+{
+    UzMachine m;
+    UzEth a, b;
+    GRand *rnd = g_rand_new_with_seed(0x657468);
+    uint8_t f[256];
+    uint32_t dma_errs = 0, n = 0, k;
+
+    uz_machine_start(&m, 2, NULL);
+    eth_start(&a, &m, 0, 64);
+    eth_start(&b, &m, 1, 64);
+
+    while (n < 2000) {
+        uint32_t batch = g_rand_int_range(rnd, 1, 65), first = a.tx_pi;
+
+        for (k = 0; k < batch; k++) {
+            struct uz_eth_desc d = {
+                .addr = cpu_to_le64(g_rand_boolean(rnd) ?
+                                    a.tx_buf + g_rand_int_range(rnd, 0, 4096) :
+                                    ((uint64_t)g_rand_int(rnd) << 20)),
+                .len = cpu_to_le16(g_rand_int_range(rnd, 0, 65536)),
+                .flags = cpu_to_le16(k + 1 < batch &&
+                                     g_rand_boolean(rnd) ? UZ_ETH_TX_MORE : 0),
+            };
+
+            qtest_memwrite(a.d.qts, desc_addr(a.tx_ring, &a, a.tx_pi++), &d,
+                           sizeof(d));
+        }
+        uz_ring(&a.d, a.tx_db, a.tx_pi);
+        eth_wait_tx(&a, a.tx_pi - 1);
+        for (k = first; k != a.tx_pi; k++) {
+            g_assert(eth_desc_status(&a, a.tx_ring, k) & UZ_ETH_DONE);
+        }
+        n += batch;
+    }
+
+    /* RX: 64 buffers at random addresses, then 64 broadcast frames. */
+    for (k = 0; k < 64; k++) {
+        struct uz_eth_desc d = {
+            .addr = cpu_to_le64(g_rand_boolean(rnd) ? b.rx_buf[k] :
+                                ((uint64_t)g_rand_int(rnd) << 24)),
+            .len = cpu_to_le16(RX_BUF),
+        };
+
+        qtest_memwrite(b.d.qts, desc_addr(b.rx_ring, &b, b.rx_pi++), &d,
+                       sizeof(d));
+    }
+    uz_ring(&b.d, b.rx_db, b.rx_pi);
+    make_frame(f, sizeof(f), (uint8_t[]){ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+               a.mac, 9);
+    for (k = 0; k < 64; k++) {
+        eth_put_tx(&a, f, sizeof(f), 1);
+        uz_ring(&a.d, a.tx_db, a.tx_pi);
+        g_assert_cmpint(eth_wait_tx(&a, a.tx_pi - 1), ==, 0);
+    }
+    for (k = 0; k < 64; k++) {
+        int i;
+
+        for (i = 0; i < UZ_POLL_LIMIT && !eth_rx_done(&b, k); i++) {
+            uz_poll_pause(&b.d);
+        }
+        g_assert(eth_rx_done(&b, k));
+        dma_errs += (eth_desc_status(&b, b.rx_ring, k) & UZ_ETH_ERR_MASK) ==
+                    UZ_ETH_ERR_DMA;
+    }
+    g_assert_cmpint(uz_counter(&m, 1, "rx_frames") + dma_errs, ==, 64);
+    g_assert_cmphex(uz_rd(&a.d, UZ_REG_MAGIC), ==, UZ_MAGIC);
+    g_assert_cmphex(uz_rd(&b.d, UZ_REG_MAGIC), ==, UZ_MAGIC);
+    g_rand_free(rnd);
+    eth_stop(&a);
+    eth_stop(&b);
+    uz_machine_stop(&m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -414,6 +494,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/eth/rx-exhaustion", test_rx_exhaustion);
     qtest_add_func("/uzura/eth/errors", test_errors);
     qtest_add_func("/uzura/eth/reset-under-traffic", test_reset_under_traffic);
+    qtest_add_func("/uzura/eth/fuzz-descriptors", test_fuzz_descriptors);
 
     return g_test_run();
 }
