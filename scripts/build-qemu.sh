@@ -66,6 +66,9 @@ for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin; do
 	[ -e "$fw/$(basename "$f")" ] || ln -s "$f" "$fw/"
 done
 
+# Let ccache hit across clones: compile paths relative to the checkout.
+export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
+
 log "building (ninja)"
 PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 \
 	$(printf 'tests/qtest/%s ' $tests) | tee "$build/uzura-ninja.log"
