@@ -216,6 +216,42 @@ static void test_bad_access(void)
     uz_stop(&t);
 }
 
+/* Bad property values refuse the device with a message; QEMU stays up. */
+static void test_bad_properties(void)
+{
+    static const struct {
+        const char *name;
+        int64_t value;
+    } bad[] = {
+        { "vectors", 0 }, { "vectors", 33 }, { "db-pages", 3 },
+        { "max-qp", 2 }, { "max-qp", 4000000000 }, { "max-cqe", 3 },
+        { "max-qp-wr", 131072 }, { "xlat-cache-entries", 0 },
+    };
+    UzTest t = { 0 };
+    int i;
+
+    /* A root port to hot-plug into. */
+    uz_start(&t, "-device pcie-root-port,id=rp0,chassis=1,addr=0x9");
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        QDict *args = qdict_new();
+        QDict *rsp;
+        const char *desc;
+
+        qdict_put_str(args, "driver", "uzura");
+        qdict_put_str(args, "bus", "rp0");
+        qdict_put_int(args, bad[i].name, bad[i].value);
+        rsp = qtest_qmp(t.qs->qts, "{'execute': 'device_add', "
+                        "'arguments': %p}", args);
+        g_assert(qdict_haskey(rsp, "error"));
+        desc = qdict_get_str(qdict_get_qdict(rsp, "error"), "desc");
+        g_test_message("%s=%" PRId64 ": %s", bad[i].name, bad[i].value, desc);
+        g_assert(strstr(desc, "uzura: "));
+        qobject_unref(rsp);
+    }
+    g_assert_cmphex(uz_rd(&t, UZ_REG_MAGIC), ==, UZ_MAGIC);
+    uz_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -226,6 +262,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/reset", test_reset);
     qtest_add_func("/uzura/link", test_link);
     qtest_add_func("/uzura/bad-access", test_bad_access);
+    qtest_add_func("/uzura/bad-properties", test_bad_properties);
 
     return g_test_run();
 }

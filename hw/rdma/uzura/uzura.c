@@ -163,16 +163,28 @@ static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
     }
 }
 
+#define UZ_MAX_TABLE    (1u << 20)  /* entries of any object table */
+
 /* The RDMA limits: table sizes, and ring sizes that are powers of 2. */
 static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
 {
-    if (!l->max_pd || !l->max_cq || l->max_qp < 3 || l->max_mr < 2 ||
-        !l->max_srq || !l->max_ah || !l->max_sge || !l->xlat_cache_entries ||
+    const uint32_t tables[] = { l->max_pd, l->max_cq, l->max_qp, l->max_mr,
+                                l->max_srq, l->max_ah, l->xlat_cache_entries };
+    int i;
+
+    for (i = 0; i < ARRAY_SIZE(tables); i++) {
+        if (!tables[i] || tables[i] > UZ_MAX_TABLE) {
+            error_setg(errp, "uzura: object tables take 1..%u entries",
+                       UZ_MAX_TABLE);
+            return false;
+        }
+    }
+    if (l->max_qp < 3 || l->max_mr < 2 || !l->max_sge ||
         !is_power_of_2(l->max_cqe) || !is_power_of_2(l->max_qp_wr) ||
         !is_power_of_2(l->max_srq_wr) || l->max_cqe > (1u << 16) ||
         l->max_qp_wr > (1u << 16) || l->max_srq_wr > (1u << 16)) {
-        error_setg(errp, "uzura: RDMA limits out of range (tables need an "
-                   "entry, rings a power of 2 up to 65536, max-qp at least 3)");
+        error_setg(errp, "uzura: RDMA limits out of range (rings a power "
+                   "of 2 up to 65536, max-qp at least 3, max-mr at least 2)");
         return false;
     }
     return true;
