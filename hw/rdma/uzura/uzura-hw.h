@@ -390,7 +390,9 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_DEREG_MR             0x1e
 #define UZ_CMD_CREATE_AH            0x1f /* out0: ahn */
 #define UZ_CMD_DESTROY_AH           0x20
-#define UZ_CMD_QUERY_COUNTERS       0x21 /* writes uz_counters to buf */
+#define UZ_CMD_QUERY_COUNTERS       0x21 /* reserved: NOT_SUPPORTED, the
+					  * counters are read with qom-get */
+#define UZ_CMD_INVALIDATE_XLAT      0x22 /* drop cached translations */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -545,6 +547,18 @@ struct uz_cmd_reg_mr {
 
 #define UZ_MR_F_DMA                 (1u << 0)
 
+/*
+ * INVALIDATE_XLAT: the driver changed pages of an MR's page list; the NIC
+ * drops its cached translations of [iova, iova + length) of that MR
+ * (length 0: the whole MR) before it completes the command.
+ */
+struct uz_cmd_invalidate_xlat {
+	uint32_t key;
+	uint32_t uctx;
+	uint64_t iova;
+	uint64_t length;
+};
+
 #define UZ_ACCESS_LOCAL_WRITE       (1u << 0)
 #define UZ_ACCESS_REMOTE_WRITE      (1u << 1)
 #define UZ_ACCESS_REMOTE_READ       (1u << 2)
@@ -580,6 +594,7 @@ UZ_ASSERT_CMD(struct uz_cmd_create_srq);
 UZ_ASSERT_CMD(struct uz_cmd_modify_srq);
 UZ_ASSERT_CMD(struct uz_cmd_reg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_create_ah);
+UZ_ASSERT_CMD(struct uz_cmd_invalidate_xlat);
 
 /* ------------------------------------------------------------------ */
 /* Work queues                                                        */
