@@ -65,6 +65,8 @@ t "jumbo frames: MTU 9000 and an 8000-byte ping unfragmented" \
 		'$uz' run 1 -- 'ping -c 2 -W 5 -M do -s 8000 10.77.0.2'"
 t "ip -s link counts the frames" \
 	"$uz" run 1 -- "[ \$(cat /sys/class/net/$uzdev/statistics/tx_packets) -gt 10 ]"
+t "uzura stats shows the NIC's frame counters" \
+	bash -c "'$uz' stats 1 | awk '\$1 == \"tx_frames\" && \$2 > 10 { ok = 1 } END { exit !ok }'"
 t "node 2: module unloads and reloads, and IP works again" \
 	"$uz" run 2 -- "rmmod uzura && modprobe uzura && ip link set $uzdev up &&
 		ip addr add 10.77.0.2/24 dev $uzdev && ping -c 2 -W 5 10.77.0.1"
