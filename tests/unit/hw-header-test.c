@@ -66,6 +66,11 @@ int main(void)
 	CHECK(offsetof(struct uz_send_wqe, opcode) == 8);
 	CHECK(UZ_ETH_FRAME_MAX(UZ_MAX_MTU) == 9018);
 	CHECK(UZ_DB_ADMIN == 0 && UZ_DB_SLOTS_PER_PAGE == 1024);
+	/* Completion statuses are the InfiniBand (ibv_wc_status) values. */
+	CHECK(UZ_WC_STATUS_WR_FLUSH_ERR == 5 && UZ_WC_STATUS_REM_ACCESS_ERR == 10);
+	CHECK(UZ_WC_STATUS_RNR_RETRY_EXC_ERR == 13 &&
+	      UZ_WC_STATUS_REM_ABORT_ERR == 16 && UZ_WC_STATUS_FATAL_ERR == 19 &&
+	      UZ_WC_STATUS_GENERAL_ERR == 21);
 
 	printf("1..%d\n", tests);
 	return failures != 0;

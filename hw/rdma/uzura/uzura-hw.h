@@ -123,7 +123,7 @@
 
 /* UZ_REG_ADMIN_CTRL */
 #define UZ_ADMIN_CTRL_ENABLE        (1u << 0)  /* start the admin queue */
-#define UZ_ADMIN_CTRL_INTR          (1u << 1)  /* MSI-X 0 per completion */
+#define UZ_ADMIN_CTRL_INTR          (1u << 1)  /* MSI-X 0 per batch */
 
 /* UZ_REG_ADMIN_STATUS */
 #define UZ_ADMIN_STATUS_ENABLED     (1u << 0)  /* queue is running */
@@ -177,7 +177,7 @@ struct uz_admin_cmd {
 			uint32_t reserved;
 		} set_mtu;
 		struct uz_cmd_create_eq {
-			uint64_t ring_addr; /* log_depth entries of uz_eqe */
+			uint64_t ring_addr; /* 2^log_depth uz_eqe */
 			uint8_t log_depth;  /* UZ_EQ_DEPTH_MIN .. _MAX */
 			uint8_t flags;      /* UZ_EQ_F_* */
 			uint16_t vector;    /* MSI-X vector */
@@ -345,7 +345,7 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_ETH_ERR_MASK             0xffu
 #define UZ_ETH_ERR_NONE             0x00
 #define UZ_ETH_ERR_DMA              0x01 /* buffer not accessible */
-#define UZ_ETH_ERR_TOO_LONG         0x02 /* TX frame above MTU */
+#define UZ_ETH_ERR_TOO_LONG         0x02 /* above UZ_ETH_FRAME_MAX */
 #define UZ_ETH_ERR_TOO_SHORT        0x03 /* TX frame below 14 bytes */
 #define UZ_ETH_ERR_LINK_DOWN        0x04 /* TX while the link is down */
 
@@ -724,7 +724,7 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_WC_STATUS_REM_OP_ERR     11
 #define UZ_WC_STATUS_RETRY_EXC_ERR  12
 #define UZ_WC_STATUS_RNR_RETRY_EXC_ERR 13
-#define UZ_WC_STATUS_REM_ABORT_ERR  17
+#define UZ_WC_STATUS_REM_ABORT_ERR  16
 #define UZ_WC_STATUS_FATAL_ERR      19
 #define UZ_WC_STATUS_GENERAL_ERR    21
 
