@@ -98,18 +98,22 @@ static bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx)
            (uctx <= core->rdma.lim.max_uctx && core->rdma.uctx[uctx].valid);
 }
 
-static void uzura_uctx_get(UzuraCore *core, uint32_t uctx)
+void uzura_uctx_get(UzuraCore *core, uint32_t uctx)
 {
     core->rdma.uctx[uctx].users++;
 }
 
-static void uzura_uctx_put(UzuraCore *core, uint32_t uctx)
+void uzura_uctx_put(UzuraCore *core, uint32_t uctx)
 {
     core->rdma.uctx[uctx].users--;
 }
 
-/* A PD the context may use. */
-static UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx)
+/*
+ * Lookups of objects a context may use.  A valid object's context is
+ * valid too (a context with objects cannot go), so these need no
+ * separate context check.
+ */
+UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx)
 {
     UzuraRdma *r = &core->rdma;
 
@@ -208,8 +212,7 @@ static uint8_t uzura_cmd_create_ah(UzuraCore *core,
     UzuraPd *pd;
     int64_t i;
 
-    pd = uzura_uctx_ok(core, uctx) ?
-         uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx) : NULL;
+    pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
@@ -246,6 +249,16 @@ static uint8_t uzura_cmd_destroy_ah(UzuraCore *core,
 }
 
 /* ---- completion queues ---- */
+
+UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx)
+{
+    UzuraRdma *r = &core->rdma;
+
+    if (cqn >= r->lim.max_cq || !r->cq[cqn].valid || r->cq[cqn].uctx != uctx) {
+        return NULL;
+    }
+    return &r->cq[cqn];
+}
 
 static uint8_t uzura_cmd_create_cq(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
@@ -294,15 +307,12 @@ static uint8_t uzura_cmd_destroy_cq(UzuraCore *core,
                                     struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    uint32_t i = le32_to_cpu(c->handle);
-    UzuraRdma *r = &core->rdma;
-    UzuraCq *cq;
+    UzuraCq *cq = uzura_cq_lookup(core, le32_to_cpu(c->handle),
+                                  le32_to_cpu(c->uctx));
 
-    if (i >= r->lim.max_cq || !r->cq[i].valid ||
-        r->cq[i].uctx != le32_to_cpu(c->uctx)) {
+    if (!cq) {
         return UZ_CMD_BAD_HANDLE;
     }
-    cq = &r->cq[i];
     if (cq->users) {
         return UZ_CMD_BUSY;
     }
@@ -352,8 +362,7 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
     UzuraPd *pd;
     int64_t i;
 
-    pd = uzura_uctx_ok(core, uctx) ?
-         uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx) : NULL;
+    pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
@@ -382,7 +391,7 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
     return UZ_CMD_OK;
 }
 
-static UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn)
+UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn)
 {
     UzuraRdma *r = &core->rdma;
 
@@ -459,8 +468,7 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     UzuraPd *pd;
     int64_t i;
 
-    pd = uzura_uctx_ok(core, uctx) ?
-         uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx) : NULL;
+    pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }

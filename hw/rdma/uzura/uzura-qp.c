@@ -383,16 +383,6 @@ uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c)
     return UZ_CMD_OK;
 }
 
-static UzuraCq *uzura_qp_cq(UzuraCore *core, uint32_t cqn, uint32_t uctx)
-{
-    UzuraRdma *r = &core->rdma;
-
-    if (cqn >= r->lim.max_cq || !r->cq[cqn].valid || r->cq[cqn].uctx != uctx) {
-        return NULL;
-    }
-    return &r->cq[cqn];
-}
-
 uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
                         struct uz_admin_cqe *cqe)
 {
@@ -401,24 +391,21 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
     uint32_t srqn = le32_to_cpu(c->srqn), sq_db, rq_db = 0;
     uint64_t sq = le64_to_cpu(c->sq_addr), rq = le64_to_cpu(c->rq_addr);
     bool has_srq = srqn != UZ_NO_SRQ;
+    UzuraPd *pd;
     UzuraCq *scq, *rcq;
     UzuraSrq *srq = NULL;
     int64_t qpn = -1, i;
 
-    if (uctx > r->lim.max_uctx || (uctx && !r->uctx[uctx].valid) ||
-        pdn >= r->lim.max_pd || !r->pd[pdn].valid || r->pd[pdn].uctx != uctx) {
-        return UZ_CMD_BAD_HANDLE;
-    }
-    scq = uzura_qp_cq(core, le32_to_cpu(c->send_cqn), uctx);
-    rcq = uzura_qp_cq(core, le32_to_cpu(c->recv_cqn), uctx);
+    pd = uzura_pd_lookup(core, pdn, uctx);
+    scq = uzura_cq_lookup(core, le32_to_cpu(c->send_cqn), uctx);
+    rcq = uzura_cq_lookup(core, le32_to_cpu(c->recv_cqn), uctx);
     if (has_srq) {
-        if (srqn >= r->lim.max_srq || !r->srq[srqn].valid ||
-            r->srq[srqn].uctx != uctx) {
-            return UZ_CMD_BAD_HANDLE;
+        srq = uzura_srq_lookup(core, srqn);
+        if (srq && srq->uctx != uctx) {
+            srq = NULL;
         }
-        srq = &r->srq[srqn];
     }
-    if (!scq || !rcq) {
+    if (!pd || !scq || !rcq || (has_srq && !srq)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UD &&
@@ -472,15 +459,13 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         .rq_log_wqe_size = has_srq ? 0 : c->rq_log_wqe_size,
         .sq_db = sq_db, .rq_db = rq_db,
     };
-    r->pd[pdn].users++;
+    pd->users++;
     scq->users++;
     rcq->users++;
     if (srq) {
         srq->users++;
     }
-    if (uctx) {
-        r->uctx[uctx].users++;
-    }
+    uzura_uctx_get(core, uctx);
     trace_uzura_qp_create(qpn, c->type, sq_db, rq_db);
     cqe->out0 = cpu_to_le32(qpn);
     cqe->out1 = cpu_to_le32(sq_db);
@@ -505,9 +490,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     r->pd[qp->pdn].users--;
     r->cq[qp->send_cqn].users--;
     r->cq[qp->recv_cqn].users--;
-    if (qp->uctx) {
-        r->uctx[qp->uctx].users--;
-    }
+    uzura_uctx_put(core, qp->uctx);
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
     qp->valid = false;
     return UZ_CMD_OK;

@@ -126,6 +126,11 @@ typedef struct UzuraRdma {
 } UzuraRdma;
 
 /* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */
+void uzura_uctx_get(UzuraCore *core, uint32_t uctx);
+void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
+UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
+UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx);
+UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn);
 void uzura_rdma_init(UzuraCore *core);
 void uzura_rdma_uninit(UzuraCore *core);
 void uzura_rdma_reset(UzuraCore *core);

@@ -41,6 +41,16 @@ struct UzuraState {
     UzuraCore core;
 };
 
+/*
+ * Both BARs let every access size and alignment through unsplit, so the
+ * core sees, and reports, the access the guest made.
+ */
+#define UZURA_ANY_ACCESS                                            \
+    .valid = { .min_access_size = 1, .max_access_size = 8,         \
+               .unaligned = true },                                 \
+    .impl = { .min_access_size = 1, .max_access_size = 8,          \
+              .unaligned = true }
+
 static uint64_t uzura_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
     UzuraState *s = opaque;
@@ -60,20 +70,7 @@ static const MemoryRegionOps uzura_mmio_ops = {
     .read = uzura_mmio_read,
     .write = uzura_mmio_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
-    /*
-     * Let every access size and alignment through unsplit, so the core
-     * sees and reports the access the guest made.
-     */
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
+    UZURA_ANY_ACCESS,
 };
 
 static uint64_t uzura_db_mmio_read(void *opaque, hwaddr addr, unsigned size)
@@ -95,16 +92,7 @@ static const MemoryRegionOps uzura_db_ops = {
     .read = uzura_db_mmio_read,
     .write = uzura_db_mmio_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
-    .impl = {
-        .min_access_size = 1,
-        .max_access_size = 8,
-        .unaligned = true,
-    },
+    UZURA_ANY_ACCESS,
 };
 
 static bool uzura_nc_can_receive(NetClientState *nc)
