@@ -829,6 +829,90 @@ static void test_cq_wrap(void)
     rdma_stop(&t);
 }
 
+/* Bad addresses, lengths and indices on the QP and SRQ paths. */
+static void test_qp_bad_input(void)
+{
+    UzRdma t;
+    struct uz_admin_cqe cqe;
+    struct uz_qp_attr a = rc_init_attr();
+    struct uz_cmd_create_srq srq = { .log_depth = 2, .log_wqe_size = 5 };
+    struct uz_cmd_modify_qp mq;
+    struct uz_cmd_query q;
+    uint32_t pdn, cqn, qpn, sq_db, srq_db;
+
+    rdma_start(&t, NULL);
+    pdn = alloc_pd(&t, 0);
+    g_assert_cmpint(create_cq(&t, 0, 6, t.eq.eqn, &cqn, NULL), ==, UZ_CMD_OK);
+    g_assert_cmpint(create_qp(&t, UZ_QPT_RC, pdn, cqn, UZ_NO_SRQ, &qpn, &cqe),
+                    ==, UZ_CMD_OK);
+    sq_db = le32_to_cpu(cqe.out1);
+
+    /* Attributes from outside guest memory; a short query buffer. */
+    mq = (struct uz_cmd_modify_qp) {
+        .buf_addr = cpu_to_le64(0xfff0000000000ull), .qpn = cpu_to_le32(qpn),
+        .attr_mask = cpu_to_le32(INIT_MASK),
+    };
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_MODIFY_QP, &mq, sizeof(mq), NULL), ==,
+                    UZ_CMD_BAD_ADDR);
+    q = (struct uz_cmd_query) {
+        .buf_addr = cpu_to_le64(t.buf), .buf_len = cpu_to_le32(95),
+        .handle = cpu_to_le32(qpn),
+    };
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_QUERY_QP, &q, sizeof(q), NULL), ==,
+                    UZ_CMD_BAD_PARAM);
+    q.buf_len = cpu_to_le32(96);
+    q.buf_addr = cpu_to_le64(0xfff0000000000ull);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_QUERY_QP, &q, sizeof(q), NULL), ==,
+                    UZ_CMD_BAD_ADDR);
+
+    /* SQ doorbells: more than the 16-entry ring, and backwards. */
+    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK, &a), ==, UZ_CMD_OK);
+    uz_ring(&t.d, sq_db, 17);
+    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_VALUE);
+    uz_ring(&t.d, sq_db, 16);
+    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_COUNT), ==, 1);
+    uz_ring(&t.d, sq_db, 3);
+    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_COUNT), ==, 2);
+
+    /* SRQ: a ring outside guest memory, then a doorbell overrun. */
+    srq.pdn = cpu_to_le32(pdn);
+    srq.ring_addr = cpu_to_le64(0xfff0000000000ull);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_SRQ, &srq, sizeof(srq), NULL),
+                    ==, UZ_CMD_BAD_ADDR);
+    srq.ring_addr = cpu_to_le64(uz_alloc(&t.d, 4 * 32));
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_SRQ, &srq, sizeof(srq), &cqe),
+                    ==, UZ_CMD_OK);
+    srq_db = le32_to_cpu(cqe.out1);
+    uz_ring(&t.d, srq_db, 4);
+    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_COUNT), ==, 2);
+    uz_ring(&t.d, srq_db, 5);
+    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_VALUE);
+    g_assert_cmphex(uz_rd(&t.d, UZ_REG_ERR_ADDR), ==, srq_db);
+    /* A QP in another context cannot use this SRQ. */
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                    UZ_CMD_OK);
+    {
+        uint32_t uctx = le32_to_cpu(cqe.out0), upd, ucq;
+
+        upd = alloc_pd(&t, uctx);
+        g_assert_cmpint(create_cq(&t, uctx, 4, t.eq.eqn, &ucq, NULL), ==,
+                        UZ_CMD_OK);
+        {
+            struct uz_cmd_create_qp c = {
+                .sq_addr = cpu_to_le64(uz_alloc(&t.d, 64 * 16)),
+                .uctx = cpu_to_le32(uctx), .pdn = cpu_to_le32(upd),
+                .send_cqn = cpu_to_le32(ucq), .recv_cqn = cpu_to_le32(ucq),
+                .srqn = cpu_to_le32(0), .type = UZ_QPT_RC,
+                .sq_log_depth = 4, .sq_log_wqe_size = 6,
+            };
+
+            g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_QP, &c, sizeof(c),
+                                     &cqe), ==, UZ_CMD_BAD_HANDLE);
+        }
+    }
+    rdma_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -842,6 +926,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/rdma/ud-state-machine", test_ud_state_machine);
     qtest_add_func("/uzura/rdma/flush-and-cq", test_flush_and_cq);
     qtest_add_func("/uzura/rdma/cq-wrap", test_cq_wrap);
+    qtest_add_func("/uzura/rdma/qp-bad-input", test_qp_bad_input);
 
     return g_test_run();
 }
