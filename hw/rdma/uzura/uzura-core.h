@@ -23,6 +23,10 @@ typedef struct QEMUBH QEMUBH;
 
 #define UZ_IDX_MASK             0x00ffffffu  /* free running ring indices */
 
+/* What this device implements: UZ_REG_CAPS and QUERY_DEVICE. */
+#define UZURA_CAPS  (UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | \
+                     UZ_CAP_ETH | UZ_CAP_RDMA)
+
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
 {
@@ -80,6 +84,34 @@ typedef struct UzuraCounters {
     uint64_t doorbells;
     uint64_t cqes;
     uint64_t cqes_error;
+    /* RoCE packets and bytes (whole frames) by kind, UzuraFamily order */
+    uint64_t roce_tx_pkts[UZ_FAM_MAX];
+    uint64_t roce_tx_bytes[UZ_FAM_MAX];
+    uint64_t roce_rx_pkts[UZ_FAM_MAX];
+    uint64_t roce_rx_bytes[UZ_FAM_MAX];
+    uint64_t retransmits;       /* packets sent again */
+    uint64_t retry_timeouts;    /* ACK timeouts */
+    uint64_t naks_sent;
+    uint64_t naks_rcvd;
+    uint64_t nak_seq_sent;
+    uint64_t nak_seq_rcvd;
+    uint64_t nak_inv_req_rcvd;
+    uint64_t nak_rem_access_rcvd;
+    uint64_t nak_rem_op_rcvd;
+    uint64_t rnr_naks_sent;
+    uint64_t rnr_naks_rcvd;
+    uint64_t acks_coalesced;    /* requests acknowledged by a later ACK */
+    uint64_t duplicates;        /* duplicate requests answered again */
+    uint64_t icrc_errors;
+    uint64_t rx_malformed;      /* RoCE frames that make no sense */
+    uint64_t rx_no_qp;          /* no such QP, or not receiving */
+    uint64_t rx_qkey_errors;    /* UD: Q_Key mismatch */
+    uint64_t rx_ud_no_wqe;      /* UD: no receive WQE posted */
+    uint64_t rx_stale;          /* responses that match nothing */
+    uint64_t roce_tx_dropped;   /* link down */
+    uint64_t xlat_hits;
+    uint64_t xlat_misses;
+    uint64_t xlat_evictions;
 } UzuraCounters;
 
 typedef struct UzuraAdmin {
@@ -147,9 +179,11 @@ typedef struct UzuraCore {
 
     UzuraRdma rdma;
 
-    QEMUBH *work_bh;            /* Ethernet and, later, RDMA queues */
+    QEMUBH *work_bh;            /* Ethernet and RDMA queues */
     bool rx_flush_owed;
+    bool busy;                  /* in the data path: receive later */
     uint8_t *tx_frame;          /* UZ_ETH_FRAME_MAX(UZ_MAX_MTU) bytes */
+    uint8_t *roce_frame;        /* the same, for RoCE frames */
 
     UzuraCounters counters;
 } UzuraCore;
@@ -215,5 +249,7 @@ ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 
 /* The work bottom half: everything a data doorbell asked for. */
 void uzura_work_bh(void *opaque);
+void uzura_work_schedule(UzuraCore *core);
+ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 
 #endif /* HW_RDMA_UZURA_CORE_H */

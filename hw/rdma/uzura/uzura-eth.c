@@ -135,10 +135,6 @@ static void uzura_eth_tx_work(UzuraCore *core)
 void uzura_eth_work(UzuraCore *core)
 {
     uzura_eth_tx_work(core);
-    if (core->rx_flush_owed) {
-        core->rx_flush_owed = false;
-        qemu_flush_queued_packets(qemu_get_queue(core->owner_nic));
-    }
     if (core->eth_rx.valid) {
         uzura_eth_event(core, &core->eth_rx, false);
     }

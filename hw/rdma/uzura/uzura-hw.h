@@ -755,7 +755,42 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_BTH_LEN                  12
 #define UZ_ICRC_LEN                 4
 
+/* BTH opcodes (InfiniBand transport opcodes, RC and UD). */
+#define UZ_BTH_OP_SEND_FIRST        0x00
+#define UZ_BTH_OP_SEND_MIDDLE       0x01
+#define UZ_BTH_OP_SEND_LAST         0x02
+#define UZ_BTH_OP_SEND_LAST_IMM     0x03
+#define UZ_BTH_OP_SEND_ONLY         0x04
+#define UZ_BTH_OP_SEND_ONLY_IMM     0x05
+#define UZ_BTH_OP_WRITE_FIRST       0x06
+#define UZ_BTH_OP_WRITE_MIDDLE      0x07
+#define UZ_BTH_OP_WRITE_LAST        0x08
+#define UZ_BTH_OP_WRITE_LAST_IMM    0x09
+#define UZ_BTH_OP_WRITE_ONLY        0x0a
+#define UZ_BTH_OP_WRITE_ONLY_IMM    0x0b
+#define UZ_BTH_OP_READ_REQ          0x0c
+#define UZ_BTH_OP_READ_RESP_FIRST   0x0d
+#define UZ_BTH_OP_READ_RESP_MIDDLE  0x0e
+#define UZ_BTH_OP_READ_RESP_LAST    0x0f
+#define UZ_BTH_OP_READ_RESP_ONLY    0x10
+#define UZ_BTH_OP_ACK               0x11
+#define UZ_BTH_OP_ATOMIC_ACK        0x12
+#define UZ_BTH_OP_CMP_SWP           0x13
+#define UZ_BTH_OP_FETCH_ADD         0x14
+#define UZ_BTH_OP_SEND_LAST_INV     0x16
+#define UZ_BTH_OP_SEND_ONLY_INV     0x17
+#define UZ_BTH_OP_UD_SEND_ONLY      0x64
+#define UZ_BTH_OP_UD_SEND_ONLY_IMM  0x65
 #define UZ_BTH_OP_RC_STCRW          0xc0
+
+/* AETH syndromes: type in bits 6:5, value in bits 4:0. */
+#define UZ_AETH_ACK                 0x00 /* | credits (unused: 0x1f) */
+#define UZ_AETH_RNR_NAK             0x20 /* | min_rnr_timer */
+#define UZ_AETH_NAK_SEQ             0x60
+#define UZ_AETH_NAK_INV_REQ         0x61
+#define UZ_AETH_NAK_REM_ACCESS      0x62
+#define UZ_AETH_NAK_REM_OP          0x63
+#define UZ_AETH_TYPE_MASK           0x60
 
 /* Extended header of UZ_BTH_OP_RC_STCRW, after the BTH. */
 struct uz_crweth {

@@ -39,12 +39,15 @@ void uzura_rdma_init(UzuraCore *core)
     r->qp = g_new0(UzuraQp, r->lim.max_qp);
     r->mr = g_new0(UzuraMr, r->lim.max_mr);
     r->ah = g_new0(UzuraAh, r->lim.max_ah);
+    uzura_xlat_init(core);
 }
 
 void uzura_rdma_uninit(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
 
+    uzura_qp_free_all(core);
+    uzura_xlat_uninit(core);
     g_free(r->uctx);
     g_free(r->pd);
     g_free(r->cq);
@@ -59,6 +62,8 @@ void uzura_rdma_reset(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
 
+    uzura_qp_free_all(core);
+    uzura_xlat_reset(core);
     memset(r->uctx, 0, (r->lim.max_uctx + 1) * sizeof(*r->uctx));
     memset(r->pd, 0, r->lim.max_pd * sizeof(*r->pd));
     memset(r->cq, 0, r->lim.max_cq * sizeof(*r->cq));
@@ -502,6 +507,7 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
         .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
         .length = len, .pbl_addr = pbl, .npages = npages,
     };
+    uzura_xlat_drop_mr(core, &r->mr[i]);
     pd->users++;
     trace_uzura_obj_mr_reg(i << 8 | c->key, iova, len, access);
     cqe->out0 = cpu_to_le32(i << 8 | c->key);
@@ -522,8 +528,16 @@ static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
         return UZ_CMD_BAD_HANDLE;
     }
     r->pd[r->mr[i].pdn].users--;
+    uzura_xlat_drop_mr(core, &r->mr[i]);
     r->mr[i].valid = false;
     return UZ_CMD_OK;
+}
+
+static uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
+                                         const struct uz_admin_cmd *cmd,
+                                         struct uz_admin_cqe *cqe)
+{
+    return uzura_xlat_invalidate(core, (const void *)cmd->raw);
 }
 
 /* ---- QP commands, forwarded ---- */
@@ -578,6 +592,7 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_DEREG_MR] = uzura_cmd_dereg_mr,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
+    [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,
 };
 
 /* Opcodes of the RDMA range without a handler are not implemented yet. */

@@ -10,12 +10,12 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "uzura-core.h"
 #include "trace.h"
 
 #define UZ_GSI_QPN          1
 #define UZ_FIRST_QPN        2   /* 0 and 1 are the special QPs */
-#define UZ_PSN_MASK         0x00ffffffu
 
 /* Attributes of the primary path, as a group. */
 #define A_RC_PATH   (UZ_QP_ATTR_AV | UZ_QP_ATTR_PATH_MTU | \
@@ -67,7 +67,7 @@ static const UzuraQpTransition uzura_qp_fsm[UZ_QPS_ERR + 1][UZ_QPS_ERR + 1] = {
 
 static const uint8_t zero_mac[6];
 
-static UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn)
+UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn)
 {
     UzuraRdma *r = &core->rdma;
 
@@ -86,7 +86,7 @@ uint8_t uzura_qp_active_mtu(UzuraCore *core)
     return m;
 }
 
-static bool uzura_qp_ud(const UzuraQp *qp)
+bool uzura_qp_is_ud(const UzuraQp *qp)
 {
     return qp->type == UZ_QPT_UD || qp->type == UZ_QPT_GSI;
 }
@@ -198,15 +198,28 @@ static void uzura_qp_attr_apply(UzuraQp *qp, const struct uz_qp_attr *a,
 }
 
 /* Back to RESET: the attributes and the queues start over, silently. */
-static void uzura_qp_to_reset(UzuraQp *qp)
+static void uzura_qp_to_reset(UzuraCore *core, UzuraQp *qp)
 {
+    uzura_req_reset(core, qp);
+    uzura_resp_init(core, qp);
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->sq_pi = qp->rq_pi = 0;
     qp->sq_ci = qp->rq_ci = 0;
 }
 
-/* Flushed work requests complete with their own opcode. */
-static const uint8_t uzura_wr_to_wc[256] = {
+static void uzura_qp_free_xfer(UzuraQp *qp)
+{
+    if (qp->x) {
+        timer_free(qp->x->timer);
+        g_free(qp->x->swqe);
+        g_free(qp->x->rd);
+        g_free(qp->x);
+        qp->x = NULL;
+    }
+}
+
+/* Work requests complete with their own opcode. */
+static const uint8_t uzura_wr_wc[256] = {
     [UZ_WR_SEND] = UZ_WC_SEND,
     [UZ_WR_SEND_IMM] = UZ_WC_SEND,
     [UZ_WR_SEND_INV] = UZ_WC_SEND,
@@ -218,6 +231,11 @@ static const uint8_t uzura_wr_to_wc[256] = {
     [UZ_WR_CRW] = UZ_WC_CRW,
     [UZ_WR_STCRW] = UZ_WC_STCRW,
 };
+
+uint8_t uzura_wr_to_wc(uint8_t wr_opcode)
+{
+    return uzura_wr_wc[wr_opcode];
+}
 
 /*
  * Complete the oldest outstanding WQE of a queue with WR_FLUSH_ERR.
@@ -246,7 +264,7 @@ static bool uzura_qp_flush_one(UzuraCore *core, uint32_t qpn, UzuraQp *qp,
                                  log_size), hdr, sizeof(hdr));
     cqe.wr_id = cpu_to_le64(ldq_le_p(hdr));
     if (sq) {
-        cqe.opcode = uzura_wr_to_wc[hdr[offsetof(struct uz_send_wqe, opcode)]];
+        cqe.opcode = uzura_wr_wc[hdr[offsetof(struct uz_send_wqe, opcode)]];
     }
     trace_uzura_qp_flush(qpn, sq, *ci, ldq_le_p(hdr));
     uzura_cq_post(core, sq ? qp->send_cqn : qp->recv_cqn, &cqe, false);
@@ -255,39 +273,68 @@ static bool uzura_qp_flush_one(UzuraCore *core, uint32_t qpn, UzuraQp *qp,
 }
 
 #define UZ_FLUSH_BUDGET     64      /* WQEs per QP per turn */
+#define UZ_QP_BUDGET        32      /* packets per QP per turn */
+
+/* Flush a QP in the error state; true when it has more to flush. */
+static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
+{
+    int n;
+
+    for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
+        if (!uzura_qp_flush_one(core, qpn, qp, true) &&
+            (qp->srqn != UZ_NO_SRQ ||
+             !uzura_qp_flush_one(core, qpn, qp, false))) {
+            return false;
+        }
+    }
+    return true;
+}
 
 /*
- * The QP part of the work bottom half: QPs in the error state complete
- * what was posted to them with flush errors, round-robin with a budget.
+ * The QP part of the work bottom half, round-robin over the QPs with a
+ * budget each: QPs in the error state complete what was posted to them
+ * with flush errors; the others answer requests (READ responses, atomic
+ * results, ACKs) and send.
  */
 void uzura_qp_work(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
-    bool more = false;
-    uint32_t qpn;
-    int n;
+    bool flush = r->flush_owed, more = false;
+    uint32_t n;
 
-    if (!r->flush_owed) {
-        return;
-    }
-    for (qpn = 0; qpn < r->lim.max_qp; qpn++) {
+    r->flush_owed = false;
+    for (n = 0; n < r->lim.max_qp; n++) {
+        uint32_t qpn = (r->rr_next + n) % r->lim.max_qp;
         UzuraQp *qp = &r->qp[qpn];
+        unsigned budget = UZ_QP_BUDGET;
 
-        if (!qp->valid || qp->attr.state != UZ_QPS_ERR) {
+        if (!qp->valid || qp->attr.state < UZ_QPS_RTR) {
             continue;
         }
-        for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
-            if (!uzura_qp_flush_one(core, qpn, qp, true) &&
-                (qp->srqn != UZ_NO_SRQ ||
-                 !uzura_qp_flush_one(core, qpn, qp, false))) {
-                break;
+        if (qp->attr.state == UZ_QPS_ERR) {
+            if (flush && uzura_qp_flush(core, qpn, qp)) {
+                r->flush_owed = true;
             }
+            continue;
         }
-        more |= n == UZ_FLUSH_BUDGET;
+        uzura_resp_work(core, qp, &budget);
+        uzura_req_work(core, qp, &budget);
+        more |= !budget;
     }
-    r->flush_owed = more;
-    if (more) {
+    r->rr_next = (r->rr_next + 1) % r->lim.max_qp;
+    if (more || r->flush_owed) {
         qemu_bh_schedule(core->work_bh);
+    }
+}
+
+/* Free the transport state of every QP (reset, unrealize). */
+void uzura_qp_free_all(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        uzura_qp_free_xfer(&r->qp[i]);
     }
 }
 
@@ -295,6 +342,27 @@ static void uzura_qp_flush_later(UzuraCore *core)
 {
     core->rdma.flush_owed = true;
     qemu_bh_schedule(core->work_bh);
+}
+
+/*
+ * The data path failed a WQE of this QP: the error state, flushing, and
+ * the fatal event for the driver (and Last WQE Reached on an SRQ).
+ */
+void uzura_qp_fail(UzuraCore *core, UzuraQp *qp)
+{
+    uint32_t qpn = qp->x->qpn;
+
+    if (qp->attr.state == UZ_QPS_ERR) {
+        return;
+    }
+    trace_uzura_qp_fail(qpn, qp->attr.state);
+    qp->attr.state = UZ_QPS_ERR;
+    uzura_req_reset(core, qp);
+    uzura_qp_flush_later(core);
+    uzura_eq_post_async(core, UZ_EQE_QP_FATAL, qpn, 0);
+    if (qp->srqn != UZ_NO_SRQ) {
+        uzura_eq_post_async(core, UZ_EQE_QP_LAST_WQE, qpn, 0);
+    }
 }
 
 uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
@@ -323,10 +391,11 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
             return UZ_CMD_BAD_PARAM;
         }
         if (to == UZ_QPS_RESET) {
-            uzura_qp_to_reset(qp);
+            uzura_qp_to_reset(core, qp);
         }
         qp->attr.state = to;
         if (to == UZ_QPS_ERR) {
+            uzura_req_reset(core, qp);
             uzura_qp_flush_later(core);
         }
         trace_uzura_qp_modify(qpn, from, to, mask);
@@ -339,7 +408,7 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
                           qpn, from, to);
         return UZ_CMD_BAD_STATE;
     }
-    ud = uzura_qp_ud(qp);
+    ud = uzura_qp_is_ud(qp);
     mask &= ~UZ_QP_ATTR_STATE;
     if ((mask & t->req[ud]) != t->req[ud] ||
         (mask & ~(t->req[ud] | t->opt[ud])) ||
@@ -351,6 +420,13 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
     }
     uzura_qp_attr_apply(qp, &a, mask);
     qp->attr.state = to;
+    if (from == UZ_QPS_INIT && to == UZ_QPS_RTR) {
+        uzura_resp_init(core, qp);
+    } else if (from == UZ_QPS_RTR && to == UZ_QPS_RTS) {
+        uzura_req_init(core, qp);
+    } else if (to == UZ_QPS_RTS) {
+        qemu_bh_schedule(core->work_bh);   /* SQD or SQE resume */
+    }
     trace_uzura_qp_modify(qpn, from, to, mask);
     return UZ_CMD_OK;
 }
@@ -381,6 +457,20 @@ uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c)
         return UZ_CMD_BAD_ADDR;
     }
     return UZ_CMD_OK;
+}
+
+static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
+                                    uint32_t sq_log_depth)
+{
+    UzuraXfer *x = g_new0(UzuraXfer, 1);
+
+    x->core = core;
+    x->qpn = qpn;
+    x->swqe = g_new0(UzuraSwqe, 1u << sq_log_depth);
+    x->rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
+    x->resp_idx = -1;
+    x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
+    return x;
 }
 
 uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
@@ -459,6 +549,7 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         .rq_log_wqe_size = has_srq ? 0 : c->rq_log_wqe_size,
         .sq_db = sq_db, .rq_db = rq_db,
     };
+    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, c->sq_log_depth);
     pd->users++;
     scq->users++;
     rcq->users++;
@@ -492,6 +583,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     r->cq[qp->recv_cqn].users--;
     uzura_uctx_put(core, qp->uctx);
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
+    uzura_qp_free_xfer(qp);
     qp->valid = false;
     return UZ_CMD_OK;
 }
@@ -529,5 +621,7 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
     *cur = pi;
     if (qp->attr.state == UZ_QPS_ERR) {
         uzura_qp_flush_later(core);
+    } else if (sq) {
+        qemu_bh_schedule(core->work_bh);
     }
 }

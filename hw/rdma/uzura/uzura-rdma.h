@@ -7,6 +7,7 @@
 #define HW_RDMA_UZURA_RDMA_H
 
 #include "uzura-hw.h"
+#include "uzura-transport.h"
 
 typedef struct UzuraCore UzuraCore;
 
@@ -90,6 +91,7 @@ typedef struct UzuraQp {
     uint32_t sq_ci;             /* WQEs the device has completed */
     uint32_t rq_ci;
     struct uz_qp_attr attr;     /* current attributes, host order */
+    UzuraXfer *x;               /* transport state */
 } UzuraQp;
 
 typedef struct UzuraMr {
@@ -104,6 +106,7 @@ typedef struct UzuraMr {
     uint64_t length;
     uint64_t pbl_addr;
     uint32_t npages;
+    uint32_t gen;               /* tags its cached translations */
 } UzuraMr;
 
 typedef struct UzuraAh {
@@ -112,6 +115,14 @@ typedef struct UzuraAh {
     uint32_t pdn;
     struct uz_cmd_create_ah av;
 } UzuraAh;
+
+/* One cached translation: (MR, generation, page) -> DMA address. */
+typedef struct UzuraXlatEntry {
+    uint32_t mr;                /* MR index, 0 = empty */
+    uint32_t gen;
+    uint64_t page;
+    uint64_t addr;
+} UzuraXlatEntry;
 
 typedef struct UzuraRdma {
     UzuraLimits lim;
@@ -123,6 +134,9 @@ typedef struct UzuraRdma {
     UzuraMr *mr;
     UzuraAh *ah;
     bool flush_owed;            /* a QP in ERR may hold WQEs */
+    UzuraXlatEntry *xlat;       /* xlat_cache_entries */
+    uint32_t xlat_gen;
+    uint32_t rr_next;           /* round-robin start of the work loop */
 } UzuraRdma;
 
 /* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */
@@ -149,6 +163,11 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
 void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val);
 uint8_t uzura_qp_active_mtu(UzuraCore *core);
 void uzura_qp_work(UzuraCore *core);
+UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn);
+void uzura_qp_fail(UzuraCore *core, UzuraQp *qp);
+bool uzura_qp_is_ud(const UzuraQp *qp);
+void uzura_qp_free_all(UzuraCore *core);
+uint8_t uzura_wr_to_wc(uint8_t wr_opcode);
 
 /* uzura-cq.c: completions */
 bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,

@@ -13,6 +13,7 @@
 #include "qemu/main-loop.h"
 #include "hw/qdev-core.h"
 #include "hw/pci/pci_device.h"
+#include "net/net.h"
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -61,7 +62,7 @@ static uint32_t uzura_read_version(UzuraCore *core)
 
 static uint32_t uzura_read_caps(UzuraCore *core)
 {
-    return UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | UZ_CAP_ETH;
+    return UZURA_CAPS;
 }
 
 static uint32_t uzura_read_num_vectors(UzuraCore *core)
@@ -313,6 +314,7 @@ void uzura_core_init(UzuraCore *core)
     core->db_map = g_new0(uint32_t, core->db_pages * UZ_DB_SLOTS_PER_PAGE);
     uzura_rdma_init(core);
     core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
+    core->roce_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
 }
 
 void uzura_core_uninit(UzuraCore *core)
@@ -321,6 +323,7 @@ void uzura_core_uninit(UzuraCore *core)
     qemu_bh_delete(core->work_bh);
     g_free(core->db_map);
     g_free(core->tx_frame);
+    g_free(core->roce_frame);
     uzura_rdma_uninit(core);
 }
 
@@ -379,10 +382,46 @@ void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
                         1, 0);
 }
 
+void uzura_work_schedule(UzuraCore *core)
+{
+    qemu_bh_schedule(core->work_bh);
+}
+
+/*
+ * Frames that arrive while the device is in its data path (a peer on a
+ * hub answers within our send) wait in the backend's queue, flushed here
+ * once the data path is done.
+ */
 void uzura_work_bh(void *opaque)
 {
     UzuraCore *core = opaque;
 
+    core->busy = true;
     uzura_eth_work(core);
     uzura_qp_work(core);
+    core->busy = false;
+    if (core->rx_flush_owed) {
+        core->rx_flush_owed = false;
+        qemu_flush_queued_packets(qemu_get_queue(core->owner_nic));
+    }
+}
+
+/* RoCEv2 frames to our MAC go to the RDMA engine, the rest to Ethernet. */
+ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
+{
+    if (core->busy) {
+        core->rx_flush_owed = true;
+        qemu_bh_schedule(core->work_bh);
+        return 0;
+    }
+    if (size >= UZ_ETH_HDR_LEN && !memcmp(buf, core->mac, 6) &&
+        uzura_roce_is_roce(buf, size)) {
+        if (uzura_core_link_up(core)) {
+            core->busy = true;
+            uzura_roce_receive(core, buf, size);
+            core->busy = false;
+        }
+        return size;
+    }
+    return uzura_eth_receive(core, buf, size);
 }

@@ -107,7 +107,7 @@ static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
 {
     UzuraState *s = qemu_get_nic_opaque(nc);
 
-    return uzura_eth_receive(&s->core, buf, size);
+    return uzura_core_receive(&s->core, buf, size);
 }
 
 static void uzura_nc_link_status_changed(NetClientState *nc)
@@ -320,7 +320,28 @@ static const struct {
     UZ_COUNTER(admin_cmds), UZ_COUNTER(admin_errors),
     UZ_COUNTER(eq_events), UZ_COUNTER(eq_overflows), UZ_COUNTER(irqs),
     UZ_COUNTER(doorbells), UZ_COUNTER(cqes), UZ_COUNTER(cqes_error),
+    UZ_COUNTER(retransmits), UZ_COUNTER(retry_timeouts),
+    UZ_COUNTER(naks_sent), UZ_COUNTER(naks_rcvd), UZ_COUNTER(nak_seq_sent),
+    UZ_COUNTER(nak_seq_rcvd), UZ_COUNTER(nak_inv_req_rcvd),
+    UZ_COUNTER(nak_rem_access_rcvd), UZ_COUNTER(nak_rem_op_rcvd),
+    UZ_COUNTER(rnr_naks_sent), UZ_COUNTER(rnr_naks_rcvd),
+    UZ_COUNTER(acks_coalesced), UZ_COUNTER(duplicates),
+    UZ_COUNTER(icrc_errors), UZ_COUNTER(rx_malformed), UZ_COUNTER(rx_no_qp),
+    UZ_COUNTER(rx_qkey_errors), UZ_COUNTER(rx_ud_no_wqe),
+    UZ_COUNTER(rx_stale), UZ_COUNTER(roce_tx_dropped),
+    UZ_COUNTER(xlat_hits), UZ_COUNTER(xlat_misses),
+    UZ_COUNTER(xlat_evictions),
 #undef UZ_COUNTER
+#define UZ_FAMILY(f, F)                                                    \
+    { "tx_pkts_" #f, offsetof(UzuraCounters, roce_tx_pkts[UZ_FAM_##F]) },  \
+    { "tx_bytes_" #f, offsetof(UzuraCounters, roce_tx_bytes[UZ_FAM_##F]) }, \
+    { "rx_pkts_" #f, offsetof(UzuraCounters, roce_rx_pkts[UZ_FAM_##F]) },  \
+    { "rx_bytes_" #f, offsetof(UzuraCounters, roce_rx_bytes[UZ_FAM_##F]) }
+    UZ_FAMILY(send, SEND), UZ_FAMILY(write, WRITE),
+    UZ_FAMILY(read_req, READ_REQ), UZ_FAMILY(read_resp, READ_RESP),
+    UZ_FAMILY(atomic, ATOMIC), UZ_FAMILY(ack, ACK), UZ_FAMILY(ud, UD),
+    UZ_FAMILY(crw, CRW),
+#undef UZ_FAMILY
 };
 
 static void uzura_class_init(ObjectClass *klass, void *data)

@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: the requester: send queue processing, segmentation, and
+ * the completer that matches ACKs, NAKs and responses to WQEs.
+ *
+ * A WQE is read from the ring when it starts and again on retransmission:
+ * it stays in host memory until it completes, so the device keeps only a
+ * small record per SQ slot (its PSN range and status).  Reliability is
+ * go-back-N: an ACK timeout, a sequence NAK or a missing READ response
+ * rewinds the send position to the oldest unacknowledged WQE, and the
+ * responder answers duplicates.  Completions are written in SQ order.
+ */
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+static UzuraSwqe *uzura_swqe(UzuraQp *qp, uint32_t idx)
+{
+    return &qp->x->swqe[idx & ((1u << qp->sq_log_depth) - 1)];
+}
+
+static uint32_t uzura_req_mtu(UzuraCore *core, UzuraQp *qp)
+{
+    return 128u << (uzura_qp_is_ud(qp) ? uzura_qp_active_mtu(core) :
+                                        qp->attr.path_mtu);
+}
+
+static bool uzura_wr_is_rd_atomic(uint8_t op)
+{
+    return op == UZ_WR_RDMA_READ || op == UZ_WR_ATOMIC_CMP_SWP ||
+           op == UZ_WR_ATOMIC_FETCH_ADD;
+}
+
+/* Started and not yet completed WQEs, or a partly sent one. */
+static bool uzura_req_outstanding(UzuraQp *qp)
+{
+    return qp->sq_ci != qp->x->sq_next || qp->x->cur_active;
+}
+
+/* Read send WQE @idx from the ring and decode it (format checks only). */
+static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
+                             UzuraSendWr *wr)
+{
+    uint32_t size = 1u << qp->sq_log_wqe_size, i;
+    uint64_t addr = qp->sq_addr +
+                    ((uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) <<
+                     qp->sq_log_wqe_size);
+    uint8_t buf[512];
+    struct uz_send_wqe *h = &wr->h;
+
+    if (!uzura_dma_read(core, addr, buf, size)) {
+        memset(h, 0, sizeof(*h));
+        return UZ_VERR_DMA;
+    }
+    memcpy(h, buf, sizeof(*h));
+    h->wr_id = le64_to_cpu(h->wr_id);
+    h->inline_len = le32_to_cpu(h->inline_len);
+    h->rkey = le32_to_cpu(h->rkey);
+    h->remote_addr = le64_to_cpu(h->remote_addr);
+    h->atomic.compare_add = le64_to_cpu(h->atomic.compare_add);
+    h->atomic.swap = le64_to_cpu(h->atomic.swap);
+    /* ud and crw alias atomic; decode them from the raw bytes. */
+    h->ud.ahn = ldl_le_p(buf + 32);
+    h->ud.remote_qpn = ldl_le_p(buf + 36);
+    h->ud.remote_qkey = ldl_le_p(buf + 40);
+    if (h->opcode == UZ_WR_CRW || h->opcode == UZ_WR_STCRW) {
+        h->crw.tag = ldq_le_p(buf + 32);
+        h->crw.length = ldl_le_p(buf + 40);
+    }
+    wr->sgl.num = 0;
+    wr->sgl.len = 0;
+    if (h->flags & UZ_WQE_F_INLINE) {
+        if (h->num_sge || h->inline_len > core->rdma.lim.max_inline ||
+            h->inline_len > size - sizeof(*h)) {
+            return UZ_VERR_BAD_WQE;
+        }
+        memcpy(wr->inl, buf + sizeof(*h), h->inline_len);
+        wr->len = h->inline_len;
+        return UZ_VERR_NONE;
+    }
+    if (h->num_sge > core->rdma.lim.max_sge ||
+        sizeof(*h) + h->num_sge * sizeof(struct uz_sge) > size) {
+        return UZ_VERR_BAD_WQE;
+    }
+    for (i = 0; i < h->num_sge; i++) {
+        const uint8_t *s = buf + sizeof(*h) + i * sizeof(struct uz_sge);
+
+        wr->sgl.sge[i].addr = ldq_le_p(s);
+        wr->sgl.sge[i].length = ldl_le_p(s + 8);
+        wr->sgl.sge[i].lkey = ldl_le_p(s + 12);
+        wr->sgl.len += wr->sgl.sge[i].length;
+    }
+    wr->sgl.num = h->num_sge;
+    wr->len = wr->sgl.len;
+    return UZ_VERR_NONE;
+}
+
+/* Checks of a decoded WQE against the QP; returns a UZ_WC_STATUS_*. */
+static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
+                                  const UzuraSendWr *wr, uint8_t *verr)
+{
+    const struct uz_send_wqe *h = &wr->h;
+    bool inl = h->flags & UZ_WQE_F_INLINE;
+    UzuraRdma *r = &core->rdma;
+
+    *verr = UZ_VERR_BAD_WQE;
+    if (uzura_qp_is_ud(qp)) {
+        if (h->opcode != UZ_WR_SEND && h->opcode != UZ_WR_SEND_IMM) {
+            return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        }
+        if (h->ud.ahn >= r->lim.max_ah || !r->ah[h->ud.ahn].valid ||
+            r->ah[h->ud.ahn].pdn != qp->pdn) {
+            return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        }
+        if (wr->len > uzura_req_mtu(core, qp)) {
+            *verr = UZ_VERR_NONE;
+            return UZ_WC_STATUS_LOC_LEN_ERR;
+        }
+    } else {
+        switch (h->opcode) {
+        case UZ_WR_SEND:
+        case UZ_WR_SEND_IMM:
+        case UZ_WR_RDMA_WRITE:
+        case UZ_WR_RDMA_WRITE_IMM:
+            break;
+        case UZ_WR_RDMA_READ:
+            if (inl) {
+                return UZ_WC_STATUS_LOC_QP_OP_ERR;
+            }
+            break;
+        case UZ_WR_ATOMIC_CMP_SWP:
+        case UZ_WR_ATOMIC_FETCH_ADD:
+            if (inl || (h->remote_addr & 7) || wr->sgl.num != 1 ||
+                wr->sgl.sge[0].length != 8) {
+                return UZ_WC_STATUS_LOC_QP_OP_ERR;
+            }
+            break;
+        default:
+            /* SEND_INV and the CRW opcodes are not implemented. */
+            return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        }
+        if (wr->len > UZ_MAX_MSG) {
+            *verr = UZ_VERR_NONE;
+            return UZ_WC_STATUS_LOC_LEN_ERR;
+        }
+    }
+    *verr = uzura_sgl_check(core, &wr->sgl, qp->pdn,
+                            uzura_wr_is_rd_atomic(h->opcode) ?
+                            UZ_ACCESS_LOCAL_WRITE : 0);
+    return *verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
+}
+
+static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
+{
+    UzuraXfer *x = qp->x;
+    int64_t ns;
+
+    if (!qp->attr.timeout || x->rnr_wait ||
+        (!restart && timer_pending(x->timer))) {
+        return;
+    }
+    /* 4.096 us * 2^timeout */
+    ns = 4096ll << qp->attr.timeout;
+    timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
+}
+
+/* Go back N: send again from the oldest WQE not completed. */
+static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    if (!uzura_req_outstanding(qp)) {
+        return;
+    }
+    trace_uzura_req_rewind(x->qpn, qp->sq_ci, uzura_swqe(qp, qp->sq_ci)->first_psn);
+    x->psn = uzura_swqe(qp, qp->sq_ci)->first_psn;
+    x->sq_next = qp->sq_ci;
+    x->cur_active = false;
+    x->rd_out = 0;
+    x->blocked = false;
+    uzura_work_schedule(core);
+}
+
+/* Complete finished WQEs in SQ order; an error ends in the error state. */
+static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    bool progress = false;
+
+    while (qp->sq_ci != x->sq_next) {
+        UzuraSwqe *w = uzura_swqe(qp, qp->sq_ci);
+
+        if (!w->done) {
+            if (uzura_wr_is_rd_atomic(w->opcode) ||
+                uzura_psn_diff(w->first_psn + w->npkts - 1,
+                               x->acked_psn) > 0) {
+                break;
+            }
+            w->done = true;
+            w->status = UZ_WC_STATUS_SUCCESS;
+        }
+        if (w->status != UZ_WC_STATUS_SUCCESS || w->signaled) {
+            struct uz_cqe cqe = {
+                .wr_id = cpu_to_le64(w->wr_id),
+                .byte_len = cpu_to_le32(w->byte_len),
+                .qpn = cpu_to_le32(x->qpn),
+                .opcode = uzura_wr_to_wc(w->opcode),
+                .status = w->status,
+                .vendor_err = w->verr,
+            };
+
+            uzura_cq_post(core, qp->send_cqn, &cqe, false);
+        }
+        trace_uzura_req_complete(x->qpn, qp->sq_ci, w->status);
+        qp->sq_ci = (qp->sq_ci + 1) & UZ_IDX_MASK;
+        if (w->status != UZ_WC_STATUS_SUCCESS) {
+            uzura_qp_fail(core, qp);
+            return;
+        }
+        progress = true;
+    }
+    if (progress) {
+        x->retry_left = qp->attr.retry_cnt;
+        x->rnr_left = qp->attr.rnr_retry;
+        if (uzura_req_outstanding(qp)) {
+            uzura_req_arm_timer(qp, true);
+        } else if (!x->rnr_wait) {
+            timer_del(x->timer);
+        }
+        /* Room for READs and atomics, or a fence lifted. */
+        uzura_work_schedule(core);
+    }
+}
+
+/* End the WQE at @idx (started) with @status; it completes in order. */
+static void uzura_req_finish(UzuraCore *core, UzuraQp *qp, UzuraSwqe *w,
+                             uint8_t status, uint8_t verr)
+{
+    if (!w->done && uzura_wr_is_rd_atomic(w->opcode) && qp->x->rd_out) {
+        qp->x->rd_out--;
+    }
+    w->done = true;
+    w->status = status;
+    w->verr = verr;
+    uzura_req_retire(core, qp);
+}
+
+/* The started WQE whose PSN range holds @psn, or NULL. */
+static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
+{
+    uint32_t i;
+
+    for (i = qp->sq_ci; i != qp->x->sq_next; i = (i + 1) & UZ_IDX_MASK) {
+        UzuraSwqe *w = uzura_swqe(qp, i);
+
+        if (uzura_psn_diff(psn, w->first_psn) >= 0 &&
+            uzura_psn_diff(psn, w->first_psn + w->npkts) < 0) {
+            *idx = i;
+            return w;
+        }
+    }
+    return NULL;
+}
+
+/* Start WQE x->sq_next.  False when it must wait, or failed. */
+static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    UzuraSendWr *wr = &x->cur;
+    UzuraSwqe *w = uzura_swqe(qp, x->sq_next);
+    uint32_t mtu = uzura_req_mtu(core, qp);
+    uint8_t status, verr;
+
+    verr = uzura_sq_load(core, qp, x->sq_next, wr);
+    status = verr ? UZ_WC_STATUS_LOC_QP_OP_ERR :
+                    uzura_req_validate(core, qp, wr, &verr);
+    if (status == UZ_WC_STATUS_SUCCESS) {
+        bool rd = uzura_wr_is_rd_atomic(wr->h.opcode);
+
+        /* Fences wait for READs and atomics; those for a free slot. */
+        if ((wr->h.flags & UZ_WQE_F_FENCE) && x->rd_out) {
+            return false;
+        }
+        if (rd && x->rd_out >= MAX(qp->attr.max_rd_atomic, 1)) {
+            return false;
+        }
+        x->rd_out += rd;
+    }
+    *w = (UzuraSwqe) {
+        .wr_id = wr->h.wr_id, .opcode = wr->h.opcode,
+        .first_psn = x->psn, .byte_len = wr->len,
+        .signaled = (wr->h.flags & UZ_WQE_F_SIGNALED) ||
+                    (qp->flags & UZ_QPF_SIG_ALL),
+    };
+    trace_uzura_req_start(x->qpn, x->sq_next, wr->h.opcode, wr->len, x->psn);
+    if (status != UZ_WC_STATUS_SUCCESS) {
+        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, x->sq_next, status,
+                                                  verr),
+                          "QP %u: send WQE %u fails: status %u, detail %u",
+                          x->qpn, x->sq_next, status, verr);
+        x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+        x->blocked = true;
+        uzura_req_finish(core, qp, w, status, verr);
+        return false;
+    }
+    if (wr->h.opcode == UZ_WR_ATOMIC_CMP_SWP ||
+        wr->h.opcode == UZ_WR_ATOMIC_FETCH_ADD) {
+        w->npkts = 1;
+        w->byte_len = 8;
+    } else {
+        w->npkts = MAX(DIV_ROUND_UP(wr->len, mtu), 1);
+    }
+    x->cur_active = true;
+    x->cur_off = 0;
+    return true;
+}
+
+static bool uzura_req_gather(UzuraCore *core, void *opaque, uint8_t *dst,
+                             uint32_t len, uint8_t *verr)
+{
+    UzuraQp *qp = opaque;
+    UzuraXfer *x = qp->x;
+
+    if (x->cur.h.flags & UZ_WQE_F_INLINE) {
+        memcpy(dst, x->cur.inl + x->cur_off, len);
+        return true;
+    }
+    *verr = uzura_sgl_copy(core, &x->cur.sgl, qp->pdn, x->cur_off, dst, len,
+                           false);
+    return *verr == UZ_VERR_NONE;
+}
+
+/* Message position to opcode: [only, first, middle, last], plain/imm. */
+static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
+{
+    static const uint8_t send[2][4] = {
+        { UZ_BTH_OP_SEND_ONLY, UZ_BTH_OP_SEND_FIRST, UZ_BTH_OP_SEND_MIDDLE,
+          UZ_BTH_OP_SEND_LAST },
+        { UZ_BTH_OP_SEND_ONLY_IMM, UZ_BTH_OP_SEND_FIRST,
+          UZ_BTH_OP_SEND_MIDDLE, UZ_BTH_OP_SEND_LAST_IMM },
+    };
+    static const uint8_t write[2][4] = {
+        { UZ_BTH_OP_WRITE_ONLY, UZ_BTH_OP_WRITE_FIRST,
+          UZ_BTH_OP_WRITE_MIDDLE, UZ_BTH_OP_WRITE_LAST },
+        { UZ_BTH_OP_WRITE_ONLY_IMM, UZ_BTH_OP_WRITE_FIRST,
+          UZ_BTH_OP_WRITE_MIDDLE, UZ_BTH_OP_WRITE_LAST_IMM },
+    };
+    int pos = first && last ? 0 : first ? 1 : last ? 3 : 2;
+
+    switch (wr_op) {
+    case UZ_WR_SEND:
+        return send[0][pos];
+    case UZ_WR_SEND_IMM:
+        return send[1][pos];
+    case UZ_WR_RDMA_WRITE:
+        return write[0][pos];
+    case UZ_WR_RDMA_WRITE_IMM:
+        return write[1][pos];
+    case UZ_WR_RDMA_READ:
+        return UZ_BTH_OP_READ_REQ;
+    case UZ_WR_ATOMIC_CMP_SWP:
+        return UZ_BTH_OP_CMP_SWP;
+    default:
+        return UZ_BTH_OP_FETCH_ADD;
+    }
+}
+
+/* Send the next packet of the current WQE. */
+static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    const UzuraSendWr *wr = &x->cur;
+    const struct uz_send_wqe *h = &wr->h;
+    UzuraSwqe *w = uzura_swqe(qp, x->sq_next);
+    uint32_t mtu = uzura_req_mtu(core, qp), n = 0;
+    bool first = x->cur_off == 0, last, data;
+    UzuraPkt pkt = { .psn = x->psn };
+    uint8_t verr;
+
+    data = h->opcode != UZ_WR_RDMA_READ && !uzura_wr_is_rd_atomic(h->opcode);
+    if (data) {
+        n = MIN(wr->len - x->cur_off, mtu);
+    }
+    last = !data || x->cur_off + n == wr->len;
+
+    if (uzura_qp_is_ud(qp)) {
+        const struct uz_cmd_create_ah *av = &core->rdma.ah[h->ud.ahn].av;
+
+        uzura_roce_fill_av(&pkt, av->dmac, av->sgid, av->dgid,
+                           av->hop_limit, av->traffic_class, x->qpn);
+        pkt.opcode = h->opcode == UZ_WR_SEND_IMM ?
+                     UZ_BTH_OP_UD_SEND_ONLY_IMM : UZ_BTH_OP_UD_SEND_ONLY;
+        pkt.dqpn = h->ud.remote_qpn;
+        /* A Q_Key with the high bit set means "the QP's own". */
+        pkt.qkey = (h->ud.remote_qkey & 0x80000000u) ? qp->attr.qkey :
+                                                       h->ud.remote_qkey;
+        pkt.sqpn = x->qpn;
+    } else {
+        const struct uz_qp_attr *a = &qp->attr;
+
+        uzura_roce_fill_av(&pkt, a->dmac, a->sgid, a->dgid, a->hop_limit,
+                           a->traffic_class, x->qpn);
+        pkt.opcode = uzura_req_opcode(h->opcode, first, last);
+        pkt.dqpn = a->dest_qpn;
+        pkt.ack_req = last;
+    }
+    pkt.se = last && (h->flags & UZ_WQE_F_SOLICITED);
+    pkt.imm = h->imm_data;
+    pkt.va = h->remote_addr;
+    pkt.rkey = h->rkey;
+    pkt.dma_len = wr->len;
+    pkt.swap_add = h->opcode == UZ_WR_ATOMIC_CMP_SWP ? h->atomic.swap :
+                                                      h->atomic.compare_add;
+    pkt.compare = h->atomic.compare_add;
+    pkt.paylen = n;
+
+    verr = uzura_roce_send(core, &pkt, uzura_req_gather, qp);
+    if (verr) {
+        /* The memory went away under a message in flight. */
+        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, x->sq_next,
+                                                  UZ_WC_STATUS_LOC_PROT_ERR,
+                                                  verr),
+                          "QP %u: send WQE %u: local access failed (%u)",
+                          x->qpn, x->sq_next, verr);
+        x->cur_active = false;
+        x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+        x->blocked = true;
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
+        return;
+    }
+    if (uzura_psn_diff(x->psn, x->psn_max) < 0) {
+        core->counters.retransmits++;
+    }
+    x->psn = (x->psn + (h->opcode == UZ_WR_RDMA_READ ? w->npkts : 1)) &
+             UZ_PSN_MASK;
+    if (uzura_psn_diff(x->psn, x->psn_max) > 0) {
+        x->psn_max = x->psn;
+    }
+    x->cur_off += n;
+    if (!last) {
+        return;
+    }
+    x->cur_active = false;
+    x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+    if (uzura_psn_diff(x->sq_next, x->sq_high) > 0) {
+        x->sq_high = x->sq_next;
+    }
+    if (uzura_qp_is_ud(qp)) {
+        /* Unreliable: done once on the wire. */
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
+    } else {
+        uzura_req_arm_timer(qp, false);
+    }
+}
+
+/* The send queue's part of the work bottom half. */
+void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
+{
+    UzuraXfer *x = qp->x;
+
+    while (*budget && !x->rnr_wait && !x->blocked &&
+           (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
+        if (!x->cur_active) {
+            /* SQD starts nothing new, but resends what it started. */
+            if (x->sq_next == qp->sq_pi ||
+                (qp->attr.state == UZ_QPS_SQD &&
+                 uzura_psn_diff(x->sq_next, x->sq_high) >= 0) ||
+                !uzura_req_start(core, qp)) {
+                return;
+            }
+        }
+        uzura_req_packet(core, qp);
+        (*budget)--;
+    }
+}
+
+/* A cumulative ACK up to @psn. */
+static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
+{
+    UzuraXfer *x = qp->x;
+
+    if (uzura_psn_diff(psn, x->acked_psn) > 0) {
+        x->acked_psn = psn & UZ_PSN_MASK;
+    }
+    uzura_req_retire(core, qp);
+}
+
+/* RNR timer values of the IB encoding, in microseconds. */
+static const uint32_t uzura_rnr_us[32] = {
+    655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+    1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+    40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static void uzura_req_nak(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint8_t syn = pkt->syndrome;
+    UzuraSwqe *w;
+    uint32_t idx;
+
+    uzura_req_ack(core, qp, pkt->psn - 1);
+    if (qp->attr.state == UZ_QPS_ERR) {
+        return;
+    }
+    if ((syn & UZ_AETH_TYPE_MASK) == UZ_AETH_RNR_NAK) {
+        core->counters.rnr_naks_rcvd++;
+        w = uzura_req_find(qp, pkt->psn, &idx);
+        if (!w || w->done) {
+            return;
+        }
+        if (qp->attr.rnr_retry != 7) {
+            if (!x->rnr_left) {
+                uzura_req_finish(core, qp, w, UZ_WC_STATUS_RNR_RETRY_EXC_ERR,
+                                 UZ_VERR_NONE);
+                return;
+            }
+            x->rnr_left--;
+        }
+        uzura_req_rewind(core, qp);
+        x->rnr_wait = true;
+        timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  uzura_rnr_us[syn & 0x1f] * SCALE_US);
+        return;
+    }
+    core->counters.naks_rcvd++;
+    if (syn == UZ_AETH_NAK_SEQ) {
+        core->counters.nak_seq_rcvd++;
+        uzura_req_rewind(core, qp);
+        return;
+    }
+    w = uzura_req_find(qp, pkt->psn, &idx);
+    if (!w || w->done) {
+        core->counters.rx_stale++;
+        return;
+    }
+    switch (syn) {
+    case UZ_AETH_NAK_INV_REQ:
+        core->counters.nak_inv_req_rcvd++;
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+        break;
+    case UZ_AETH_NAK_REM_ACCESS:
+        core->counters.nak_rem_access_rcvd++;
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_REM_ACCESS_ERR, 0);
+        break;
+    default:
+        core->counters.nak_rem_op_rcvd++;
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_REM_OP_ERR, 0);
+        break;
+    }
+}
+
+/* The READ or atomic WQE at @idx, decoded, for its response. */
+static UzuraSendWr *uzura_req_resp_wr(UzuraCore *core, UzuraQp *qp,
+                                      uint32_t idx)
+{
+    UzuraXfer *x = qp->x;
+
+    if (x->resp_idx != idx) {
+        x->resp_idx = -1;
+        if (uzura_sq_load(core, qp, idx, &x->resp_wr)) {
+            return NULL;
+        }
+        x->resp_idx = idx;
+    }
+    return &x->resp_wr;
+}
+
+static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
+                                const UzuraPkt *pkt, UzuraSwqe *w,
+                                uint32_t idx)
+{
+    uint16_t h = uzura_ops[pkt->opcode].hdrs;
+    uint32_t mtu = uzura_req_mtu(core, qp);
+    uint32_t off = (uint32_t)uzura_psn_diff(pkt->psn, w->first_psn) * mtu;
+    uint32_t expect_len = MIN(w->byte_len - MIN(off, w->byte_len), mtu);
+    bool last = off + expect_len >= w->byte_len;
+    UzuraSendWr *wr;
+    uint8_t verr;
+
+    if (pkt->psn != ((w->first_psn + w->resp_got) & UZ_PSN_MASK)) {
+        /* A response went missing: ask again rather than wait. */
+        core->counters.rx_stale++;
+        if (uzura_psn_diff(pkt->psn, w->first_psn + w->resp_got) > 0) {
+            uzura_req_rewind(core, qp);
+        }
+        return;
+    }
+    if (!!(h & UZ_H_FIRST) != (off == 0) || !!(h & UZ_H_LAST) != last ||
+        pkt->paylen != expect_len) {
+        uzura_guest_error(trace_uzura_req_err_resp(qp->x->qpn, pkt->psn,
+                                                   pkt->opcode),
+                          "QP %u: READ response at PSN %u does not fit",
+                          qp->x->qpn, pkt->psn);
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_BAD_RESP_ERR, 0);
+        return;
+    }
+    wr = uzura_req_resp_wr(core, qp, idx);
+    verr = !wr ? UZ_VERR_DMA :
+           uzura_sgl_copy(core, &wr->sgl, qp->pdn, off, (void *)pkt->payload,
+                          pkt->paylen, true);
+    if (verr) {
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
+        return;
+    }
+    w->resp_got++;
+    if (last) {
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
+    } else {
+        uzura_req_arm_timer(qp, true);
+    }
+}
+
+static void uzura_req_atomic_resp(UzuraCore *core, UzuraQp *qp,
+                                  const UzuraPkt *pkt, UzuraSwqe *w,
+                                  uint32_t idx)
+{
+    UzuraSendWr *wr = uzura_req_resp_wr(core, qp, idx);
+    uint64_t orig = cpu_to_le64(pkt->orig);
+    uint8_t verr;
+
+    verr = !wr ? UZ_VERR_DMA :
+           uzura_sgl_copy(core, &wr->sgl, qp->pdn, 0, &orig, 8, true);
+    uzura_req_finish(core, qp, w, verr ? UZ_WC_STATUS_LOC_PROT_ERR :
+                                         UZ_WC_STATUS_SUCCESS, verr);
+}
+
+/* An ACK, NAK, READ response or atomic ACK for this requester. */
+void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    UzuraSwqe *w;
+    uint32_t idx;
+
+    /* Nothing we sent has this PSN: a stray. */
+    if (uzura_psn_diff(pkt->psn, x->psn_max) >= 0) {
+        core->counters.rx_stale++;
+        return;
+    }
+    if (pkt->opcode == UZ_BTH_OP_ACK) {
+        if ((pkt->syndrome & UZ_AETH_TYPE_MASK) == UZ_AETH_ACK) {
+            uzura_req_ack(core, qp, pkt->psn);
+        } else {
+            uzura_req_nak(core, qp, pkt);
+        }
+        return;
+    }
+    /* A response acknowledges every request before it. */
+    uzura_req_ack(core, qp, pkt->psn - 1);
+    if (qp->attr.state == UZ_QPS_ERR) {
+        return;
+    }
+    w = uzura_req_find(qp, pkt->psn, &idx);
+    if (!w || w->done ||
+        (pkt->opcode == UZ_BTH_OP_ATOMIC_ACK) !=
+        (w->opcode != UZ_WR_RDMA_READ) || !uzura_wr_is_rd_atomic(w->opcode)) {
+        core->counters.rx_stale++;
+        return;
+    }
+    if (pkt->opcode == UZ_BTH_OP_ATOMIC_ACK) {
+        uzura_req_atomic_resp(core, qp, pkt, w, idx);
+    } else {
+        uzura_req_read_resp(core, qp, pkt, w, idx);
+    }
+}
+
+/* ACK timeout, or the end of an RNR wait. */
+void uzura_req_timer(void *opaque)
+{
+    UzuraXfer *x = opaque;
+    UzuraCore *core = x->core;
+    UzuraQp *qp = uzura_qp_lookup(core, x->qpn);
+    UzuraSwqe *w;
+
+    if (!qp || qp->x != x || qp->attr.state == UZ_QPS_ERR) {
+        return;
+    }
+    if (x->rnr_wait) {
+        x->rnr_wait = false;
+        uzura_work_schedule(core);
+        return;
+    }
+    if (!uzura_req_outstanding(qp)) {
+        return;
+    }
+    core->counters.retry_timeouts++;
+    trace_uzura_req_timeout(x->qpn, qp->sq_ci, x->retry_left);
+    if (!x->retry_left) {
+        if (qp->sq_ci == x->sq_next) {
+            /* The oldest is the one still being sent. */
+            x->cur_active = false;
+            x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+        }
+        w = uzura_swqe(qp, qp->sq_ci);
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_RETRY_EXC_ERR,
+                         UZ_VERR_NONE);
+        return;
+    }
+    x->retry_left--;
+    uzura_req_rewind(core, qp);
+    uzura_req_arm_timer(qp, true);
+}
+
+/* RTR -> RTS: the send side starts at sq_psn. */
+void uzura_req_init(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    x->psn = x->psn_max = qp->attr.sq_psn;
+    x->acked_psn = (qp->attr.sq_psn - 1) & UZ_PSN_MASK;
+    x->sq_next = x->sq_high = qp->sq_ci;
+    x->retry_left = qp->attr.retry_cnt;
+    x->rnr_left = qp->attr.rnr_retry;
+    x->resp_idx = -1;
+    uzura_work_schedule(core);
+}
+
+/* Stop the send side: RESET, ERR, destroy. */
+void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    timer_del(x->timer);
+    x->cur_active = false;
+    x->rnr_wait = false;
+    x->blocked = false;
+    x->rd_out = 0;
+    x->resp_idx = -1;
+}

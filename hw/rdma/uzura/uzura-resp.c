@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: the responder: incoming RC requests and UD sends.
+ *
+ * A request with the expected PSN is executed at once: SENDs consume a
+ * receive WQE (or are answered with an RNR NAK), WRITEs land in the MR
+ * the RETH names, READs and atomics are queued for their responses, which
+ * the work bottom half sends in PSN order.  ACKs are coalesced: requests
+ * asking for one only mark it owed, and the bottom half sends one ACK for
+ * everything received.  Duplicates are answered again (READs re-read,
+ * atomics replay their saved result); a gap is answered with one
+ * sequence NAK.
+ */
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+static uint32_t uzura_resp_mtu(UzuraQp *qp)
+{
+    return 128u << qp->attr.path_mtu;
+}
+
+static void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
+                            uint32_t psn)
+{
+    const struct uz_qp_attr *a = &qp->attr;
+
+    uzura_roce_fill_av(pkt, a->dmac, a->sgid, a->dgid, a->hop_limit,
+                       a->traffic_class, qp->x->qpn);
+    pkt->opcode = opcode;
+    pkt->dqpn = a->dest_qpn;
+    pkt->psn = psn & UZ_PSN_MASK;
+    pkt->msn = qp->x->msn;
+}
+
+/* An ACK (credits unused: all ones) or a NAK for @psn. */
+static void uzura_resp_ack(UzuraCore *core, UzuraQp *qp, uint8_t syndrome,
+                           uint32_t psn)
+{
+    UzuraPkt pkt = { 0 };
+
+    uzura_resp_fill(qp, &pkt, UZ_BTH_OP_ACK, psn);
+    pkt.syndrome = syndrome;
+    trace_uzura_resp_ack(qp->x->qpn, psn, syndrome);
+    uzura_roce_send(core, &pkt, NULL, NULL);
+}
+
+static void uzura_resp_nak(UzuraCore *core, UzuraQp *qp, uint8_t syndrome,
+                           uint32_t psn)
+{
+    core->counters.naks_sent++;
+    if (syndrome == UZ_AETH_NAK_SEQ) {
+        core->counters.nak_seq_sent++;
+    }
+    uzura_resp_ack(core, qp, syndrome, psn);
+}
+
+/* Read and decode the receive WQE at @addr of @size bytes. */
+static uint8_t uzura_rwqe_load(UzuraCore *core, uint64_t addr, uint32_t size,
+                               UzuraRecvWr *rw)
+{
+    uint8_t buf[256];
+    uint32_t i, n;
+
+    memset(rw, 0, sizeof(rw->wr_id) + sizeof(rw->sgl.num) +
+           sizeof(rw->sgl.len));
+    if (!uzura_dma_read(core, addr, buf, size)) {
+        return UZ_VERR_DMA;
+    }
+    rw->wr_id = ldq_le_p(buf);
+    n = buf[8];
+    if (n > core->rdma.lim.max_sge ||
+        sizeof(struct uz_recv_wqe) + n * sizeof(struct uz_sge) > size) {
+        return UZ_VERR_BAD_WQE;
+    }
+    rw->sgl.len = 0;
+    for (i = 0; i < n; i++) {
+        const uint8_t *s = buf + sizeof(struct uz_recv_wqe) +
+                           i * sizeof(struct uz_sge);
+
+        rw->sgl.sge[i].addr = ldq_le_p(s);
+        rw->sgl.sge[i].length = ldl_le_p(s + 8);
+        rw->sgl.sge[i].lkey = ldl_le_p(s + 12);
+        rw->sgl.len += rw->sgl.sge[i].length;
+    }
+    rw->sgl.num = n;
+    return UZ_VERR_NONE;
+}
+
+/*
+ * Take the next receive WQE of the QP's RQ or SRQ into qp->x->rwqe.
+ * Returns 1, 0 when none is posted, or -1 for a WQE that cannot be used
+ * (its error in *verr).
+ */
+static int uzura_resp_take(UzuraCore *core, UzuraQp *qp, uint8_t *verr)
+{
+    UzuraXfer *x = qp->x;
+    uint64_t addr;
+
+    if (qp->srqn != UZ_NO_SRQ) {
+        UzuraSrq *srq = &core->rdma.srq[qp->srqn];
+
+        if (srq->ci == srq->pi) {
+            return 0;
+        }
+        addr = srq->ring_addr + ((uint64_t)(srq->ci &
+                                            ((1u << srq->log_depth) - 1)) <<
+                                 srq->log_wqe_size);
+        *verr = uzura_rwqe_load(core, addr, 1u << srq->log_wqe_size,
+                                &x->rwqe);
+        srq->ci = (srq->ci + 1) & UZ_IDX_MASK;
+        if (srq->limit && uzura_ring_used(srq->pi, srq->ci) < srq->limit) {
+            srq->limit = 0;
+            uzura_eq_post_async(core, UZ_EQE_SRQ_LIMIT, qp->srqn, 0);
+        }
+    } else {
+        if (qp->rq_ci == qp->rq_pi) {
+            return 0;
+        }
+        addr = qp->rq_addr + ((uint64_t)(qp->rq_ci &
+                                         ((1u << qp->rq_log_depth) - 1)) <<
+                              qp->rq_log_wqe_size);
+        *verr = uzura_rwqe_load(core, addr, 1u << qp->rq_log_wqe_size,
+                                &x->rwqe);
+    }
+    x->have_rwqe = true;
+    x->recv_off = 0;
+    return *verr ? -1 : 1;
+}
+
+/* Complete the receive WQE in hand. */
+static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
+                                struct uz_cqe *cqe, bool solicited)
+{
+    UzuraXfer *x = qp->x;
+
+    cqe->wr_id = cpu_to_le64(x->rwqe.wr_id);
+    cqe->qpn = cpu_to_le32(x->qpn);
+    uzura_cq_post(core, qp->recv_cqn, cqe, solicited);
+    trace_uzura_resp_complete(x->qpn, le32_to_cpu(cqe->byte_len),
+                              cqe->status);
+    x->have_rwqe = false;
+    if (qp->srqn == UZ_NO_SRQ) {
+        qp->rq_ci = (qp->rq_ci + 1) & UZ_IDX_MASK;
+    }
+}
+
+/*
+ * The responder side of an error: the receive WQE in hand (if any)
+ * completes with @status, the requester gets a NAK for @psn, and the QP
+ * goes to the error state.
+ */
+static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
+                             uint8_t syndrome, uint8_t status, uint8_t verr)
+{
+    UzuraXfer *x = qp->x;
+
+    uzura_guest_error(trace_uzura_resp_err(x->qpn, psn, syndrome, verr),
+                      "QP %u: request at PSN %u refused (NAK 0x%x, "
+                      "detail %u)", x->qpn, psn, syndrome, verr);
+    if (x->have_rwqe) {
+        struct uz_cqe cqe = {
+            .status = status ? status : UZ_WC_STATUS_GENERAL_ERR,
+            .vendor_err = verr, .opcode = UZ_WC_RECV,
+        };
+
+        uzura_resp_complete(core, qp, &cqe, false);
+    }
+    uzura_resp_nak(core, qp, syndrome, psn);
+    uzura_qp_fail(core, qp);
+}
+
+/* The request was executed: move on, and owe an ACK if asked. */
+static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
+                            uint32_t npkts)
+{
+    UzuraXfer *x = qp->x;
+
+    x->epsn = (x->epsn + npkts) & UZ_PSN_MASK;
+    if (pkt->ack_req) {
+        if (x->ack_owed) {
+            core->counters.acks_coalesced++;
+        }
+        x->ack_owed = true;
+        uzura_work_schedule(core);
+    }
+}
+
+static void uzura_resp_rnr(UzuraCore *core, UzuraQp *qp, uint32_t psn)
+{
+    core->counters.rnr_naks_sent++;
+    trace_uzura_resp_rnr(qp->x->qpn, psn);
+    uzura_resp_ack(core, qp, UZ_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f),
+                   psn);
+}
+
+static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint16_t h = uzura_ops[pkt->opcode].hdrs;
+    uint8_t verr = UZ_VERR_NONE;
+    int got;
+
+    if (h & UZ_H_FIRST) {
+        got = uzura_resp_take(core, qp, &verr);
+        if (!got) {
+            uzura_resp_rnr(core, qp, pkt->psn);
+            return;
+        }
+        if (got < 0) {
+            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
+                             UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
+            return;
+        }
+    }
+    if (x->recv_off + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
+                         UZ_WC_STATUS_LOC_LEN_ERR, UZ_VERR_NONE);
+        return;
+    }
+    verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, x->recv_off,
+                          (void *)pkt->payload, pkt->paylen, true);
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
+                         UZ_WC_STATUS_LOC_PROT_ERR, verr);
+        return;
+    }
+    x->recv_off += pkt->paylen;
+    if (h & UZ_H_LAST) {
+        struct uz_cqe cqe = {
+            .byte_len = cpu_to_le32(x->recv_off), .imm_data = pkt->imm,
+            .opcode = UZ_WC_RECV,
+            .wc_flags = (h & UZ_H_IMM ? UZ_WC_F_IMM : 0) |
+                        (h & UZ_H_IETH ? UZ_WC_F_INV : 0),
+        };
+
+        /* An invalidated rkey is reported in host order, as verbs do. */
+        if (h & UZ_H_IETH) {
+            cqe.imm_data = cpu_to_le32(be32_to_cpu(pkt->imm));
+        }
+        uzura_resp_complete(core, qp, &cqe, pkt->se);
+        x->msn = (x->msn + 1) & UZ_PSN_MASK;
+        x->in_msg = 0;
+    } else {
+        x->in_msg = UZ_FAM_SEND;
+    }
+    uzura_resp_done(core, qp, pkt, 1);
+}
+
+/* A remote access through an rkey: the QP's rights, then the MR's. */
+static uint8_t uzura_resp_check(UzuraCore *core, UzuraQp *qp, uint32_t rkey,
+                                uint64_t va, uint64_t len, uint32_t access,
+                                UzuraMr **mr)
+{
+    if (!(qp->attr.access_flags & access)) {
+        *mr = NULL;
+        return UZ_VERR_ACCESS;
+    }
+    return uzura_mr_check(core, rkey, qp->pdn, va, len, access, mr);
+}
+
+static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
+                             const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint16_t h = uzura_ops[pkt->opcode].hdrs;
+    uint8_t verr = UZ_VERR_NONE;
+    UzuraMr *mr;
+
+    if (h & UZ_H_FIRST) {
+        verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, pkt->dma_len,
+                                UZ_ACCESS_REMOTE_WRITE, &mr);
+        if (verr) {
+            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                             verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY :
+                                                        verr);
+            return;
+        }
+        x->wr_va = pkt->va;
+        x->wr_rkey = pkt->rkey;
+        x->wr_len = pkt->dma_len;
+        x->wr_off = 0;
+    }
+    if (x->wr_off + (uint64_t)pkt->paylen > x->wr_len ||
+        ((h & UZ_H_LAST) && x->wr_off + pkt->paylen != x->wr_len)) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    /* With immediate data the message needs a receive WQE: check first. */
+    if (h & UZ_H_IMM) {
+        int got = uzura_resp_take(core, qp, &verr);
+
+        if (!got) {
+            uzura_resp_rnr(core, qp, pkt->psn);
+            return;
+        }
+        if (got < 0) {
+            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
+                             UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
+            return;
+        }
+    }
+    if (pkt->paylen) {
+        verr = uzura_mr_check(core, x->wr_rkey, qp->pdn, x->wr_va + x->wr_off,
+                              pkt->paylen, UZ_ACCESS_REMOTE_WRITE, &mr);
+        if (verr) {
+            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS,
+                             UZ_WC_STATUS_LOC_ACCESS_ERR, verr);
+            return;
+        }
+        if (!uzura_mr_copy(core, mr, x->wr_va + x->wr_off,
+                           (void *)pkt->payload, pkt->paylen, true)) {
+            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
+                             UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_DMA);
+            return;
+        }
+    }
+    x->wr_off += pkt->paylen;
+    if (h & UZ_H_LAST) {
+        if (h & UZ_H_IMM) {
+            struct uz_cqe cqe = {
+                .byte_len = cpu_to_le32(x->wr_len), .imm_data = pkt->imm,
+                .opcode = UZ_WC_RECV_RDMA_WITH_IMM, .wc_flags = UZ_WC_F_IMM,
+            };
+
+            uzura_resp_complete(core, qp, &cqe, pkt->se);
+        }
+        x->msn = (x->msn + 1) & UZ_PSN_MASK;
+        x->in_msg = 0;
+    } else {
+        x->in_msg = UZ_FAM_WRITE;
+    }
+    uzura_resp_done(core, qp, pkt, 1);
+}
+
+/* Queue a READ or atomic answer in the next slot of the ring. */
+static UzuraRdAtom *uzura_resp_slot(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    uint32_t n = core->rdma.lim.max_qp_rd_atom;
+    UzuraRdAtom *s = &x->rd[x->rd_head % n];
+
+    if (s->pending) {
+        return NULL;            /* more outstanding than we can hold */
+    }
+    x->rd_head = (x->rd_head + 1) % n;
+    return s;
+}
+
+static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    uint32_t npkts = MAX(DIV_ROUND_UP(pkt->dma_len, uzura_resp_mtu(qp)), 1);
+    UzuraRdAtom *s;
+    UzuraMr *mr;
+    uint8_t verr;
+
+    verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, pkt->dma_len,
+                            UZ_ACCESS_REMOTE_READ, &mr);
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        return;
+    }
+    s = uzura_resp_slot(core, qp);
+    if (!s) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    *s = (UzuraRdAtom) {
+        .valid = true, .pending = true, .psn = pkt->psn, .npkts = npkts,
+        .va = pkt->va, .rkey = pkt->rkey, .len = pkt->dma_len,
+    };
+    qp->x->msn = (qp->x->msn + 1) & UZ_PSN_MASK;
+    uzura_resp_done(core, qp, pkt, npkts);
+    uzura_work_schedule(core);
+}
+
+/*
+ * Atomics run to completion here, on the one thread that runs every QP
+ * of the device, so no other access to the location interleaves.
+ */
+static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
+                              const UzuraPkt *pkt)
+{
+    uint64_t val, orig;
+    UzuraRdAtom *s;
+    UzuraMr *mr;
+    uint8_t verr;
+
+    if (pkt->va & 7) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, 8,
+                            UZ_ACCESS_REMOTE_ATOMIC, &mr);
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        return;
+    }
+    if (!uzura_mr_copy(core, mr, pkt->va, &val, 8, false)) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP, 0,
+                         UZ_VERR_DMA);
+        return;
+    }
+    orig = le64_to_cpu(val);
+    if (pkt->opcode == UZ_BTH_OP_FETCH_ADD) {
+        val = cpu_to_le64(orig + pkt->swap_add);
+    } else if (orig == pkt->compare) {
+        val = cpu_to_le64(pkt->swap_add);
+    }
+    if (!uzura_mr_copy(core, mr, pkt->va, &val, 8, true)) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP, 0,
+                         UZ_VERR_DMA);
+        return;
+    }
+    s = uzura_resp_slot(core, qp);
+    if (!s) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    *s = (UzuraRdAtom) {
+        .valid = true, .atomic = true, .pending = true, .psn = pkt->psn,
+        .npkts = 1, .orig = orig,
+    };
+    qp->x->msn = (qp->x->msn + 1) & UZ_PSN_MASK;
+    uzura_resp_done(core, qp, pkt, 1);
+    uzura_work_schedule(core);
+}
+
+/* A request we executed before: answer it again, change nothing. */
+static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
+                                 const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint8_t fam = uzura_ops[pkt->opcode].family;
+    uint32_t i;
+
+    core->counters.duplicates++;
+    trace_uzura_resp_duplicate(x->qpn, pkt->psn, x->epsn);
+    if (fam == UZ_FAM_READ_REQ || fam == UZ_FAM_ATOMIC) {
+        for (i = 0; i < core->rdma.lim.max_qp_rd_atom; i++) {
+            UzuraRdAtom *s = &x->rd[i];
+
+            if (s->valid && s->psn == pkt->psn &&
+                s->atomic == (fam == UZ_FAM_ATOMIC)) {
+                s->pending = true;
+                s->sent = 0;
+                uzura_work_schedule(core);
+                return;
+            }
+        }
+        return;
+    }
+    if (pkt->ack_req) {
+        uzura_resp_ack(core, qp, UZ_AETH_ACK | 0x1f, x->epsn - 1);
+    }
+}
+
+/* An RC request for this QP. */
+void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint16_t h = uzura_ops[pkt->opcode].hdrs;
+    uint8_t fam = uzura_ops[pkt->opcode].family;
+    int32_t d = uzura_psn_diff(pkt->psn, x->epsn);
+
+    if (d < 0) {
+        uzura_resp_duplicate(core, qp, pkt);
+        return;
+    }
+    if (d > 0) {
+        /* A gap: say so once, then drop until the expected PSN comes. */
+        if (!x->nak_seq_sent) {
+            x->nak_seq_sent = true;
+            uzura_resp_nak(core, qp, UZ_AETH_NAK_SEQ, x->epsn);
+        }
+        return;
+    }
+    x->nak_seq_sent = false;
+    /* Packets of one message come in order, First to Last. */
+    if (x->in_msg ? (fam != x->in_msg || (h & UZ_H_FIRST)) :
+                    !(h & UZ_H_FIRST)) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
+                         UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+        return;
+    }
+    if ((h & UZ_H_PAYLOAD) &&
+        (pkt->paylen > uzura_resp_mtu(qp) ||
+         (!(h & UZ_H_LAST) && pkt->paylen != uzura_resp_mtu(qp)))) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
+                         UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+        return;
+    }
+    switch (fam) {
+    case UZ_FAM_SEND:
+        uzura_resp_send(core, qp, pkt);
+        break;
+    case UZ_FAM_WRITE:
+        uzura_resp_write(core, qp, pkt);
+        break;
+    case UZ_FAM_READ_REQ:
+        uzura_resp_read(core, qp, pkt);
+        break;
+    case UZ_FAM_ATOMIC:
+        uzura_resp_atomic(core, qp, pkt);
+        break;
+    default:
+        /* STCRW: conditional writes are not implemented yet. */
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        break;
+    }
+}
+
+/* A UD send: Q_Key check, GRH area, payload, completion. */
+void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint8_t grh[UZ_GRH_LEN] = { 0 }, verr = UZ_VERR_NONE;
+    struct uz_cqe cqe = {
+        .opcode = UZ_WC_RECV, .imm_data = pkt->imm,
+        .src_qp = cpu_to_le32(pkt->sqpn),
+        .byte_len = cpu_to_le32(UZ_GRH_LEN + pkt->paylen),
+        .wc_flags = UZ_WC_F_GRH | UZ_WC_F_IPV4 |
+                    (uzura_ops[pkt->opcode].hdrs & UZ_H_IMM ? UZ_WC_F_IMM : 0),
+    };
+    int got;
+
+    if (pkt->qkey != qp->attr.qkey) {
+        trace_uzura_roce_rx_drop("UD Q_Key mismatch");
+        core->counters.rx_qkey_errors++;
+        return;
+    }
+    got = uzura_resp_take(core, qp, &verr);
+    if (!got) {
+        /* Unreliable: nothing to receive into, nothing received. */
+        trace_uzura_roce_rx_drop("UD without a receive WQE");
+        core->counters.rx_ud_no_wqe++;
+        return;
+    }
+    if (got > 0 && UZ_GRH_LEN + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
+        cqe.status = UZ_WC_STATUS_LOC_LEN_ERR;
+    } else if (got > 0) {
+        /* IPv4 in a GRH area: the header in its last 20 bytes. */
+        memcpy(grh + 20, pkt->ip_hdr, 20);
+        verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, 0, grh,
+                              UZ_GRH_LEN, true);
+        if (!verr) {
+            verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, UZ_GRH_LEN,
+                                  (void *)pkt->payload, pkt->paylen, true);
+        }
+        cqe.status = verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
+    } else {
+        cqe.status = UZ_WC_STATUS_LOC_QP_OP_ERR;
+    }
+    cqe.vendor_err = verr;
+    uzura_resp_complete(core, qp, &cqe, pkt->se);
+    if (cqe.status != UZ_WC_STATUS_SUCCESS) {
+        uzura_guest_error(trace_uzura_resp_err(x->qpn, 0, 0, verr),
+                          "QP %u: UD receive failed: status %u, detail %u",
+                          x->qpn, cqe.status, verr);
+        uzura_qp_fail(core, qp);
+    }
+}
+
+typedef struct UzuraReadSrc {
+    UzuraQp *qp;
+    UzuraRdAtom *s;
+    uint32_t off;
+} UzuraReadSrc;
+
+static bool uzura_resp_gather(UzuraCore *core, void *opaque, uint8_t *dst,
+                              uint32_t len, uint8_t *verr)
+{
+    UzuraReadSrc *src = opaque;
+    UzuraMr *mr;
+
+    /* The MR may have gone since the request was checked. */
+    *verr = uzura_mr_check(core, src->s->rkey, src->qp->pdn,
+                           src->s->va + src->off, len, UZ_ACCESS_REMOTE_READ,
+                           &mr);
+    if (!*verr && !uzura_mr_copy(core, mr, src->s->va + src->off, dst, len,
+                                 false)) {
+        *verr = UZ_VERR_DMA;
+    }
+    return !*verr;
+}
+
+/* Send the next response packet of a READ or atomic. */
+static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
+{
+    uint32_t mtu = uzura_resp_mtu(qp);
+    UzuraReadSrc src = { .qp = qp, .s = s, .off = s->sent * mtu };
+    bool first = s->sent == 0, last = s->sent + 1 == s->npkts;
+    UzuraPkt pkt = { 0 };
+    uint8_t verr;
+
+    if (s->atomic) {
+        uzura_resp_fill(qp, &pkt, UZ_BTH_OP_ATOMIC_ACK, s->psn);
+        pkt.orig = s->orig;
+    } else {
+        uzura_resp_fill(qp, &pkt, first && last ? UZ_BTH_OP_READ_RESP_ONLY :
+                        first ? UZ_BTH_OP_READ_RESP_FIRST :
+                        last ? UZ_BTH_OP_READ_RESP_LAST :
+                        UZ_BTH_OP_READ_RESP_MIDDLE, s->psn + s->sent);
+        pkt.paylen = MIN(s->len - src.off, mtu);
+    }
+    pkt.syndrome = UZ_AETH_ACK | 0x1f;
+    verr = uzura_roce_send(core, &pkt, uzura_resp_gather, &src);
+    if (verr) {
+        s->pending = false;
+        uzura_resp_error(core, qp, s->psn + s->sent,
+                         verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP :
+                                               UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr);
+        return;
+    }
+    if (++s->sent == s->npkts) {
+        s->pending = false;
+    }
+}
+
+/*
+ * The responder's part of the work bottom half: READ and atomic answers
+ * oldest first, then the owed ACK, which must not overtake them.
+ */
+void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
+{
+    UzuraXfer *x = qp->x;
+    uint32_t n = core->rdma.lim.max_qp_rd_atom, k;
+
+    for (k = 0; k < n; k++) {
+        UzuraRdAtom *s = &x->rd[(x->rd_head + k) % n];
+
+        while (s->pending && *budget) {
+            uzura_resp_answer(core, qp, s);
+            (*budget)--;
+            if (qp->attr.state == UZ_QPS_ERR) {
+                return;
+            }
+        }
+        if (s->pending) {
+            return;
+        }
+    }
+    if (x->ack_owed) {
+        x->ack_owed = false;
+        uzura_resp_ack(core, qp, UZ_AETH_ACK | 0x1f, x->epsn - 1);
+    }
+}
+
+/* INIT -> RTR: the receive side starts at rq_psn. */
+void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    x->epsn = qp->attr.rq_psn;
+    x->msn = 0;
+    x->nak_seq_sent = false;
+    x->ack_owed = false;
+    x->in_msg = 0;
+    x->have_rwqe = false;
+    x->rd_head = 0;
+    memset(x->rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->rd));
+}

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: RoCEv2 frames.
+ *
+ * Building (Ethernet / IPv4 / UDP 4791 / BTH / extended headers / payload
+ * / ICRC) and parsing, and the receive demultiplexer that hands requests
+ * to the responder and responses to the requester.  A frame that makes no
+ * sense is dropped and counted here, before any QP sees it.
+ */
+#include "qemu/osdep.h"
+#include "net/net.h"
+#include "net/checksum.h"
+#include <zlib.h>
+#include "uzura-core.h"
+#include "trace.h"
+
+#define ETH_HLEN        14
+#define IP_HLEN         20
+#define UDP_HLEN        8
+#define ROCE_HDRS       (ETH_HLEN + IP_HLEN + UDP_HLEN)
+#define ETHERTYPE_IPV4  0x0800
+#define IPPROTO_UDP_    17
+
+#define RETH_LEN        16
+#define AETH_LEN        4
+#define ATOMIC_LEN      28
+#define ATOMIC_ACK_LEN  8
+#define IMM_LEN         4
+#define DETH_LEN        8
+#define CRW_LEN         ((int)sizeof(struct uz_crweth))
+
+#define SEND    (UZ_H_PAYLOAD | UZ_H_REQ)
+#define WRITE   (UZ_H_PAYLOAD | UZ_H_REQ)
+#define F       UZ_H_FIRST
+#define L       UZ_H_LAST
+#define OP(h, fam) { .hdrs = (h), .family = (fam) }
+
+const UzuraOpInfo uzura_ops[256] = {
+    [UZ_BTH_OP_SEND_FIRST] = OP(SEND | F, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_MIDDLE] = OP(SEND, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_LAST] = OP(SEND | L, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_LAST_IMM] = OP(SEND | L | UZ_H_IMM, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_ONLY] = OP(SEND | F | L, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_ONLY_IMM] = OP(SEND | F | L | UZ_H_IMM, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_LAST_INV] = OP(SEND | L | UZ_H_IETH, UZ_FAM_SEND),
+    [UZ_BTH_OP_SEND_ONLY_INV] = OP(SEND | F | L | UZ_H_IETH, UZ_FAM_SEND),
+    [UZ_BTH_OP_WRITE_FIRST] = OP(WRITE | F | UZ_H_RETH, UZ_FAM_WRITE),
+    [UZ_BTH_OP_WRITE_MIDDLE] = OP(WRITE, UZ_FAM_WRITE),
+    [UZ_BTH_OP_WRITE_LAST] = OP(WRITE | L, UZ_FAM_WRITE),
+    [UZ_BTH_OP_WRITE_LAST_IMM] = OP(WRITE | L | UZ_H_IMM, UZ_FAM_WRITE),
+    [UZ_BTH_OP_WRITE_ONLY] = OP(WRITE | F | L | UZ_H_RETH, UZ_FAM_WRITE),
+    [UZ_BTH_OP_WRITE_ONLY_IMM] = OP(WRITE | F | L | UZ_H_RETH | UZ_H_IMM,
+                                    UZ_FAM_WRITE),
+    [UZ_BTH_OP_READ_REQ] = OP(UZ_H_REQ | F | L | UZ_H_RETH, UZ_FAM_READ_REQ),
+    [UZ_BTH_OP_READ_RESP_FIRST] = OP(UZ_H_PAYLOAD | F | UZ_H_AETH,
+                                     UZ_FAM_READ_RESP),
+    [UZ_BTH_OP_READ_RESP_MIDDLE] = OP(UZ_H_PAYLOAD, UZ_FAM_READ_RESP),
+    [UZ_BTH_OP_READ_RESP_LAST] = OP(UZ_H_PAYLOAD | L | UZ_H_AETH,
+                                    UZ_FAM_READ_RESP),
+    [UZ_BTH_OP_READ_RESP_ONLY] = OP(UZ_H_PAYLOAD | F | L | UZ_H_AETH,
+                                    UZ_FAM_READ_RESP),
+    [UZ_BTH_OP_ACK] = OP(UZ_H_AETH, UZ_FAM_ACK),
+    [UZ_BTH_OP_ATOMIC_ACK] = OP(UZ_H_AETH | UZ_H_ATOMIC_ACK, UZ_FAM_ATOMIC),
+    [UZ_BTH_OP_CMP_SWP] = OP(UZ_H_REQ | F | L | UZ_H_ATOMIC, UZ_FAM_ATOMIC),
+    [UZ_BTH_OP_FETCH_ADD] = OP(UZ_H_REQ | F | L | UZ_H_ATOMIC,
+                               UZ_FAM_ATOMIC),
+    [UZ_BTH_OP_UD_SEND_ONLY] = OP(SEND | F | L | UZ_H_DETH, UZ_FAM_UD),
+    [UZ_BTH_OP_UD_SEND_ONLY_IMM] = OP(SEND | F | L | UZ_H_DETH | UZ_H_IMM,
+                                      UZ_FAM_UD),
+    [UZ_BTH_OP_RC_STCRW] = OP(UZ_H_REQ | F | L | UZ_H_CRW, UZ_FAM_CRW),
+};
+
+/* Bytes of the extended headers an opcode carries, in wire order. */
+static unsigned uzura_ext_len(uint16_t h)
+{
+    return (h & UZ_H_RETH ? RETH_LEN : 0) + (h & UZ_H_AETH ? AETH_LEN : 0) +
+           (h & UZ_H_ATOMIC ? ATOMIC_LEN : 0) +
+           (h & UZ_H_ATOMIC_ACK ? ATOMIC_ACK_LEN : 0) +
+           (h & UZ_H_IMM ? IMM_LEN : 0) + (h & UZ_H_IETH ? IMM_LEN : 0) +
+           (h & UZ_H_DETH ? DETH_LEN : 0) + (h & UZ_H_CRW ? CRW_LEN : 0);
+}
+
+/*
+ * The ICRC: CRC-32 over 8 bytes of ones (the masked LRH of IBA Annex
+ * A17), the IPv4 and UDP headers and the BTH with their variant fields
+ * (TOS, TTL, IP checksum, UDP checksum, BTH reserved byte) set to ones,
+ * then the rest of the packet up to the ICRC.  @ip starts at the IPv4
+ * header; @len counts up to (not including) the ICRC.
+ */
+uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
+{
+    static const uint8_t ones[8] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    };
+    uint8_t pseudo[IP_HLEN + UDP_HLEN + UZ_BTH_LEN];
+    uLong crc;
+
+    memcpy(pseudo, ip, sizeof(pseudo));
+    pseudo[1] = 0xff;                           /* TOS */
+    pseudo[8] = 0xff;                           /* TTL */
+    pseudo[10] = pseudo[11] = 0xff;             /* header checksum */
+    pseudo[IP_HLEN + 6] = pseudo[IP_HLEN + 7] = 0xff; /* UDP checksum */
+    pseudo[IP_HLEN + UDP_HLEN + 4] = 0xff;      /* BTH resv8a */
+    crc = crc32(0, ones, sizeof(ones));
+    crc = crc32(crc, pseudo, sizeof(pseudo));
+    crc = crc32(crc, ip + sizeof(pseudo), len - sizeof(pseudo));
+    return crc;
+}
+
+/* RoCEv2: IPv4 (no options) carrying UDP to port 4791. */
+bool uzura_roce_is_roce(const uint8_t *buf, size_t size)
+{
+    return size >= ROCE_HDRS &&
+           lduw_be_p(buf + 12) == ETHERTYPE_IPV4 &&
+           buf[ETH_HLEN] == 0x45 && buf[ETH_HLEN + 9] == IPPROTO_UDP_ &&
+           lduw_be_p(buf + ETH_HLEN + IP_HLEN + 2) == UZ_ROCE_UDP_PORT;
+}
+
+/* Address a packet from a QP's path or an AH; GIDs are IPv4-mapped. */
+void uzura_roce_fill_av(UzuraPkt *pkt, const uint8_t *dmac,
+                        const uint8_t *sgid, const uint8_t *dgid,
+                        uint8_t hop_limit, uint8_t tclass, uint32_t sqpn)
+{
+    memcpy(pkt->dmac, dmac, 6);
+    memcpy(pkt->saddr, sgid + 12, 4);
+    memcpy(pkt->daddr, dgid + 12, 4);
+    pkt->ttl = hop_limit ? hop_limit : 64;
+    pkt->tos = tclass;
+    /* Flow entropy from the QPN, in the range RoCEv2 suggests. */
+    pkt->sport = 0xc000 | (sqpn & 0x3fff);
+}
+
+static void uzura_count(uint64_t *pkts, uint64_t *bytes, uint8_t opcode,
+                        size_t len)
+{
+    uint8_t fam = uzura_ops[opcode].family;
+
+    pkts[fam]++;
+    bytes[fam] += len;
+}
+
+/*
+ * Build and send one packet.  The payload (pkt->paylen bytes) comes from
+ * @gather when given, else from pkt->payload.  Returns UZ_VERR_NONE, or
+ * the gather's error (nothing is sent then).  A link that is down drops
+ * the frame, as a cable would: the transport recovers.
+ */
+uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
+                        void *opaque)
+{
+    uint16_t h = uzura_ops[pkt->opcode].hdrs;
+    uint8_t *f = core->roce_frame, *ip = f + ETH_HLEN, *udp = ip + IP_HLEN;
+    uint8_t *p = udp + UDP_HLEN, pad = -pkt->paylen & 3, verr = UZ_VERR_NONE;
+    size_t ip_len, len;
+
+    /* Ethernet */
+    memcpy(f, pkt->dmac, 6);
+    memcpy(f + 6, core->mac, 6);
+    stw_be_p(f + 12, ETHERTYPE_IPV4);
+
+    /* BTH */
+    p[0] = pkt->opcode;
+    p[1] = (pkt->se ? 0x80 : 0) | pad << 4;
+    stw_be_p(p + 2, 0xffff);
+    stl_be_p(p + 4, pkt->dqpn & UZ_PSN_MASK);
+    stl_be_p(p + 8, (pkt->ack_req ? 0x80000000u : 0) | (pkt->psn & UZ_PSN_MASK));
+    p += UZ_BTH_LEN;
+
+    /* Extended headers, in the order IBA gives them. */
+    if (h & UZ_H_DETH) {
+        stl_be_p(p, pkt->qkey);
+        stl_be_p(p + 4, pkt->sqpn & UZ_PSN_MASK);
+        p += DETH_LEN;
+    }
+    if (h & UZ_H_RETH) {
+        stq_be_p(p, pkt->va);
+        stl_be_p(p + 8, pkt->rkey);
+        stl_be_p(p + 12, pkt->dma_len);
+        p += RETH_LEN;
+    }
+    if (h & UZ_H_ATOMIC) {
+        stq_be_p(p, pkt->va);
+        stl_be_p(p + 8, pkt->rkey);
+        stq_be_p(p + 12, pkt->swap_add);
+        stq_be_p(p + 20, pkt->compare);
+        p += ATOMIC_LEN;
+    }
+    if (h & UZ_H_CRW) {
+        stq_be_p(p, pkt->crw.tag);
+        stq_be_p(p + 8, pkt->crw.va);
+        stl_be_p(p + 16, pkt->crw.rkey);
+        stl_be_p(p + 20, pkt->crw.length);
+        p += CRW_LEN;
+    }
+    if (h & UZ_H_AETH) {
+        stl_be_p(p, (uint32_t)pkt->syndrome << 24 | (pkt->msn & UZ_PSN_MASK));
+        p += AETH_LEN;
+    }
+    if (h & UZ_H_ATOMIC_ACK) {
+        stq_be_p(p, pkt->orig);
+        p += ATOMIC_ACK_LEN;
+    }
+    if (h & (UZ_H_IMM | UZ_H_IETH)) {
+        memcpy(p, &pkt->imm, IMM_LEN);  /* already in network order */
+        p += IMM_LEN;
+    }
+
+    /* Payload, gathered straight into the frame, and its pad. */
+    if (pkt->paylen) {
+        if (gather) {
+            if (!gather(core, opaque, p, pkt->paylen, &verr)) {
+                return verr;
+            }
+        } else {
+            memcpy(p, pkt->payload, pkt->paylen);
+        }
+        p += pkt->paylen;
+    }
+    memset(p, 0, pad);
+    p += pad;
+
+    /* IPv4 and UDP, now that the length is known. */
+    ip_len = p + UZ_ICRC_LEN - ip;
+    ip[0] = 0x45;
+    ip[1] = pkt->tos;
+    stw_be_p(ip + 2, ip_len);
+    stw_be_p(ip + 4, 0);
+    stw_be_p(ip + 6, 0x4000);               /* DF */
+    ip[8] = pkt->ttl;
+    ip[9] = IPPROTO_UDP_;
+    stw_be_p(ip + 10, 0);
+    memcpy(ip + 12, pkt->saddr, 4);
+    memcpy(ip + 16, pkt->daddr, 4);
+    stw_be_p(ip + 10, net_checksum_finish(net_checksum_add(IP_HLEN, ip)));
+    stw_be_p(udp, pkt->sport);
+    stw_be_p(udp + 2, UZ_ROCE_UDP_PORT);
+    stw_be_p(udp + 4, ip_len - IP_HLEN);
+    stw_be_p(udp + 6, 0);                   /* no UDP checksum */
+    stl_le_p(p, uzura_roce_icrc(ip, p - ip));
+    len = p + UZ_ICRC_LEN - f;
+
+    trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
+    if (!uzura_core_link_up(core)) {
+        core->counters.roce_tx_dropped++;
+        return UZ_VERR_NONE;
+    }
+    uzura_count(core->counters.roce_tx_pkts, core->counters.roce_tx_bytes, pkt->opcode,
+                len);
+    qemu_send_packet(qemu_get_queue(core->owner_nic), f, len);
+    return UZ_VERR_NONE;
+}
+
+/* A frame dropped before any QP saw it. */
+static void uzura_roce_drop(UzuraCore *core, const char *why)
+{
+    trace_uzura_roce_rx_drop(why);
+    core->counters.rx_malformed++;
+}
+
+/* Parse the transport headers of a frame that passed its ICRC check. */
+static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
+                             size_t len)
+{
+    uint16_t h;
+    const uint8_t *p = bth + UZ_BTH_LEN;
+    size_t ext;
+    uint8_t pad;
+
+    memset(pkt, 0, sizeof(*pkt));
+    pkt->opcode = bth[0];
+    h = uzura_ops[pkt->opcode].hdrs;
+    if (!uzura_ops[pkt->opcode].family || (bth[1] & 0x0f) ||
+        lduw_be_p(bth + 2) != 0xffff) {
+        return false;
+    }
+    pad = (bth[1] >> 4) & 3;
+    pkt->se = bth[1] & 0x80;
+    pkt->dqpn = ldl_be_p(bth + 4) & UZ_PSN_MASK;
+    pkt->ack_req = bth[8] & 0x80;
+    pkt->psn = ldl_be_p(bth + 8) & UZ_PSN_MASK;
+    ext = uzura_ext_len(h);
+    if (len < UZ_BTH_LEN + ext + pad ||
+        (!(h & UZ_H_PAYLOAD) && len != UZ_BTH_LEN + ext + pad)) {
+        return false;
+    }
+    if (h & UZ_H_DETH) {
+        pkt->qkey = ldl_be_p(p);
+        pkt->sqpn = ldl_be_p(p + 4) & UZ_PSN_MASK;
+        p += DETH_LEN;
+    }
+    if (h & UZ_H_RETH) {
+        pkt->va = ldq_be_p(p);
+        pkt->rkey = ldl_be_p(p + 8);
+        pkt->dma_len = ldl_be_p(p + 12);
+        p += RETH_LEN;
+    }
+    if (h & UZ_H_ATOMIC) {
+        pkt->va = ldq_be_p(p);
+        pkt->rkey = ldl_be_p(p + 8);
+        pkt->swap_add = ldq_be_p(p + 12);
+        pkt->compare = ldq_be_p(p + 20);
+        p += ATOMIC_LEN;
+    }
+    if (h & UZ_H_CRW) {
+        pkt->crw.tag = ldq_be_p(p);
+        pkt->crw.va = ldq_be_p(p + 8);
+        pkt->crw.rkey = ldl_be_p(p + 16);
+        pkt->crw.length = ldl_be_p(p + 20);
+        p += CRW_LEN;
+    }
+    if (h & UZ_H_AETH) {
+        pkt->syndrome = p[0];
+        pkt->msn = ldl_be_p(p) & UZ_PSN_MASK;
+        p += AETH_LEN;
+    }
+    if (h & UZ_H_ATOMIC_ACK) {
+        pkt->orig = ldq_be_p(p);
+        p += ATOMIC_ACK_LEN;
+    }
+    if (h & (UZ_H_IMM | UZ_H_IETH)) {
+        memcpy(&pkt->imm, p, IMM_LEN);
+        p += IMM_LEN;
+    }
+    pkt->payload = p;
+    pkt->paylen = len - UZ_BTH_LEN - ext - pad;
+    return true;
+}
+
+/*
+ * A RoCEv2 frame for this device: check it, then hand it to the QP.
+ * Requests go to the responder, responses to the requester, UD sends to
+ * the UD receive path.
+ */
+void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
+{
+    const uint8_t *ip = buf + ETH_HLEN;
+    size_t ip_len = lduw_be_p(ip + 2), udp_len;
+    UzuraPkt pkt;
+    UzuraQp *qp;
+    uint16_t h;
+
+    if (ip_len < IP_HLEN + UDP_HLEN + UZ_BTH_LEN + UZ_ICRC_LEN ||
+        ip_len > size - ETH_HLEN) {
+        uzura_roce_drop(core, "bad IPv4 length");
+        return;
+    }
+    udp_len = lduw_be_p(ip + IP_HLEN + 4);
+    if (udp_len != ip_len - IP_HLEN ||
+        net_checksum_finish(net_checksum_add(IP_HLEN, (uint8_t *)ip))) {
+        uzura_roce_drop(core, "bad IPv4 or UDP header");
+        return;
+    }
+    if (ldl_le_p(ip + ip_len - UZ_ICRC_LEN) !=
+        uzura_roce_icrc(ip, ip_len - UZ_ICRC_LEN)) {
+        trace_uzura_roce_rx_drop("bad ICRC");
+        core->counters.icrc_errors++;
+        return;
+    }
+    if (!uzura_roce_parse(&pkt, ip + IP_HLEN + UDP_HLEN,
+                          ip_len - IP_HLEN - UDP_HLEN - UZ_ICRC_LEN)) {
+        uzura_roce_drop(core, "malformed transport headers");
+        return;
+    }
+    memcpy(pkt.saddr, ip + 12, 4);
+    memcpy(pkt.daddr, ip + 16, 4);
+    pkt.ip_hdr = ip;
+    uzura_count(core->counters.roce_rx_pkts, core->counters.roce_rx_bytes, pkt.opcode,
+                ETH_HLEN + ip_len);
+    trace_uzura_roce_rx(pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+
+    h = uzura_ops[pkt.opcode].hdrs;
+    qp = uzura_qp_lookup(core, pkt.dqpn);
+    if (!qp || qp->attr.state < UZ_QPS_RTR || qp->attr.state > UZ_QPS_SQE ||
+        uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH)) {
+        trace_uzura_roce_rx_drop("no QP to receive");
+        core->counters.rx_no_qp++;
+        return;
+    }
+    if (h & UZ_H_DETH) {
+        uzura_resp_ud(core, qp, &pkt);
+    } else if (h & UZ_H_REQ) {
+        uzura_resp_request(core, qp, &pkt);
+    } else if (qp->attr.state >= UZ_QPS_RTS) {
+        uzura_req_response(core, qp, &pkt);
+    } else {
+        core->counters.rx_stale++;
+    }
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: the data path's internal interfaces: RoCEv2 packets
+ * (uzura-roce.c), memory access through keys and the translation cache
+ * (uzura-xlat.c), the requester (uzura-req.c) and the responder
+ * (uzura-resp.c), and the per-QP transport state they share.
+ */
+#ifndef HW_RDMA_UZURA_TRANSPORT_H
+#define HW_RDMA_UZURA_TRANSPORT_H
+
+#include "uzura-hw.h"
+
+typedef struct UzuraCore UzuraCore;
+typedef struct UzuraQp UzuraQp;
+typedef struct UzuraMr UzuraMr;
+typedef struct QEMUTimer QEMUTimer;
+
+#define UZ_PSN_MASK         0x00ffffffu
+#define UZ_SGL_MAX          28      /* SGEs in the largest (512 B) WQE */
+#define UZ_INLINE_MAX       448     /* inline bytes in the largest WQE */
+#define UZ_MAX_MSG          (1u << 31)
+#define UZ_GRH_LEN          40
+
+/* Signed distance a - b between two PSNs, modulo 2^24. */
+static inline int32_t uzura_psn_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8) >> 8;
+}
+
+/* ---- packets (uzura-roce.c) ---- */
+
+/* Extended headers an opcode carries, and where it sits in a message. */
+#define UZ_H_RETH       (1u << 0)
+#define UZ_H_AETH       (1u << 1)
+#define UZ_H_ATOMIC     (1u << 2)
+#define UZ_H_ATOMIC_ACK (1u << 3)
+#define UZ_H_IMM        (1u << 4)
+#define UZ_H_IETH       (1u << 5)
+#define UZ_H_DETH       (1u << 6)
+#define UZ_H_CRW        (1u << 7)
+#define UZ_H_PAYLOAD    (1u << 8)
+#define UZ_H_FIRST      (1u << 9)
+#define UZ_H_LAST       (1u << 10)
+#define UZ_H_REQ        (1u << 11)  /* a request (not a response) */
+
+/* Opcode families, for the per-kind counters. */
+typedef enum UzuraFamily {
+    UZ_FAM_NONE = 0,
+    UZ_FAM_SEND,
+    UZ_FAM_WRITE,
+    UZ_FAM_READ_REQ,
+    UZ_FAM_READ_RESP,
+    UZ_FAM_ATOMIC,
+    UZ_FAM_ACK,
+    UZ_FAM_UD,
+    UZ_FAM_CRW,
+    UZ_FAM_MAX,
+} UzuraFamily;
+
+typedef struct UzuraOpInfo {
+    uint16_t hdrs;              /* UZ_H_* */
+    uint8_t family;             /* UzuraFamily, 0 = not an opcode we speak */
+} UzuraOpInfo;
+
+extern const UzuraOpInfo uzura_ops[256];
+
+/* A RoCEv2 packet, parsed or to be built; header fields in host order. */
+typedef struct UzuraPkt {
+    uint8_t opcode;
+    bool se;
+    bool ack_req;
+    uint32_t dqpn;
+    uint32_t psn;
+    uint64_t va;                /* RETH, AtomicETH */
+    uint32_t rkey;
+    uint32_t dma_len;
+    uint8_t syndrome;           /* AETH */
+    uint32_t msn;
+    uint64_t swap_add;          /* AtomicETH */
+    uint64_t compare;
+    uint64_t orig;              /* AtomicAckETH */
+    uint32_t imm;               /* ImmDt or IETH, as on the wire (BE) */
+    uint32_t qkey;              /* DETH */
+    uint32_t sqpn;
+    struct uz_crweth crw;       /* host order */
+    const uint8_t *payload;
+    uint32_t paylen;
+    /* Addressing: where to send, or where it came from. */
+    uint8_t dmac[6];
+    uint8_t saddr[4];           /* IPv4 */
+    uint8_t daddr[4];
+    uint8_t ttl;
+    uint8_t tos;
+    uint16_t sport;             /* UDP source port (flow entropy) */
+    const uint8_t *ip_hdr;      /* received: the IPv4 header */
+} UzuraPkt;
+
+/*
+ * Payload source for a packet being built: gathered into the frame by
+ * the caller-supplied function, so that each byte is copied once.
+ */
+typedef bool (*UzuraGather)(UzuraCore *core, void *opaque, uint8_t *dst,
+                            uint32_t len, uint8_t *verr);
+
+bool uzura_roce_is_roce(const uint8_t *buf, size_t size);
+void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
+                        void *opaque);
+void uzura_roce_fill_av(UzuraPkt *pkt, const uint8_t *dmac,
+                        const uint8_t *sgid, const uint8_t *dgid,
+                        uint8_t hop_limit, uint8_t tclass, uint32_t sqpn);
+uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len);
+
+/* ---- memory through keys (uzura-xlat.c) ---- */
+
+/* A scatter/gather list, host order. */
+typedef struct UzuraSgl {
+    uint32_t num;
+    uint64_t len;               /* sum of the lengths */
+    struct uz_sge sge[UZ_SGL_MAX];
+} UzuraSgl;
+
+uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
+                       uint64_t addr, uint64_t len, uint32_t access,
+                       UzuraMr **out);
+bool uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
+                   uint64_t len, bool to_mr);
+uint8_t uzura_sgl_check(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                        uint32_t access);
+uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                       uint64_t off, void *buf, uint64_t len, bool to_mem);
+void uzura_xlat_init(UzuraCore *core);
+void uzura_xlat_uninit(UzuraCore *core);
+void uzura_xlat_reset(UzuraCore *core);
+void uzura_xlat_drop_mr(UzuraCore *core, UzuraMr *mr);
+uint8_t uzura_xlat_invalidate(UzuraCore *core,
+                              const struct uz_cmd_invalidate_xlat *c);
+
+/* ---- per-QP transport state ---- */
+
+/* A send WQE as the requester tracks it from start to completion. */
+typedef struct UzuraSwqe {
+    uint64_t wr_id;
+    uint32_t first_psn;
+    uint32_t npkts;             /* PSNs it consumes */
+    uint32_t byte_len;
+    uint8_t opcode;             /* UZ_WR_* */
+    bool signaled;
+    bool done;                  /* acknowledged, answered or failed */
+    uint32_t resp_got;          /* READ response packets received */
+    uint8_t status;             /* UZ_WC_STATUS_* once done */
+    uint8_t verr;
+} UzuraSwqe;
+
+/* A send WQE read from the ring, decoded. */
+typedef struct UzuraSendWr {
+    struct uz_send_wqe h;       /* host order */
+    UzuraSgl sgl;               /* without UZ_WQE_F_INLINE */
+    uint8_t inl[UZ_INLINE_MAX]; /* with it */
+    uint64_t len;               /* message bytes */
+} UzuraSendWr;
+
+/* A receive WQE taken from the RQ or the SRQ. */
+typedef struct UzuraRecvWr {
+    uint64_t wr_id;
+    UzuraSgl sgl;
+} UzuraRecvWr;
+
+/* A READ or atomic the responder answered, kept for duplicates. */
+typedef struct UzuraRdAtom {
+    bool valid;
+    bool atomic;
+    bool pending;               /* response (again) to send */
+    uint32_t psn;
+    uint32_t npkts;
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t len;
+    uint64_t orig;              /* atomic: the value returned */
+    uint32_t sent;              /* response packets sent so far */
+} UzuraRdAtom;
+
+typedef struct UzuraXfer {
+    UzuraCore *core;
+    uint32_t qpn;
+    QEMUTimer *timer;           /* ACK timeout or RNR wait */
+
+    /* requester */
+    UzuraSwqe *swqe;            /* one per SQ slot */
+    UzuraSendWr cur;            /* the WQE being sent */
+    bool cur_active;
+    uint32_t cur_off;           /* bytes of it already sent */
+    uint32_t sq_next;           /* next WQE to start */
+    uint32_t sq_high;           /* highest sq_next: SQD resends below */
+    uint32_t psn;               /* next PSN to send */
+    uint32_t psn_max;           /* PSN after the highest ever sent */
+    uint32_t acked_psn;         /* highest cumulatively acknowledged */
+    uint32_t rd_out;            /* outstanding READ/atomic */
+    uint8_t retry_left;
+    uint8_t rnr_left;
+    bool rnr_wait;              /* the timer is an RNR wait */
+    bool blocked;               /* a failed WQE waits for its turn */
+    UzuraSendWr resp_wr;        /* the READ/atomic WQE being answered */
+    int64_t resp_idx;           /* its SQ index, -1 none */
+
+    /* responder */
+    uint32_t epsn;              /* expected PSN */
+    uint32_t msn;
+    bool nak_seq_sent;          /* one sequence NAK per gap */
+    bool ack_owed;
+    uint8_t in_msg;             /* 0, UZ_FAM_SEND or UZ_FAM_WRITE */
+    bool have_rwqe;
+    UzuraRecvWr rwqe;
+    uint32_t recv_off;
+    uint64_t wr_va;             /* multi-packet WRITE in progress */
+    uint32_t wr_rkey;
+    uint32_t wr_len;
+    uint32_t wr_off;
+    UzuraRdAtom *rd;            /* max_qp_rd_atom entries, a ring */
+    uint32_t rd_head;           /* next entry to use = the oldest */
+} UzuraXfer;
+
+/* uzura-req.c */
+void uzura_req_init(UzuraCore *core, UzuraQp *qp);
+void uzura_req_reset(UzuraCore *core, UzuraQp *qp);
+void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
+void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_req_timer(void *opaque);
+
+/* uzura-resp.c */
+void uzura_resp_init(UzuraCore *core, UzuraQp *qp);
+void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
+
+#endif /* HW_RDMA_UZURA_TRANSPORT_H */

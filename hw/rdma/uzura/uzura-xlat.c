@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: memory through keys, and the translation table.
+ *
+ * Every access the data path makes to host memory on behalf of a WQE or a
+ * packet names a key.  The key is checked (MR, PD, access, bounds), then
+ * each page the access touches is translated: the on-NIC translation
+ * cache holds recent (MR, page) -> DMA address entries, direct-mapped; a
+ * miss reads the page-list entry from host memory, as hardware walking a
+ * table the driver owns would.  An MR's entries are tagged with its
+ * generation, so re-registering or invalidating a whole MR is O(1).
+ */
+#include "qemu/osdep.h"
+#include "qemu/bitops.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+void uzura_xlat_init(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+
+    r->xlat = g_new0(UzuraXlatEntry, r->lim.xlat_cache_entries);
+}
+
+void uzura_xlat_uninit(UzuraCore *core)
+{
+    g_free(core->rdma.xlat);
+}
+
+void uzura_xlat_reset(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+
+    memset(r->xlat, 0, r->lim.xlat_cache_entries * sizeof(*r->xlat));
+}
+
+/* Forget an MR's cached translations: a new generation misses them. */
+void uzura_xlat_drop_mr(UzuraCore *core, UzuraMr *mr)
+{
+    mr->gen = ++core->rdma.xlat_gen;
+}
+
+static uint32_t uzura_mr_index(UzuraCore *core, const UzuraMr *mr)
+{
+    return mr - core->rdma.mr;
+}
+
+static UzuraXlatEntry *uzura_xlat_slot(UzuraCore *core, uint32_t mri,
+                                       uint64_t page)
+{
+    UzuraRdma *r = &core->rdma;
+    uint64_t h = (mri * 0x9e3779b97f4a7c15ull) ^ (page * 0xc2b2ae3d27d4eb4full);
+
+    return &r->xlat[(h ^ (h >> 29)) % r->lim.xlat_cache_entries];
+}
+
+/* The DMA address of page @page of @mr, through the cache. */
+static bool uzura_xlat(UzuraCore *core, UzuraMr *mr, uint64_t page,
+                       uint64_t *addr)
+{
+    uint32_t mri = uzura_mr_index(core, mr);
+    UzuraXlatEntry *e = uzura_xlat_slot(core, mri, page);
+    uint64_t pte;
+
+    if (e->mr == mri && e->gen == mr->gen && e->page == page) {
+        core->counters.xlat_hits++;
+        *addr = e->addr;
+        return true;
+    }
+    core->counters.xlat_misses++;
+    if (page >= mr->npages ||
+        !uzura_dma_read(core, mr->pbl_addr + page * 8, &pte, sizeof(pte))) {
+        uzura_guest_error(trace_uzura_xlat_err_pbl(mri, page),
+                          "MR %u: page list entry %" PRIu64 " not readable",
+                          mri, page);
+        return false;
+    }
+    if (e->mr) {
+        core->counters.xlat_evictions++;
+    }
+    *e = (UzuraXlatEntry) {
+        .mr = mri, .gen = mr->gen, .page = page,
+        .addr = le64_to_cpu(pte) & ~MAKE_64BIT_MASK(0, mr->page_shift),
+    };
+    trace_uzura_xlat_miss(mri, page, e->addr);
+    *addr = e->addr;
+    return true;
+}
+
+/*
+ * Check an access of @len bytes at @addr through @key for a QP of PD
+ * @pdn, needing the rights in @access (0 for a local read).  Returns
+ * UZ_VERR_NONE and the MR, or what failed.  A zero-length access is not
+ * checked, as InfiniBand says.
+ */
+uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
+                       uint64_t addr, uint64_t len, uint32_t access,
+                       UzuraMr **out)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i = UZ_KEY_INDEX(key);
+    UzuraMr *mr;
+
+    *out = NULL;
+    if (!len) {
+        return UZ_VERR_NONE;
+    }
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
+        r->mr[i].key != UZ_KEY_BYTE(key)) {
+        return UZ_VERR_BAD_LKEY;
+    }
+    mr = &r->mr[i];
+    if (mr->pdn != pdn) {
+        return UZ_VERR_PD;
+    }
+    if (access & ~mr->access) {
+        return UZ_VERR_ACCESS;
+    }
+    if (addr < mr->iova || addr + len < addr ||
+        addr + len > mr->iova + mr->length) {
+        return UZ_VERR_BOUNDS;
+    }
+    *out = mr;
+    return UZ_VERR_NONE;
+}
+
+/*
+ * Move @len bytes between @buf and the MR at @addr (already checked),
+ * page by page.  False on a page list or page that is not accessible.
+ */
+bool uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
+                   uint64_t len, bool to_mr)
+{
+    uint64_t psize = 1ull << mr->page_shift, base, n;
+    uint8_t *b = buf;
+
+    if (mr->flags & UZ_MR_F_DMA) {
+        return to_mr ? uzura_dma_write(core, addr, b, len) :
+                       uzura_dma_read(core, addr, b, len);
+    }
+    while (len) {
+        uint64_t page = (addr >> mr->page_shift) -
+                        (mr->iova >> mr->page_shift);
+        uint64_t off = addr & (psize - 1);
+
+        n = MIN(len, psize - off);
+        if (!uzura_xlat(core, mr, page, &base) ||
+            !(to_mr ? uzura_dma_write(core, base + off, b, n) :
+                      uzura_dma_read(core, base + off, b, n))) {
+            return false;
+        }
+        addr += n;
+        b += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* Check every SGE of a list for a local access with rights @access. */
+uint8_t uzura_sgl_check(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                        uint32_t access)
+{
+    UzuraMr *mr;
+    uint8_t verr;
+    uint32_t i;
+
+    for (i = 0; i < sgl->num; i++) {
+        verr = uzura_mr_check(core, sgl->sge[i].lkey, pdn, sgl->sge[i].addr,
+                              sgl->sge[i].length, access, &mr);
+        if (verr) {
+            return verr;
+        }
+    }
+    return UZ_VERR_NONE;
+}
+
+/*
+ * Copy @len bytes at byte @off of a scatter/gather list to or from @buf.
+ * Keys are checked again on each use: an MR may go while a message is in
+ * flight.  Returns UZ_VERR_NONE or the failure; copying past the end of
+ * the list is UZ_VERR_BOUNDS.
+ */
+uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                       uint64_t off, void *buf, uint64_t len, bool to_mem)
+{
+    uint8_t *b = buf;
+    uint32_t i;
+
+    for (i = 0; i < sgl->num && len; i++) {
+        const struct uz_sge *s = &sgl->sge[i];
+        UzuraMr *mr;
+        uint64_t n;
+        uint8_t verr;
+
+        if (off >= s->length) {
+            off -= s->length;
+            continue;
+        }
+        n = MIN(len, s->length - off);
+        verr = uzura_mr_check(core, s->lkey, pdn, s->addr + off, n,
+                              to_mem ? UZ_ACCESS_LOCAL_WRITE : 0, &mr);
+        if (verr) {
+            return verr;
+        }
+        if (!uzura_mr_copy(core, mr, s->addr + off, b, n, to_mem)) {
+            return UZ_VERR_DMA;
+        }
+        b += n;
+        len -= n;
+        off = 0;
+    }
+    return len ? UZ_VERR_BOUNDS : UZ_VERR_NONE;
+}
+
+/* UZ_CMD_INVALIDATE_XLAT: drop the cached pages of a range of an MR. */
+uint8_t uzura_xlat_invalidate(UzuraCore *core,
+                              const struct uz_cmd_invalidate_xlat *c)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t key = le32_to_cpu(c->key), i = UZ_KEY_INDEX(key), n;
+    uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
+    uint64_t first, last, base;
+    UzuraMr *mr;
+
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
+        r->mr[i].key != UZ_KEY_BYTE(key) ||
+        r->mr[i].uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    mr = &r->mr[i];
+    trace_uzura_xlat_invalidate(key, iova, len);
+    if (!len || (mr->flags & UZ_MR_F_DMA)) {
+        uzura_xlat_drop_mr(core, mr);
+        return UZ_CMD_OK;
+    }
+    /* Pages of the range, clipped to 64 bits; outside the MR drops none. */
+    base = mr->iova >> mr->page_shift;
+    first = iova >> mr->page_shift;
+    last = (iova + len < iova ? UINT64_MAX : iova + len - 1) >>
+           mr->page_shift;
+    if (last < base) {
+        return UZ_CMD_OK;
+    }
+    first = first < base ? 0 : first - base;
+    last -= base;
+    for (n = 0; n < r->lim.xlat_cache_entries; n++) {
+        UzuraXlatEntry *e = &r->xlat[n];
+
+        if (e->mr == i && e->gen == mr->gen && e->page >= first &&
+            e->page <= last) {
+            e->mr = 0;
+        }
+    }
+    return UZ_CMD_OK;
+}

@@ -1,0 +1,1013 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Verbs-style helpers for the uzura data-path qtests.  A UzNode is one NIC
+ * brought up the way a kernel driver does it: admin queue, an async EQ, a
+ * completion EQ and a PD.  On top of it: CQs, MRs with page lists, QPs and
+ * SRQs whose rings live in guest memory, WQE building and posting, and the
+ * RC and UD state transitions that connect QPs of two NICs on one hub.
+ *
+ * The helpers allocate their objects and the node owns them: everything is
+ * freed by uz_node_stop().  Fields of the helpers' own structures are in
+ * host order; the helpers convert where they meet guest memory.
+ */
+#ifndef UZURA_VERBS_H
+#define UZURA_VERBS_H
+
+#include "uzura-qtest.h"
+
+#define UZ_PAGE_SHIFT       12
+#define UZ_PAGE_SIZE        (1u << UZ_PAGE_SHIFT)
+#define UZ_PAGE_MASK        ((uint64_t)UZ_PAGE_SIZE - 1)
+
+/* Every QP's rings: 64 WQEs of 256 bytes, room for 12 SGEs or 192 bytes. */
+#define UZ_SQ_LOG_DEPTH     6
+#define UZ_RQ_LOG_DEPTH     6
+#define UZ_SQ_LOG_WQE       8
+#define UZ_RQ_LOG_WQE       8
+#define UZ_SQ_WQE_SIZE      (1u << UZ_SQ_LOG_WQE)
+#define UZ_RQ_WQE_SIZE      (1u << UZ_RQ_LOG_WQE)
+#define UZ_SQ_MAX_SGE       ((UZ_SQ_WQE_SIZE - 64) / 16)
+#define UZ_SQ_MAX_INLINE    (UZ_SQ_WQE_SIZE - 64)
+#define UZ_RQ_MAX_SGE       ((UZ_RQ_WQE_SIZE - 16) / 16)
+#define UZ_CQ_LOG_DEPTH     8
+
+/* Outstanding READ/atomic per QP: the device's default max-qp-rd-atom. */
+#define UZ_RD_ATOMIC        16
+
+#define UZ_GSI_QKEY         0x80010000u
+#define UZ_ACCESS_ALL       (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
+                             UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC)
+
+/* uz_cqe_expect(): do not check the opcode. */
+#define UZ_WC_ANY           0xff
+
+typedef struct UzNode {
+    UzMachine *m;
+    int idx;                    /* NIC uz<idx> */
+    UzDev d;
+    UzEq async_eq;              /* UZ_EQ_F_ASYNC, vector 1 */
+    UzEq comp_eq;               /* completion events of every CQ, vector 2 */
+    uint32_t pdn;
+    uint64_t attr_buf;          /* scratch page for MODIFY_QP, QUERY_QP */
+    uint64_t next_iova;         /* where uz_mr_reg() puts the next MR */
+    uint8_t next_key;           /* key byte of the next MR */
+    GPtrArray *mrs;             /* UzMr *, to find an MR by its key */
+    GPtrArray *owned;           /* freed by uz_node_stop() */
+} UzNode;
+
+typedef struct UzCq {
+    UzNode *n;
+    uint32_t cqn;
+    uint32_t db;
+    uint64_t ring;
+    uint32_t log_depth;
+    uint32_t ci;
+} UzCq;
+
+typedef struct UzMr {
+    UzNode *n;
+    uint32_t key;
+    uint32_t pdn;
+    uint32_t access;
+    bool dma;                   /* UZ_MR_F_DMA: iova is the address */
+    uint64_t iova;
+    uint64_t len;
+    uint64_t pbl;               /* page list in guest memory */
+    uint32_t npages;
+    uint64_t *pages;            /* our copy of the page list */
+} UzMr;
+
+typedef struct UzSrq {
+    UzNode *n;
+    uint32_t srqn;
+    uint32_t db;
+    uint64_t ring;
+    uint32_t log_depth;
+    uint32_t pi;
+} UzSrq;
+
+typedef struct UzQp {
+    UzNode *n;
+    uint32_t qpn;
+    uint8_t type;
+    UzCq *scq;
+    UzCq *rcq;
+    UzSrq *srq;
+    uint64_t sq;
+    uint64_t rq;                /* 0 on an SRQ */
+    uint32_t sq_db;
+    uint32_t rq_db;
+    uint32_t sq_pi;
+    uint32_t rq_pi;
+} UzQp;
+
+/* A scatter/gather entry, host order. */
+typedef struct UzSge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+} UzSge;
+
+/* A send work request, host order; uz_wqe_build() makes the WQE. */
+typedef struct UzWr {
+    uint64_t wr_id;
+    uint8_t opcode;             /* UZ_WR_* */
+    uint8_t flags;              /* UZ_WQE_F_* */
+    const UzSge *sge;
+    int num_sge;
+    const void *inline_data;    /* with UZ_WQE_F_INLINE */
+    uint32_t inline_len;
+    uint32_t imm;               /* immediate, or the rkey for SEND_INV */
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint64_t compare_add;
+    uint64_t swap;
+    uint32_t ahn;               /* UD and GSI */
+    uint32_t remote_qpn;
+    uint32_t remote_qkey;
+} UzWr;
+
+/* RC connection parameters; UZ_RC_OPTS_DEFAULT is what tests start from. */
+typedef struct UzRcOpts {
+    uint8_t path_mtu;
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer;
+    uint32_t psn[2];            /* first send PSN of each side */
+} UzRcOpts;
+
+/*
+ * MTU 1024 is the active MTU at Ethernet MTU 1500.  The first side's PSNs
+ * wrap after six packets; min_rnr_timer 1 is 0.01 ms.
+ */
+#define UZ_RC_OPTS_DEFAULT { \
+    .path_mtu = UZ_MTU_1024, .timeout = 14, .retry_cnt = 7, \
+    .rnr_retry = 7, .min_rnr_timer = 1, .psn = { 0xfffffa, 0x000123 }, \
+}
+
+/* ------------------------------------------------------------------ */
+/* Nodes                                                              */
+/* ------------------------------------------------------------------ */
+
+static inline void *uz_own(UzNode *n, size_t size)
+{
+    void *p = g_malloc0(size);
+
+    g_ptr_array_add(n->owned, p);
+    return p;
+}
+
+/* Run a command whose payload is @args; returns its status. */
+static inline uint8_t uz_cmd(UzNode *n, uint8_t op, const void *args,
+                             size_t len, struct uz_admin_cqe *cqe)
+{
+    struct uz_admin_cmd cmd = { .opcode = op };
+
+    g_assert(len <= sizeof(cmd.raw));
+    if (len) {
+        memcpy(cmd.raw, args, len);
+    }
+    return uz_admin(&n->d, &cmd, cqe);
+}
+
+static inline uint32_t uz_pd_alloc(UzNode *n)
+{
+    struct uz_cmd_obj c = { 0 };
+    struct uz_admin_cqe cqe;
+
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_ALLOC_PD, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    return le32_to_cpu(cqe.out0);
+}
+
+/* NIC i has MAC 52:54:00:12:34:5i (uz_machine_start) and 10.0.0.(i+1). */
+static inline void uz_node_mac(int idx, uint8_t *mac)
+{
+    static const uint8_t base[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x50 };
+
+    memcpy(mac, base, 6);
+    mac[5] += idx;
+}
+
+static inline void uz_node_ip(int idx, uint8_t *ip)
+{
+    ip[0] = 10;
+    ip[1] = 0;
+    ip[2] = 0;
+    ip[3] = idx + 1;
+}
+
+/* The IPv4-mapped GID ::ffff:10.0.0.(i+1). */
+static inline void uz_node_gid(int idx, uint8_t *gid)
+{
+    memset(gid, 0, 16);
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    uz_node_ip(idx, gid + 12);
+}
+
+static inline void uz_node_start(UzNode *n, UzMachine *m, int idx)
+{
+    memset(n, 0, sizeof(*n));
+    n->m = m;
+    n->idx = idx;
+    uz_dev_init(&n->d, m, idx);
+    uz_admin_start(&n->d, 6);
+    g_assert_cmpint(uz_create_eq(&n->d, &n->async_eq, 10, 1, UZ_EQ_F_ASYNC),
+                    ==, UZ_CMD_OK);
+    g_assert_cmpint(uz_create_eq(&n->d, &n->comp_eq, 8, 2, 0), ==,
+                    UZ_CMD_OK);
+    n->attr_buf = uz_alloc(&n->d, UZ_PAGE_SIZE);
+    /* Distinct 64-bit iovas per node: a mix-up cannot go unnoticed. */
+    n->next_iova = ((uint64_t)(idx + 1) << 36) + 0x10000000;
+    n->next_key = 0x11 + 0x40 * idx;
+    n->mrs = g_ptr_array_new();
+    n->owned = g_ptr_array_new_with_free_func(g_free);
+    n->pdn = uz_pd_alloc(n);
+}
+
+static inline void uz_node_stop(UzNode *n)
+{
+    g_ptr_array_free(n->mrs, true);
+    g_ptr_array_free(n->owned, true);
+    uz_dev_fini(&n->d);
+}
+
+/* The link property of NIC @nic: the cable (spec 7.1). */
+static inline void uz_link_set(UzMachine *m, int nic, bool up)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
+
+    qtest_qmp_assert_success(m->qs->qts, "{'execute': 'qom-set', "
+                             "'arguments': {'path': %s, 'property': 'link', "
+                             "'value': %i}}", path, up);
+}
+
+/* Wait until counter @name of the node's NIC reaches @min. */
+static inline uint64_t uz_counter_wait(UzNode *n, const char *name,
+                                       uint64_t min)
+{
+    uint64_t val = 0;
+    int i;
+
+    for (i = 0; i < UZ_POLL_LIMIT / 100; i++) {
+        val = uz_counter(n->m, n->idx, name);
+        if (val >= min) {
+            return val;
+        }
+        uz_poll_pause(&n->d);
+    }
+    g_error("uz%d: counter %s stays at %" PRIu64 ", below %" PRIu64,
+            n->idx, name, val, min);
+}
+
+/* ------------------------------------------------------------------ */
+/* Events                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Consume events of @eq for at most @polls polls until one of @type about
+ * @handle arrives; other events are consumed and logged.  The consumer
+ * index goes to the doorbell (unarmed) so that the EQ never overflows.
+ */
+static inline bool uz_event_seen(UzNode *n, UzEq *eq, uint8_t type,
+                                 uint32_t handle, int polls)
+{
+    struct uz_eqe eqe;
+    int i;
+
+    for (i = 0; i < polls; i++) {
+        while (uz_eq_next(&n->d, eq, &eqe)) {
+            uz_ring(&n->d, eq->db, eq->ci);
+            if (eqe.type == type && le32_to_cpu(eqe.handle) == handle) {
+                return true;
+            }
+            g_test_message("uz%d: EQ %u: event %#x handle %u", n->idx,
+                           eq->eqn, eqe.type, le32_to_cpu(eqe.handle));
+        }
+        uz_poll_pause(&n->d);
+    }
+    return false;
+}
+
+static inline void uz_event_wait(UzNode *n, UzEq *eq, uint8_t type,
+                                 uint32_t handle)
+{
+    if (!uz_event_seen(n, eq, type, handle, UZ_POLL_LIMIT)) {
+        g_error("uz%d: no event %#x for handle %u", n->idx, type, handle);
+    }
+}
+
+/* Consume every event written so far; returns how many of @type. */
+static inline int uz_eq_drain(UzNode *n, UzEq *eq, uint8_t type)
+{
+    struct uz_eqe eqe;
+    int count = 0;
+
+    while (uz_eq_next(&n->d, eq, &eqe)) {
+        uz_ring(&n->d, eq->db, eq->ci);
+        count += eqe.type == type;
+    }
+    return count;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                  */
+/* ------------------------------------------------------------------ */
+
+static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
+{
+    UzCq *cq = uz_own(n, sizeof(*cq));
+    struct uz_cmd_create_cq c = { 0 };
+    struct uz_admin_cqe cqe;
+
+    cq->n = n;
+    cq->log_depth = log_depth;
+    cq->ring = uz_alloc(&n->d, sizeof(struct uz_cqe) << log_depth);
+    c.ring_addr = cpu_to_le64(cq->ring);
+    c.eqn = cpu_to_le32(n->comp_eq.eqn);
+    c.log_depth = log_depth;
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_CQ, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    cq->cqn = le32_to_cpu(cqe.out0);
+    cq->db = le32_to_cpu(cqe.out1);
+    return cq;
+}
+
+/*
+ * Take the next CQE if the device wrote it: its phase bit is 1 on the
+ * first pass of the ring, 0 on the second, and so on.  The CQE comes back
+ * in host order, imm_data turned from network order into a number.  The
+ * new consumer index goes to the doorbell without arm bits, which leaves
+ * the arming as it was.
+ */
+static inline bool uz_cq_poll(UzCq *cq, struct uz_cqe *cqe)
+{
+    uint32_t pos = cq->ci & ((1u << cq->log_depth) - 1);
+    uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+
+    qtest_memread(cq->n->d.qts, cq->ring + pos * sizeof(*cqe), cqe,
+                  sizeof(*cqe));
+    if ((cqe->flags & UZ_CQE_PHASE) != phase) {
+        return false;
+    }
+    cqe->wr_id = le64_to_cpu(cqe->wr_id);
+    cqe->byte_len = le32_to_cpu(cqe->byte_len);
+    cqe->imm_data = be32_to_cpu(cqe->imm_data);
+    cqe->qpn = le32_to_cpu(cqe->qpn);
+    cqe->src_qp = le32_to_cpu(cqe->src_qp);
+    cqe->pkey_index = le16_to_cpu(cqe->pkey_index);
+    cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
+    uz_ring(&cq->n->d, cq->db, cq->ci);
+    return true;
+}
+
+static inline void uz_cq_wait(UzCq *cq, struct uz_cqe *cqe)
+{
+    int i;
+
+    for (i = 0; i < UZ_POLL_LIMIT; i++) {
+        if (uz_cq_poll(cq, cqe)) {
+            return;
+        }
+        uz_poll_pause(&cq->n->d);
+    }
+    g_error("uz%d: no CQE on CQ %u", cq->n->idx, cq->cqn);
+}
+
+/*
+ * Wait for a CQE that needs timers (retransmission, RNR): poll a while,
+ * then advance the virtual clock by @step_ns, at most @steps times.
+ */
+static inline void uz_cq_wait_clock(UzCq *cq, struct uz_cqe *cqe,
+                                    int64_t step_ns, int steps)
+{
+    int i, j;
+
+    for (i = 0; i <= steps; i++) {
+        for (j = 0; j < 64; j++) {
+            if (uz_cq_poll(cq, cqe)) {
+                return;
+            }
+            uz_poll_pause(&cq->n->d);
+        }
+        qtest_clock_step(cq->n->d.qts, step_ns);
+    }
+    g_error("uz%d: no CQE on CQ %u after %d clock steps", cq->n->idx,
+            cq->cqn, steps);
+}
+
+/* Let the device run for @polls turns; the CQ must stay empty. */
+static inline void uz_cq_assert_empty(UzCq *cq, int polls)
+{
+    struct uz_cqe cqe;
+    int i;
+
+    for (i = 0; i < polls; i++) {
+        if (uz_cq_poll(cq, &cqe)) {
+            g_error("uz%d: unexpected CQE on CQ %u: wr_id %#" PRIx64
+                    " opcode %#x status %u", cq->n->idx, cq->cqn,
+                    cqe.wr_id, cqe.opcode, cqe.status);
+        }
+        uz_poll_pause(&cq->n->d);
+    }
+}
+
+/* Arm the CQ: UZ_DB_ARM or UZ_DB_ARM_SOLICITED. */
+static inline void uz_cq_arm(UzCq *cq, uint32_t how)
+{
+    uz_ring(&cq->n->d, cq->db, cq->ci | how);
+}
+
+/* The fields every CQE has; the rest is the caller's to check. */
+static inline void uz_cqe_expect(const struct uz_cqe *c, uint64_t wr_id,
+                                 uint8_t opcode, uint8_t status,
+                                 uint8_t vendor_err, uint32_t qpn)
+{
+    g_assert_cmphex(c->wr_id, ==, wr_id);
+    g_assert_cmpint(c->status, ==, status);
+    if (opcode != UZ_WC_ANY) {
+        g_assert_cmphex(c->opcode, ==, opcode);
+    }
+    g_assert_cmphex(c->vendor_err, ==, vendor_err);
+    g_assert_cmpint(c->qpn, ==, qpn);
+    g_assert_cmpint(c->pkey_index, ==, 0);
+    g_assert_cmpint(c->reserved_8, ==, 0);
+    g_assert_cmphex(c->flags & ~UZ_CQE_PHASE, ==, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory regions                                                     */
+/* ------------------------------------------------------------------ */
+
+/* libqos hands out whole 4 KiB pages from 1 MiB up: aligned already. */
+static inline uint64_t uz_alloc_pages(UzNode *n, uint32_t npages)
+{
+    uint64_t addr = uz_alloc(&n->d, (size_t)npages * UZ_PAGE_SIZE);
+
+    g_assert_cmphex(addr & UZ_PAGE_MASK, ==, 0);
+    return addr;
+}
+
+/* Issue REG_MR for @mr as filled in; returns the status, sets the key. */
+static inline uint8_t uz_mr_reg_cmd(UzMr *mr, uint8_t key_byte)
+{
+    struct uz_cmd_reg_mr c = {
+        .iova = cpu_to_le64(mr->iova), .length = cpu_to_le64(mr->len),
+        .pbl_addr = cpu_to_le64(mr->pbl), .npages = cpu_to_le32(mr->npages),
+        .pdn = cpu_to_le32(mr->pdn), .access = cpu_to_le32(mr->access),
+        .page_shift = UZ_PAGE_SHIFT, .key = key_byte,
+        .flags = mr->dma ? UZ_MR_F_DMA : 0,
+    };
+    struct uz_admin_cqe cqe;
+    uint8_t st = uz_cmd(mr->n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe);
+
+    mr->key = le32_to_cpu(cqe.out0);
+    return st;
+}
+
+/*
+ * Register @len bytes at virtual address @iova (any alignment) in PD
+ * @pdn.  The pages are one guest allocation, listed in reverse order, so
+ * that the device must translate every page through the page list.
+ */
+static inline UzMr *uz_mr_reg_full(UzNode *n, uint32_t pdn, uint64_t iova,
+                                   uint64_t len, uint32_t access)
+{
+    UzMr *mr = uz_own(n, sizeof(*mr));
+    uint64_t first = iova & ~UZ_PAGE_MASK;
+    g_autofree uint64_t *pbl = NULL;
+    uint64_t base;
+    uint32_t k;
+
+    mr->n = n;
+    mr->pdn = pdn;
+    mr->access = access;
+    mr->iova = iova;
+    mr->len = len;
+    mr->npages = MAX(1, DIV_ROUND_UP(iova + len - first, UZ_PAGE_SIZE));
+    base = uz_alloc_pages(n, mr->npages);
+    mr->pages = uz_own(n, mr->npages * sizeof(uint64_t));
+    pbl = g_new(uint64_t, mr->npages);
+    for (k = 0; k < mr->npages; k++) {
+        mr->pages[k] = base + (uint64_t)(mr->npages - 1 - k) * UZ_PAGE_SIZE;
+        pbl[k] = cpu_to_le64(mr->pages[k]);
+    }
+    mr->pbl = uz_alloc(&n->d, mr->npages * sizeof(uint64_t));
+    qtest_memwrite(n->d.qts, mr->pbl, pbl, mr->npages * sizeof(uint64_t));
+    g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
+    g_ptr_array_add(n->mrs, mr);
+    return mr;
+}
+
+/* An MR in the node's PD at the next free, page-aligned iova. */
+static inline UzMr *uz_mr_reg(UzNode *n, uint64_t len, uint32_t access)
+{
+    uint64_t iova = n->next_iova;
+
+    /* Leave unmapped pages between MRs. */
+    n->next_iova += ROUND_UP(len, UZ_PAGE_SIZE) + 16 * UZ_PAGE_SIZE;
+    return uz_mr_reg_full(n, n->pdn, iova, len, access);
+}
+
+/* A DMA MR (UZ_MR_F_DMA): iova = guest physical address, no page list. */
+static inline UzMr *uz_mr_reg_dma(UzNode *n, uint64_t len, uint32_t access)
+{
+    UzMr *mr = uz_own(n, sizeof(*mr));
+
+    mr->n = n;
+    mr->pdn = n->pdn;
+    mr->access = access;
+    mr->dma = true;
+    mr->len = len;
+    mr->iova = uz_alloc(&n->d, len);
+    g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
+    g_ptr_array_add(n->mrs, mr);
+    return mr;
+}
+
+static inline UzMr *uz_mr_by_key(UzNode *n, uint32_t key)
+{
+    guint i;
+
+    for (i = 0; i < n->mrs->len; i++) {
+        UzMr *mr = g_ptr_array_index(n->mrs, i);
+
+        if (mr->key == key) {
+            return mr;
+        }
+    }
+    g_error("uz%d: no MR with key %#x", n->idx, key);
+}
+
+/* Point page @k of the MR at @gpa, in the device's page list too. */
+static inline void uz_mr_set_page(UzMr *mr, uint32_t k, uint64_t gpa)
+{
+    g_assert(!mr->dma && k < mr->npages);
+    mr->pages[k] = gpa;
+    qtest_writeq(mr->n->d.qts, mr->pbl + k * sizeof(uint64_t), gpa);
+}
+
+static inline uint64_t uz_mr_va(UzMr *mr, uint64_t off)
+{
+    return mr->iova + off;
+}
+
+static inline UzSge uz_mr_sge(UzMr *mr, uint64_t off, uint32_t len)
+{
+    return (UzSge) { .addr = mr->iova + off, .length = len,
+                     .lkey = mr->key };
+}
+
+/* The guest address of byte @off of the MR. */
+static inline uint64_t uz_mr_gpa(UzMr *mr, uint64_t off)
+{
+    uint64_t iova = mr->iova + off;
+
+    g_assert(off <= mr->len);
+    if (mr->dma) {
+        return iova;
+    }
+    return mr->pages[(iova >> UZ_PAGE_SHIFT) - (mr->iova >> UZ_PAGE_SHIFT)] +
+           (iova & UZ_PAGE_MASK);
+}
+
+/* Bytes from @off on that are contiguous in guest memory, at most @len. */
+static inline size_t uz_mr_chunk(UzMr *mr, uint64_t off, size_t len)
+{
+    uint64_t iova = mr->iova + off;
+
+    g_assert(off + len <= mr->len);
+    return mr->dma ? len : MIN(len, UZ_PAGE_SIZE - (iova & UZ_PAGE_MASK));
+}
+
+static inline void uz_mr_write(UzMr *mr, uint64_t off, const void *buf,
+                               size_t len)
+{
+    const uint8_t *p = buf;
+    size_t n;
+
+    for (; len; off += n, p += n, len -= n) {
+        n = uz_mr_chunk(mr, off, len);
+        qtest_memwrite(mr->n->d.qts, uz_mr_gpa(mr, off), p, n);
+    }
+}
+
+static inline void uz_mr_read(UzMr *mr, uint64_t off, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    size_t n;
+
+    for (; len; off += n, p += n, len -= n) {
+        n = uz_mr_chunk(mr, off, len);
+        qtest_memread(mr->n->d.qts, uz_mr_gpa(mr, off), p, n);
+    }
+}
+
+static inline void uz_mr_fill(UzMr *mr, uint64_t off, uint8_t byte,
+                              size_t len)
+{
+    size_t n;
+
+    for (; len; off += n, len -= n) {
+        n = uz_mr_chunk(mr, off, len);
+        qtest_memset(mr->n->d.qts, uz_mr_gpa(mr, off), byte, n);
+    }
+}
+
+/* Read the bytes an SGE list names, one after the other, into @out. */
+static inline void uz_sges_read(UzNode *n, const UzSge *sge, int nsge,
+                                uint8_t *out)
+{
+    int i;
+
+    for (i = 0; i < nsge; i++) {
+        UzMr *mr = uz_mr_by_key(n, sge[i].lkey);
+
+        uz_mr_read(mr, sge[i].addr - mr->iova, out, sge[i].length);
+        out += sge[i].length;
+    }
+}
+
+/* Write @data into the bytes an SGE list names, one after the other. */
+static inline void uz_sges_write(UzNode *n, const UzSge *sge, int nsge,
+                                 const uint8_t *data)
+{
+    int i;
+
+    for (i = 0; i < nsge; i++) {
+        UzMr *mr = uz_mr_by_key(n, sge[i].lkey);
+
+        uz_mr_write(mr, sge[i].addr - mr->iova, data, sge[i].length);
+        data += sge[i].length;
+    }
+}
+
+/* UZ_CMD_INVALIDATE_XLAT of [iova, iova + len) of MR @key; 0: whole MR. */
+static inline uint8_t uz_invalidate_xlat(UzNode *n, uint32_t key,
+                                         uint32_t uctx, uint64_t iova,
+                                         uint64_t len)
+{
+    struct uz_cmd_invalidate_xlat c = {
+        .key = cpu_to_le32(key), .uctx = cpu_to_le32(uctx),
+        .iova = cpu_to_le64(iova), .length = cpu_to_le64(len),
+    };
+
+    return uz_cmd(n, UZ_CMD_INVALIDATE_XLAT, &c, sizeof(c), NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* SRQs and QPs                                                       */
+/* ------------------------------------------------------------------ */
+
+static inline UzSrq *uz_srq_create(UzNode *n, uint32_t log_depth,
+                                   uint32_t limit)
+{
+    UzSrq *srq = uz_own(n, sizeof(*srq));
+    struct uz_cmd_create_srq c = { 0 };
+    struct uz_admin_cqe cqe;
+
+    srq->n = n;
+    srq->log_depth = log_depth;
+    srq->ring = uz_alloc(&n->d, UZ_RQ_WQE_SIZE << log_depth);
+    c.ring_addr = cpu_to_le64(srq->ring);
+    c.pdn = cpu_to_le32(n->pdn);
+    c.limit = cpu_to_le32(limit);
+    c.log_depth = log_depth;
+    c.log_wqe_size = UZ_RQ_LOG_WQE;
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_SRQ, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    srq->srqn = le32_to_cpu(cqe.out0);
+    srq->db = le32_to_cpu(cqe.out1);
+    return srq;
+}
+
+static inline uint8_t uz_srq_modify(UzSrq *srq, uint32_t limit)
+{
+    struct uz_cmd_modify_srq c = {
+        .srqn = cpu_to_le32(srq->srqn), .limit = cpu_to_le32(limit),
+    };
+
+    return uz_cmd(srq->n, UZ_CMD_MODIFY_SRQ, &c, sizeof(c), NULL);
+}
+
+/*
+ * A QP in the node's PD.  @scq and @rcq may be NULL: the QP then gets a
+ * CQ of its own for each.  With @srq the QP has no RQ.
+ */
+static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
+                                 UzCq *rcq, UzSrq *srq, uint8_t flags)
+{
+    UzQp *qp = uz_own(n, sizeof(*qp));
+    struct uz_cmd_create_qp c = { 0 };
+    struct uz_admin_cqe cqe;
+
+    qp->n = n;
+    qp->type = type;
+    qp->scq = scq ? scq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
+    qp->rcq = rcq ? rcq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
+    qp->srq = srq;
+    qp->sq = uz_alloc(&n->d, UZ_SQ_WQE_SIZE << UZ_SQ_LOG_DEPTH);
+    qp->rq = srq ? 0 : uz_alloc(&n->d, UZ_RQ_WQE_SIZE << UZ_RQ_LOG_DEPTH);
+    c.sq_addr = cpu_to_le64(qp->sq);
+    c.rq_addr = cpu_to_le64(qp->rq);
+    c.pdn = cpu_to_le32(n->pdn);
+    c.send_cqn = cpu_to_le32(qp->scq->cqn);
+    c.recv_cqn = cpu_to_le32(qp->rcq->cqn);
+    c.srqn = cpu_to_le32(srq ? srq->srqn : UZ_NO_SRQ);
+    c.type = type;
+    c.sq_log_depth = UZ_SQ_LOG_DEPTH;
+    c.rq_log_depth = UZ_RQ_LOG_DEPTH;
+    c.sq_log_wqe_size = UZ_SQ_LOG_WQE;
+    c.rq_log_wqe_size = UZ_RQ_LOG_WQE;
+    c.flags = flags;
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    qp->qpn = le32_to_cpu(cqe.out0);
+    qp->sq_db = le32_to_cpu(cqe.out1);
+    qp->rq_db = le32_to_cpu(cqe.out2);
+    return qp;
+}
+
+/* MODIFY_QP with @a (little-endian fields) and @mask; returns status. */
+static inline uint8_t uz_qp_modify(UzQp *qp, uint32_t mask,
+                                   const struct uz_qp_attr *a)
+{
+    struct uz_cmd_modify_qp c = {
+        .buf_addr = cpu_to_le64(qp->n->attr_buf),
+        .qpn = cpu_to_le32(qp->qpn), .attr_mask = cpu_to_le32(mask),
+    };
+
+    qtest_memwrite(qp->n->d.qts, qp->n->attr_buf, a, sizeof(*a));
+    return uz_cmd(qp->n, UZ_CMD_MODIFY_QP, &c, sizeof(c), NULL);
+}
+
+static inline void uz_qp_query(UzQp *qp, struct uz_qp_attr *a)
+{
+    uint64_t buf = qp->n->attr_buf + UZ_PAGE_SIZE / 2;
+    struct uz_cmd_query c = {
+        .buf_addr = cpu_to_le64(buf), .buf_len = cpu_to_le32(sizeof(*a)),
+        .handle = cpu_to_le32(qp->qpn),
+    };
+
+    g_assert_cmpint(uz_cmd(qp->n, UZ_CMD_QUERY_QP, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_OK);
+    qtest_memread(qp->n->d.qts, buf, a, sizeof(*a));
+}
+
+static inline uint8_t uz_qp_state(UzQp *qp)
+{
+    struct uz_qp_attr a;
+
+    uz_qp_query(qp, &a);
+    return a.state;
+}
+
+/* Move to @state with no other attribute (RESET, ERR, SQD, ...). */
+static inline void uz_qp_set_state(UzQp *qp, uint8_t state)
+{
+    struct uz_qp_attr a = { .state = state };
+
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    if (state == UZ_QPS_RESET) {
+        /* RESET zeroes the device's indices; the driver restarts too. */
+        qp->sq_pi = 0;
+        qp->rq_pi = 0;
+    }
+}
+
+/* RC RESET -> INIT: every remote access allowed. */
+static inline void uz_rc_init(UzQp *qp)
+{
+    struct uz_qp_attr a = {
+        .state = UZ_QPS_INIT, .pkey_index = 0, .port = 1,
+        .access_flags = cpu_to_le32(UZ_ACCESS_ALL),
+    };
+
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE |
+                                 UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT |
+                                 UZ_QP_ATTR_ACCESS, &a), ==, UZ_CMD_OK);
+}
+
+/* RC INIT -> RTR towards @peer, expecting its first PSN @rq_psn. */
+static inline void uz_rc_rtr(UzQp *qp, UzQp *peer, uint32_t rq_psn,
+                             const UzRcOpts *o)
+{
+    struct uz_qp_attr a = {
+        .state = UZ_QPS_RTR, .path_mtu = o->path_mtu,
+        .dest_qpn = cpu_to_le32(peer->qpn), .rq_psn = cpu_to_le32(rq_psn),
+        .max_dest_rd_atomic = UZ_RD_ATOMIC,
+        .min_rnr_timer = o->min_rnr_timer, .hop_limit = 64,
+    };
+
+    uz_node_mac(peer->n->idx, a.dmac);
+    uz_node_gid(peer->n->idx, a.dgid);
+    uz_node_gid(qp->n->idx, a.sgid);
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_AV |
+                                 UZ_QP_ATTR_PATH_MTU | UZ_QP_ATTR_DEST_QPN |
+                                 UZ_QP_ATTR_RQ_PSN |
+                                 UZ_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                                 UZ_QP_ATTR_MIN_RNR_TIMER, &a), ==,
+                    UZ_CMD_OK);
+}
+
+/* RC RTR -> RTS, sending from PSN @sq_psn. */
+static inline void uz_rc_rts(UzQp *qp, uint32_t sq_psn, const UzRcOpts *o)
+{
+    struct uz_qp_attr a = {
+        .state = UZ_QPS_RTS, .sq_psn = cpu_to_le32(sq_psn),
+        .timeout = o->timeout, .retry_cnt = o->retry_cnt,
+        .rnr_retry = o->rnr_retry, .max_rd_atomic = UZ_RD_ATOMIC,
+    };
+
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_SQ_PSN |
+                                 UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_RETRY_CNT |
+                                 UZ_QP_ATTR_RNR_RETRY |
+                                 UZ_QP_ATTR_MAX_QP_RD_ATOMIC, &a), ==,
+                    UZ_CMD_OK);
+}
+
+/* Connect RC QPs @a and @b, both in RESET; @o NULL: the defaults. */
+static inline void uz_rc_connect(UzQp *a, UzQp *b, const UzRcOpts *o)
+{
+    static const UzRcOpts defaults = UZ_RC_OPTS_DEFAULT;
+
+    o = o ? o : &defaults;
+    uz_rc_init(a);
+    uz_rc_init(b);
+    uz_rc_rtr(a, b, o->psn[1], o);
+    uz_rc_rtr(b, a, o->psn[0], o);
+    uz_rc_rts(a, o->psn[0], o);
+    uz_rc_rts(b, o->psn[1], o);
+}
+
+/* UD or GSI RESET -> INIT -> RTR -> RTS with Q_Key @qkey. */
+static inline void uz_ud_up(UzQp *qp, uint32_t qkey, uint32_t sq_psn)
+{
+    struct uz_qp_attr a = {
+        .state = UZ_QPS_INIT, .port = 1, .qkey = cpu_to_le32(qkey),
+    };
+
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE |
+                                 UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT |
+                                 UZ_QP_ATTR_QKEY, &a), ==, UZ_CMD_OK);
+    a = (struct uz_qp_attr) { .state = UZ_QPS_RTR };
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    a = (struct uz_qp_attr) { .state = UZ_QPS_RTS,
+                              .sq_psn = cpu_to_le32(sq_psn) };
+    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_SQ_PSN,
+                                 &a), ==, UZ_CMD_OK);
+}
+
+/* An AH in the node's PD towards NIC @peer. */
+static inline uint32_t uz_ah_create(UzNode *n, int peer)
+{
+    struct uz_cmd_create_ah c = {
+        .hop_limit = 64, .pdn = cpu_to_le32(n->pdn),
+    };
+    struct uz_admin_cqe cqe;
+
+    uz_node_mac(peer, c.dmac);
+    uz_node_gid(peer, c.dgid);
+    uz_node_gid(n->idx, c.sgid);
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_AH, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    return le32_to_cpu(cqe.out0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting                                                            */
+/* ------------------------------------------------------------------ */
+
+static inline bool uz_wr_is_atomic(uint8_t opcode)
+{
+    return opcode == UZ_WR_ATOMIC_CMP_SWP ||
+           opcode == UZ_WR_ATOMIC_FETCH_ADD;
+}
+
+/*
+ * Build the WQE of @wr into @buf (UZ_SQ_WQE_SIZE bytes, 8-byte aligned);
+ * @ud selects the UD/GSI form of the union.  Immediate data goes in
+ * network order; the rkey of SEND_INV in little-endian order like every
+ * other key.  Returns the bytes used.
+ */
+static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
+{
+    struct uz_send_wqe *w = buf;
+    uint8_t *tail = (uint8_t *)(w + 1);
+    int i;
+
+    memset(buf, 0, UZ_SQ_WQE_SIZE);
+    w->wr_id = cpu_to_le64(wr->wr_id);
+    w->opcode = wr->opcode;
+    w->flags = wr->flags;
+    w->imm_data = wr->opcode == UZ_WR_SEND_INV ? cpu_to_le32(wr->imm) :
+                                                 cpu_to_be32(wr->imm);
+    w->rkey = cpu_to_le32(wr->rkey);
+    w->remote_addr = cpu_to_le64(wr->remote_addr);
+    if (ud) {
+        w->ud.ahn = cpu_to_le32(wr->ahn);
+        w->ud.remote_qpn = cpu_to_le32(wr->remote_qpn);
+        w->ud.remote_qkey = cpu_to_le32(wr->remote_qkey);
+    } else if (uz_wr_is_atomic(wr->opcode)) {
+        w->atomic.compare_add = cpu_to_le64(wr->compare_add);
+        w->atomic.swap = cpu_to_le64(wr->swap);
+    }
+    if (wr->flags & UZ_WQE_F_INLINE) {
+        g_assert_cmpint(wr->inline_len, <=, UZ_SQ_MAX_INLINE);
+        w->inline_len = cpu_to_le32(wr->inline_len);
+        if (wr->inline_len) {
+            memcpy(tail, wr->inline_data, wr->inline_len);
+        }
+        return sizeof(*w) + wr->inline_len;
+    }
+    g_assert_cmpint(wr->num_sge, <=, UZ_SQ_MAX_SGE);
+    w->num_sge = wr->num_sge;
+    for (i = 0; i < wr->num_sge; i++) {
+        struct uz_sge s = {
+            .addr = cpu_to_le64(wr->sge[i].addr),
+            .length = cpu_to_le32(wr->sge[i].length),
+            .lkey = cpu_to_le32(wr->sge[i].lkey),
+        };
+
+        memcpy(tail + i * sizeof(s), &s, sizeof(s));
+    }
+    return sizeof(*w) + wr->num_sge * sizeof(struct uz_sge);
+}
+
+/* Put a WQE of @len bytes into the next SQ slot (zero-padded); no ring. */
+static inline void uz_sq_put(UzQp *qp, const void *wqe, size_t len)
+{
+    uint64_t slot[UZ_SQ_WQE_SIZE / 8] = { 0 };
+    uint32_t pos = qp->sq_pi & ((1u << UZ_SQ_LOG_DEPTH) - 1);
+
+    g_assert_cmpint(len, <=, sizeof(slot));
+    memcpy(slot, wqe, len);
+    qtest_memwrite(qp->n->d.qts, qp->sq + pos * UZ_SQ_WQE_SIZE, slot,
+                   sizeof(slot));
+    qp->sq_pi = (qp->sq_pi + 1) & UZ_DB_PI_MASK;
+}
+
+static inline void uz_sq_ring(UzQp *qp)
+{
+    uz_ring(&qp->n->d, qp->sq_db, qp->sq_pi);
+}
+
+/* Build and place a send WQE without ringing: for batches. */
+static inline void uz_sq_post(UzQp *qp, const UzWr *wr)
+{
+    uint64_t buf[UZ_SQ_WQE_SIZE / 8];
+    size_t len = uz_wqe_build(wr, qp->type != UZ_QPT_RC, buf);
+
+    uz_sq_put(qp, buf, len);
+}
+
+static inline void uz_post_send(UzQp *qp, const UzWr *wr)
+{
+    uz_sq_post(qp, wr);
+    uz_sq_ring(qp);
+}
+
+/* Write a receive WQE at index @idx of a ring of 2^log_depth RQ WQEs. */
+static inline void uz_recv_put(UzNode *n, uint64_t ring, uint32_t log_depth,
+                               uint32_t idx, uint64_t wr_id,
+                               const UzSge *sge, int nsge)
+{
+    uint64_t slot[UZ_RQ_WQE_SIZE / 8] = { 0 };
+    struct uz_recv_wqe *w = (struct uz_recv_wqe *)slot;
+    struct uz_sge *s = (struct uz_sge *)(w + 1);
+    uint32_t pos = idx & ((1u << log_depth) - 1);
+    int i;
+
+    g_assert_cmpint(nsge, <=, UZ_RQ_MAX_SGE);
+    w->wr_id = cpu_to_le64(wr_id);
+    w->num_sge = nsge;
+    for (i = 0; i < nsge; i++) {
+        s[i].addr = cpu_to_le64(sge[i].addr);
+        s[i].length = cpu_to_le32(sge[i].length);
+        s[i].lkey = cpu_to_le32(sge[i].lkey);
+    }
+    qtest_memwrite(n->d.qts, ring + pos * UZ_RQ_WQE_SIZE, slot,
+                   sizeof(slot));
+}
+
+static inline void uz_post_recv(UzQp *qp, uint64_t wr_id, const UzSge *sge,
+                                int nsge)
+{
+    g_assert(!qp->srq);
+    uz_recv_put(qp->n, qp->rq, UZ_RQ_LOG_DEPTH, qp->rq_pi, wr_id, sge, nsge);
+    qp->rq_pi = (qp->rq_pi + 1) & UZ_DB_PI_MASK;
+    uz_ring(&qp->n->d, qp->rq_db, qp->rq_pi);
+}
+
+static inline void uz_srq_post(UzSrq *srq, uint64_t wr_id, const UzSge *sge,
+                               int nsge)
+{
+    uz_recv_put(srq->n, srq->ring, srq->log_depth, srq->pi, wr_id, sge,
+                nsge);
+    srq->pi = (srq->pi + 1) & UZ_DB_PI_MASK;
+    uz_ring(&srq->n->d, srq->db, srq->pi);
+}
+
+#endif /* UZURA_VERBS_H */
