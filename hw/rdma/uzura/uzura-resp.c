@@ -96,33 +96,25 @@ static uint8_t uzura_rwqe_load(UzuraCore *core, uint64_t addr, uint32_t size,
 static int uzura_resp_take(UzuraCore *core, UzuraQp *qp, uint8_t *verr)
 {
     UzuraXfer *x = qp->x;
-    uint64_t addr;
+    UzuraSrq *srq = qp->srqn != UZ_NO_SRQ ? &core->rdma.srq[qp->srqn] : NULL;
+    uint64_t ring = srq ? srq->ring_addr : qp->rq_addr;
+    uint32_t log_depth = srq ? srq->log_depth : qp->rq_log_depth;
+    uint32_t log_size = srq ? srq->log_wqe_size : qp->rq_log_wqe_size;
+    uint32_t ci = srq ? srq->ci : qp->rq_ci;
 
-    if (qp->srqn != UZ_NO_SRQ) {
-        UzuraSrq *srq = &core->rdma.srq[qp->srqn];
-
-        if (srq->ci == srq->pi) {
-            return 0;
-        }
-        addr = srq->ring_addr + ((uint64_t)(srq->ci &
-                                            ((1u << srq->log_depth) - 1)) <<
-                                 srq->log_wqe_size);
-        *verr = uzura_rwqe_load(core, addr, 1u << srq->log_wqe_size,
-                                &x->rwqe);
+    if (ci == (srq ? srq->pi : qp->rq_pi)) {
+        return 0;
+    }
+    *verr = uzura_rwqe_load(core, ring + ((uint64_t)(ci & ((1u << log_depth) -
+                                                           1)) << log_size),
+                            1u << log_size, &x->rwqe);
+    /* An SRQ WQE is the QP's once taken; an RQ's slot frees on completion. */
+    if (srq) {
         srq->ci = (srq->ci + 1) & UZ_IDX_MASK;
         if (srq->limit && uzura_ring_used(srq->pi, srq->ci) < srq->limit) {
             srq->limit = 0;
             uzura_eq_post_async(core, UZ_EQE_SRQ_LIMIT, qp->srqn, 0);
         }
-    } else {
-        if (qp->rq_ci == qp->rq_pi) {
-            return 0;
-        }
-        addr = qp->rq_addr + ((uint64_t)(qp->rq_ci &
-                                         ((1u << qp->rq_log_depth) - 1)) <<
-                              qp->rq_log_wqe_size);
-        *verr = uzura_rwqe_load(core, addr, 1u << qp->rq_log_wqe_size,
-                                &x->rwqe);
     }
     x->have_rwqe = true;
     x->recv_off = 0;
