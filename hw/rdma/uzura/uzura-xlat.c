@@ -45,13 +45,18 @@ static uint32_t uzura_mr_index(UzuraCore *core, const UzuraMr *mr)
     return mr - core->rdma.mr;
 }
 
+/*
+ * Direct-mapped: an MR's pages take consecutive slots from a start that
+ * depends on the MR, so a run of up to xlat_cache_entries pages of one MR
+ * never evicts itself, and different MRs start far apart.
+ */
 static UzuraXlatEntry *uzura_xlat_slot(UzuraCore *core, uint32_t mri,
                                        uint64_t page)
 {
     UzuraRdma *r = &core->rdma;
-    uint64_t h = (mri * 0x9e3779b97f4a7c15ull) ^ (page * 0xc2b2ae3d27d4eb4full);
 
-    return &r->xlat[(h ^ (h >> 29)) % r->lim.xlat_cache_entries];
+    return &r->xlat[((uint64_t)mri * 0x9e3779b1u + page) %
+                    r->lim.xlat_cache_entries];
 }
 
 /* The DMA address of page @page of @mr, through the cache. */
