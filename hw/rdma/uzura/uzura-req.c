@@ -59,15 +59,17 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
     h->inline_len = le32_to_cpu(h->inline_len);
     h->rkey = le32_to_cpu(h->rkey);
     h->remote_addr = le64_to_cpu(h->remote_addr);
-    h->atomic.compare_add = le64_to_cpu(h->atomic.compare_add);
-    h->atomic.swap = le64_to_cpu(h->atomic.swap);
-    /* ud and crw alias atomic; decode them from the raw bytes. */
-    h->ud.ahn = ldl_le_p(buf + 32);
-    h->ud.remote_qpn = ldl_le_p(buf + 36);
-    h->ud.remote_qkey = ldl_le_p(buf + 40);
-    if (h->opcode == UZ_WR_CRW || h->opcode == UZ_WR_STCRW) {
-        h->crw.tag = ldq_le_p(buf + 32);
-        h->crw.length = ldl_le_p(buf + 40);
+    /* The union, as the QP type and opcode say. */
+    if (uzura_qp_is_ud(qp)) {
+        h->ud.ahn = le32_to_cpu(h->ud.ahn);
+        h->ud.remote_qpn = le32_to_cpu(h->ud.remote_qpn);
+        h->ud.remote_qkey = le32_to_cpu(h->ud.remote_qkey);
+    } else if (h->opcode == UZ_WR_CRW || h->opcode == UZ_WR_STCRW) {
+        h->crw.tag = le64_to_cpu(h->crw.tag);
+        h->crw.length = le32_to_cpu(h->crw.length);
+    } else {
+        h->atomic.compare_add = le64_to_cpu(h->atomic.compare_add);
+        h->atomic.swap = le64_to_cpu(h->atomic.swap);
     }
     wr->sgl.num = 0;
     wr->sgl.len = 0;
