@@ -1,0 +1,1579 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qtest for the uzura NIC's RDMA operations between two NICs on one hub:
+ * RC SEND, RDMA WRITE, RDMA READ and atomics at many sizes and with
+ * scatter/gather lists, completion signalling and fences, solicited
+ * events, UD and GSI traffic with its GRH area, SRQs and their limit,
+ * concurrent QPs racing on the same memory, WQEs posted before RTS, and
+ * many QPs sharing the link.  Every test boots its own machine; data is
+ * checked byte for byte and every field of every CQE is checked.
+ */
+#include "uzura-verbs.h"
+
+#define GUARD           0xee        /* bytes the device must not touch */
+#define BIG             (4u << 20)
+#define QKEY            0x11223344u
+
+typedef struct Ops {
+    UzMachine m;
+    UzNode a, b;                /* NIC 0 (10.0.0.1) and NIC 1 (10.0.0.2) */
+} Ops;
+
+static const size_t sizes[] = {
+    0, 1, 1023, 1024, 1025, 4096, 65536, BIG,
+};
+
+static void ops_start(Ops *t)
+{
+    uz_machine_start(&t->m, 2, NULL);
+    uz_node_start(&t->a, &t->m, 0);
+    uz_node_start(&t->b, &t->m, 1);
+}
+
+static void ops_stop(Ops *t)
+{
+    uz_node_stop(&t->a);
+    uz_node_stop(&t->b);
+    uz_machine_stop(&t->m);
+}
+
+/* An RC QP on each NIC, each with CQs of its own, connected. */
+static void rc_pair(Ops *t, UzQp **qa, UzQp **qb, uint8_t flags_a)
+{
+    *qa = uz_qp_create(&t->a, UZ_QPT_RC, NULL, NULL, NULL, flags_a);
+    *qb = uz_qp_create(&t->b, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    uz_rc_connect(*qa, *qb, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Data                                                               */
+/* ------------------------------------------------------------------ */
+
+static void pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+    uint32_t x = (seed * 2654435761u + 0x9e3779b9u) | 1;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = x >> 24;
+    }
+}
+
+static void assert_bytes(const uint8_t *got, const uint8_t *want, size_t len,
+                         const char *what)
+{
+    size_t i;
+
+    if (!len || !memcmp(got, want, len)) {
+        return;
+    }
+    for (i = 0; i < len; i++) {
+        if (got[i] != want[i]) {
+            g_error("%s: byte %zu of %zu is 0x%x, expected 0x%x", what, i,
+                    len, got[i], want[i]);
+        }
+    }
+}
+
+/* The @len bytes at @off of @mr are @want. */
+static void assert_mr(UzMr *mr, uint64_t off, const uint8_t *want,
+                      size_t len, const char *what)
+{
+    g_autofree uint8_t *got = g_malloc(len + 1);
+
+    uz_mr_read(mr, off, got, len);
+    assert_bytes(got, want, len, what);
+}
+
+/* The @len bytes at @off of @mr all are @byte. */
+static void assert_mr_fill(UzMr *mr, uint64_t off, uint8_t byte, size_t len,
+                           const char *what)
+{
+    g_autofree uint8_t *want = g_malloc(len + 1);
+
+    memset(want, byte, len);
+    assert_mr(mr, off, want, len, what);
+}
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                        */
+/* ------------------------------------------------------------------ */
+
+/* A successful send-side CQE: RC has no immediate, no flags, no src_qp. */
+static void expect_sq(const struct uz_cqe *c, uint64_t wr_id, uint8_t op,
+                      UzQp *qp, uint32_t byte_len)
+{
+    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qp->qpn);
+    g_assert_cmpuint(c->byte_len, ==, byte_len);
+    g_assert_cmphex(c->wc_flags, ==, 0);
+    g_assert_cmphex(c->imm_data, ==, 0);
+    g_assert_cmpuint(c->src_qp, ==, 0);
+}
+
+/* A successful receive CQE. */
+static void expect_rq(const struct uz_cqe *c, uint64_t wr_id, uint8_t op,
+                      uint32_t qpn, uint32_t byte_len, uint8_t wc_flags,
+                      uint32_t imm, uint32_t src_qp)
+{
+    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qpn);
+    g_assert_cmpuint(c->byte_len, ==, byte_len);
+    g_assert_cmphex(c->wc_flags, ==, wc_flags);
+    g_assert_cmphex(c->imm_data, ==, (wc_flags & UZ_WC_F_IMM) ? imm : 0);
+    g_assert_cmpuint(c->src_qp, ==, src_qp);
+}
+
+/* Wait for the next send CQE of @qp and check it. */
+static void sq_done(UzQp *qp, uint64_t wr_id, uint8_t op, uint32_t byte_len)
+{
+    struct uz_cqe c;
+
+    uz_cq_wait(qp->scq, &c);
+    expect_sq(&c, wr_id, op, qp, byte_len);
+}
+
+/* Wait for the next RC receive CQE of @qp and check it. */
+static void rq_done(UzQp *qp, uint64_t wr_id, uint8_t op, uint32_t byte_len,
+                    uint8_t wc_flags, uint32_t imm)
+{
+    struct uz_cqe c;
+
+    uz_cq_wait(qp->rcq, &c);
+    expect_rq(&c, wr_id, op, qp->qpn, byte_len, wc_flags, imm, 0);
+}
+
+/* Poll @eq for @polls turns; count events of @type about @handle. */
+static int events_count(UzNode *n, UzEq *eq, uint8_t type, uint32_t handle,
+                        int polls)
+{
+    struct uz_eqe eqe;
+    int count = 0;
+    int i;
+
+    for (i = 0; i < polls; i++) {
+        while (uz_eq_next(&n->d, eq, &eqe)) {
+            uz_ring(&n->d, eq->db, eq->ci);
+            if (eqe.type == type && le32_to_cpu(eqe.handle) == handle) {
+                count++;
+            } else {
+                g_test_message("uz%d: EQ %u: event 0x%x handle %u", n->idx,
+                               eq->eqn, eqe.type, le32_to_cpu(eqe.handle));
+            }
+        }
+        uz_poll_pause(&n->d);
+    }
+    return count;
+}
+
+/* ------------------------------------------------------------------ */
+/* 1. RC SEND                                                         */
+/* ------------------------------------------------------------------ */
+
+static void test_rc_send(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    g_autofree uint8_t *buf = g_malloc(BIG);
+    int k, imm;
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    ma = uz_mr_reg(&t.a, BIG + 64, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, BIG + 512, UZ_ACCESS_ALL);
+    for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+        for (imm = 0; imm < 2; imm++) {
+            size_t len = sizes[k];
+            uint32_t id = k * 2 + imm;
+            uint32_t immv = 0xa0b0c000u | id;
+            UzSge s = uz_mr_sge(ma, 5, len);
+            /* With immediate: a receive buffer of exactly the size. */
+            UzSge r = uz_mr_sge(mb, 3, imm ? len : len + 256);
+            UzWr wr = {
+                .wr_id = 0x5e0d0000ull | id,
+                .opcode = imm ? UZ_WR_SEND_IMM : UZ_WR_SEND,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .imm = immv,
+            };
+
+            g_test_message("SEND%s of %zu bytes", imm ? " with imm" : "",
+                           len);
+            pattern(buf, len, id);
+            uz_mr_write(ma, 5, buf, len);
+            uz_mr_fill(mb, 0, GUARD, len + 256 + 3);
+            uz_post_recv(qb, 0x7ec0000ull | id, &r, 1);
+            uz_post_send(qa, &wr);
+            sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
+            rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV, len,
+                    imm ? UZ_WC_F_IMM : 0, immv);
+            assert_mr(mb, 3, buf, len, "received data");
+            assert_mr_fill(mb, 0, GUARD, 3, "before the receive buffer");
+            assert_mr_fill(mb, 3 + len, GUARD, 256, "after the message");
+        }
+    }
+    uz_cq_assert_empty(qa->scq, 10);
+    uz_cq_assert_empty(qb->rcq, 10);
+    uz_cq_assert_empty(qa->rcq, 1);
+    uz_cq_assert_empty(qb->scq, 1);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. Scatter/gather and inline                                       */
+/* ------------------------------------------------------------------ */
+
+static void sgl_case(Ops *t, UzQp *qa, UzQp *qb, const UzSge *s, int ns,
+                     const UzSge *r, int nr, UzMr *mb1, UzMr *mb2,
+                     uint32_t seed, bool with_imm)
+{
+    size_t total = 0, room = 0;
+    g_autofree uint8_t *msg = NULL;
+    g_autofree uint8_t *img1 = NULL;
+    g_autofree uint8_t *img2 = NULL;
+    uint32_t immv = 0x51600000u | seed;
+    UzWr wr = {
+        .wr_id = 0x5900 + seed,
+        .opcode = with_imm ? UZ_WR_SEND_IMM : UZ_WR_SEND,
+        .flags = UZ_WQE_F_SIGNALED, .sge = s, .num_sge = ns, .imm = immv,
+    };
+    size_t off;
+    int i;
+
+    for (i = 0; i < ns; i++) {
+        total += s[i].length;
+    }
+    for (i = 0; i < nr; i++) {
+        room += r[i].length;
+    }
+    g_assert_cmpuint(total, <=, room);
+    msg = g_malloc(total);
+    pattern(msg, total, seed);
+    uz_sges_write(&t->a, s, ns, msg);
+
+    /* What the receive MRs must hold afterwards: guard, data where due. */
+    img1 = g_malloc(mb1->len);
+    img2 = g_malloc(mb2->len);
+    memset(img1, GUARD, mb1->len);
+    memset(img2, GUARD, mb2->len);
+    uz_mr_write(mb1, 0, img1, mb1->len);
+    uz_mr_write(mb2, 0, img2, mb2->len);
+    for (i = 0, off = 0; i < nr && off < total; i++) {
+        UzMr *mr = r[i].lkey == mb1->key ? mb1 : mb2;
+        uint8_t *img = mr == mb1 ? img1 : img2;
+        size_t n = MIN(r[i].length, total - off);
+
+        memcpy(img + (r[i].addr - mr->iova), msg + off, n);
+        off += n;
+    }
+
+    uz_post_recv(qb, 0x7e00 + seed, r, nr);
+    uz_post_send(qa, &wr);
+    sq_done(qa, wr.wr_id, UZ_WC_SEND, total);
+    rq_done(qb, 0x7e00 + seed, UZ_WC_RECV, total,
+            with_imm ? UZ_WC_F_IMM : 0, immv);
+    assert_mr(mb1, 0, img1, mb1->len, "first receive MR");
+    assert_mr(mb2, 0, img2, mb2->len, "second receive MR");
+}
+
+static void inline_case(Ops *t, UzQp *qa, UzQp *qb, UzMr *mb, uint32_t len,
+                        uint8_t opcode)
+{
+    uint8_t data[UZ_SQ_MAX_INLINE];
+    uint32_t immv = 0x1e100000u | len;
+    UzSge r = uz_mr_sge(mb, 7, 512);
+    UzWr wr = {
+        .wr_id = 0x1000 + len, .opcode = opcode,
+        .flags = UZ_WQE_F_SIGNALED | UZ_WQE_F_INLINE,
+        .inline_data = data, .inline_len = len, .imm = immv,
+    };
+    bool imm = opcode == UZ_WR_SEND_IMM;
+
+    g_assert_cmpuint(len, <=, sizeof(data));
+    pattern(data, len, 1000 + len + opcode);
+    uz_mr_fill(mb, 0, GUARD, 1024);
+    uz_post_recv(qb, 0x2000 + len, &r, 1);
+    uz_post_send(qa, &wr);
+    sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
+    rq_done(qb, 0x2000 + len, UZ_WC_RECV, len, imm ? UZ_WC_F_IMM : 0, immv);
+    assert_mr_fill(mb, 0, GUARD, 7, "before the inline message");
+    assert_mr(mb, 7, data, len, "inline message");
+    assert_mr_fill(mb, 7 + len, GUARD, 1024 - 7 - len,
+                   "after the inline message");
+}
+
+static void test_rc_sgl(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma1, *ma2, *mb1, *mb2;
+    UzSge s[3], r[4];
+    uint8_t data[UZ_SQ_MAX_INLINE];
+    UzWr wr;
+    int i;
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    ma1 = uz_mr_reg(&t.a, 16384, UZ_ACCESS_ALL);
+    ma2 = uz_mr_reg(&t.a, 12288, UZ_ACCESS_ALL);
+    mb1 = uz_mr_reg(&t.b, 16384, UZ_ACCESS_ALL);
+    mb2 = uz_mr_reg(&t.b, 8192, UZ_ACCESS_ALL);
+
+    /* 333 + 1501 + 999 = 2833 bytes; the middle SGE crosses a page. */
+    s[0] = uz_mr_sge(ma1, 7, 333);
+    s[1] = uz_mr_sge(ma2, 4091, 1501);
+    s[2] = uz_mr_sge(ma1, 5003, 999);
+
+    /* Receive SGEs of exactly the message's size, over two MRs. */
+    r[0] = uz_mr_sge(mb1, 1, 1000);
+    r[1] = uz_mr_sge(mb2, 4093, 777);
+    r[2] = uz_mr_sge(mb1, 8191, 555);
+    r[3] = uz_mr_sge(mb2, 101, 501);
+    sgl_case(&t, qa, qb, s, 3, r, 4, mb1, mb2, 1, false);
+    sgl_case(&t, qa, qb, s, 3, r, 4, mb1, mb2, 2, true);
+
+    /* Room to spare: the last SGE takes only part of the message. */
+    r[3].length = 800;
+    sgl_case(&t, qa, qb, s, 3, r, 4, mb1, mb2, 3, false);
+
+    /* A message ending exactly at the end of the second receive SGE. */
+    s[0].length = 500;
+    s[1].length = 1277;
+    s[2].length = 0;
+    sgl_case(&t, qa, qb, s, 3, r, 4, mb1, mb2, 4, true);
+
+    /* One-byte SGEs everywhere. */
+    s[0].length = s[1].length = s[2].length = 1;
+    r[0].length = r[1].length = r[2].length = r[3].length = 1;
+    sgl_case(&t, qa, qb, s, 3, r, 4, mb1, mb2, 5, false);
+
+    /* Twelve send SGEs, the most a WQE of 256 bytes holds. */
+    {
+        UzSge many[UZ_SQ_MAX_SGE];
+
+        for (i = 0; i < UZ_SQ_MAX_SGE; i++) {
+            many[i] = uz_mr_sge(i % 2 ? ma2 : ma1, 4000 + i * 617, 97 + i);
+        }
+        r[0] = uz_mr_sge(mb1, 3, 4000);
+        sgl_case(&t, qa, qb, many, UZ_SQ_MAX_SGE, r, 1, mb1, mb2, 6, false);
+    }
+
+    inline_case(&t, qa, qb, mb1, 0, UZ_WR_SEND);
+    inline_case(&t, qa, qb, mb1, 100, UZ_WR_SEND);
+    inline_case(&t, qa, qb, mb1, UZ_SQ_MAX_INLINE, UZ_WR_SEND);
+    inline_case(&t, qa, qb, mb1, 100, UZ_WR_SEND_IMM);
+    inline_case(&t, qa, qb, mb1, UZ_SQ_MAX_INLINE, UZ_WR_SEND_IMM);
+
+    /* An inline RDMA WRITE. */
+    pattern(data, sizeof(data), 77);
+    uz_mr_fill(mb1, 0, GUARD, 1024);
+    wr = (UzWr) {
+        .wr_id = 0x3000, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED | UZ_WQE_F_INLINE,
+        .inline_data = data, .inline_len = 150,
+        .remote_addr = uz_mr_va(mb1, 13), .rkey = mb1->key,
+    };
+    uz_post_send(qa, &wr);
+    sq_done(qa, 0x3000, UZ_WC_RDMA_WRITE, 150);
+    assert_mr_fill(mb1, 0, GUARD, 13, "before the inline write");
+    assert_mr(mb1, 13, data, 150, "inline write");
+    assert_mr_fill(mb1, 163, GUARD, 1024 - 163, "after the inline write");
+
+    uz_cq_assert_empty(qa->scq, 10);
+    uz_cq_assert_empty(qb->rcq, 10);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 3. RDMA WRITE                                                      */
+/* ------------------------------------------------------------------ */
+
+static void test_rc_write(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    g_autofree uint8_t *buf = g_malloc(BIG);
+    const uint64_t roff = 4093;     /* unaligned, just before a page end */
+    int k, imm;
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    ma = uz_mr_reg(&t.a, BIG + 64, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, BIG + 8192, UZ_ACCESS_ALL);
+    for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+        for (imm = 0; imm < 2; imm++) {
+            size_t len = sizes[k];
+            uint32_t id = k * 2 + imm;
+            uint32_t immv = 0x3717e000u | id;
+            UzSge s = uz_mr_sge(ma, 3, len);
+            UzWr wr = {
+                .wr_id = 0x3717e0000ull | id,
+                .opcode = imm ? UZ_WR_RDMA_WRITE_IMM : UZ_WR_RDMA_WRITE,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .imm = immv, .remote_addr = uz_mr_va(mb, roff),
+                .rkey = mb->key,
+            };
+
+            g_test_message("WRITE%s of %zu bytes", imm ? " with imm" : "",
+                           len);
+            pattern(buf, len, 100 + id);
+            uz_mr_write(ma, 3, buf, len);
+            uz_mr_fill(mb, roff - 64, GUARD, len + 128);
+            if (imm) {
+                /* A receive WQE without buffers is enough. */
+                uz_post_recv(qb, 0x7ec0000ull | id, NULL, 0);
+            }
+            uz_post_send(qa, &wr);
+            sq_done(qa, wr.wr_id, UZ_WC_RDMA_WRITE, len);
+            if (imm) {
+                rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV_RDMA_WITH_IMM, len,
+                        UZ_WC_F_IMM, immv);
+            } else {
+                uz_cq_assert_empty(qb->rcq, 5);
+            }
+            assert_mr(mb, roff, buf, len, "written data");
+            assert_mr_fill(mb, roff - 64, GUARD, 64, "before the target");
+            assert_mr_fill(mb, roff + len, GUARD, 64, "after the target");
+        }
+    }
+    uz_cq_assert_empty(qa->scq, 10);
+    uz_cq_assert_empty(qb->rcq, 10);
+    uz_cq_assert_empty(qb->scq, 1);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. RDMA READ                                                       */
+/* ------------------------------------------------------------------ */
+
+static void test_rc_read(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma1, *ma2, *mb;
+    g_autofree uint8_t *buf = g_malloc(BIG);
+    const uint64_t roff = 4093;
+    int k;
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    ma1 = uz_mr_reg(&t.a, BIG + 8192, UZ_ACCESS_ALL);
+    ma2 = uz_mr_reg(&t.a, BIG / 2 + 8192, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, BIG + 8192, UZ_ACCESS_ALL);
+    for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+        size_t len = sizes[k];
+        UzSge s[3];
+        int ns, i;
+        size_t off;
+        UzWr wr;
+
+        g_test_message("READ of %zu bytes", len);
+        if (len < 3) {
+            ns = 1;
+            s[0] = uz_mr_sge(ma1, 1, len);
+        } else {
+            size_t l0 = len / 3, l1 = len / 4;
+
+            ns = 3;
+            s[0] = uz_mr_sge(ma1, 1, l0);
+            s[1] = uz_mr_sge(ma2, 4095, l1);
+            s[2] = uz_mr_sge(ma1, l0 + 1 + 64, len - l0 - l1);
+        }
+        for (i = 0; i < ns; i++) {
+            UzMr *mr = uz_mr_by_key(&t.a, s[i].lkey);
+            uint64_t o = s[i].addr - mr->iova;
+
+            uz_mr_fill(mr, o - 1, GUARD, s[i].length + 2);
+        }
+        pattern(buf, len, 200 + k);
+        uz_mr_write(mb, roff, buf, len);
+        wr = (UzWr) {
+            .wr_id = 0x7ead00 + k, .opcode = UZ_WR_RDMA_READ,
+            .flags = UZ_WQE_F_SIGNALED, .sge = s, .num_sge = ns,
+            .remote_addr = uz_mr_va(mb, roff), .rkey = mb->key,
+        };
+        uz_post_send(qa, &wr);
+        sq_done(qa, wr.wr_id, UZ_WC_RDMA_READ, len);
+        for (i = 0, off = 0; i < ns; i++) {
+            UzMr *mr = uz_mr_by_key(&t.a, s[i].lkey);
+            uint64_t o = s[i].addr - mr->iova;
+
+            assert_mr(mr, o, buf + off, s[i].length, "read data");
+            assert_mr_fill(mr, o - 1, GUARD, 1, "before a read SGE");
+            assert_mr_fill(mr, o + s[i].length, GUARD, 1, "after a read SGE");
+            off += s[i].length;
+        }
+        /* The source is left alone. */
+        assert_mr(mb, roff, buf, len, "read source");
+    }
+    uz_cq_assert_empty(qa->scq, 10);
+    uz_cq_assert_empty(qb->rcq, 1);
+    uz_cq_assert_empty(qb->scq, 1);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5. Atomics                                                         */
+/* ------------------------------------------------------------------ */
+
+static void atomic_case(UzQp *qa, UzMr *ma, UzMr *mb, uint64_t roff,
+                        uint8_t opcode, uint64_t initial, uint64_t cmp_add,
+                        uint64_t swap, uint64_t expect_remote, uint64_t wr_id)
+{
+    const uint64_t loff = 4093;     /* the result crosses a page boundary */
+    UzSge s = uz_mr_sge(ma, loff, 8);
+    UzWr wr = {
+        .wr_id = wr_id, .opcode = opcode, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1, .remote_addr = uz_mr_va(mb, roff),
+        .rkey = mb->key, .compare_add = cmp_add, .swap = swap,
+    };
+    uint64_t v = cpu_to_le64(initial);
+    uint64_t got;
+
+    uz_mr_fill(ma, loff - 8, GUARD, 24);
+    uz_mr_fill(mb, roff - 8, GUARD, 24);
+    uz_mr_write(mb, roff, &v, 8);
+    uz_post_send(qa, &wr);
+    sq_done(qa, wr_id, opcode == UZ_WR_ATOMIC_CMP_SWP ? UZ_WC_COMP_SWAP :
+                                                        UZ_WC_FETCH_ADD, 8);
+    uz_mr_read(ma, loff, &got, 8);
+    g_assert_cmphex(le64_to_cpu(got), ==, initial);
+    uz_mr_read(mb, roff, &got, 8);
+    g_assert_cmphex(le64_to_cpu(got), ==, expect_remote);
+    assert_mr_fill(ma, loff - 8, GUARD, 8, "before the atomic result");
+    assert_mr_fill(ma, loff + 8, GUARD, 8, "after the atomic result");
+    assert_mr_fill(mb, roff - 8, GUARD, 8, "before the atomic target");
+    assert_mr_fill(mb, roff + 8, GUARD, 8, "after the atomic target");
+}
+
+static void test_rc_atomic(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    const uint64_t v0 = 0x1122334455667788ull;
+    const uint64_t v1 = 0xdeadbeefcafef00dull;
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    ma = uz_mr_reg(&t.a, 16384, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 16384, UZ_ACCESS_ALL);
+
+    /* CMP_SWP that matches: swapped. */
+    atomic_case(qa, ma, mb, 4088, UZ_WR_ATOMIC_CMP_SWP, v0, v0, v1, v1, 1);
+    /* CMP_SWP that does not: unchanged, the original comes back. */
+    atomic_case(qa, ma, mb, 4088, UZ_WR_ATOMIC_CMP_SWP, v0, v0 ^ 1, v1, v0,
+                2);
+    atomic_case(qa, ma, mb, 8192, UZ_WR_ATOMIC_CMP_SWP, v1, v0, 0, v1, 3);
+    /* FETCH_ADD, with carries across bytes and words, and wrapping. */
+    atomic_case(qa, ma, mb, 4096, UZ_WR_ATOMIC_FETCH_ADD, v0,
+                0x00000001000000ffull, 0, v0 + 0x00000001000000ffull, 4);
+    atomic_case(qa, ma, mb, 16, UZ_WR_ATOMIC_FETCH_ADD,
+                0xffffffffffffff00ull, 0x101, 0, 0x1, 5);
+    atomic_case(qa, ma, mb, 16, UZ_WR_ATOMIC_FETCH_ADD, v1, 0, 0, v1, 6);
+
+    /* Several in one go on one word: each sees the previous result. */
+    {
+        uint64_t v = cpu_to_le64(1000), got;
+        UzSge s[4];
+        UzWr wr;
+        int i;
+
+        uz_mr_write(mb, 64, &v, 8);
+        for (i = 0; i < 4; i++) {
+            s[i] = uz_mr_sge(ma, 256 + 8 * i, 8);
+            wr = (UzWr) {
+                .wr_id = 0x40 + i,
+                .opcode = i == 2 ? UZ_WR_ATOMIC_CMP_SWP :
+                                   UZ_WR_ATOMIC_FETCH_ADD,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s[i], .num_sge = 1,
+                .remote_addr = uz_mr_va(mb, 64), .rkey = mb->key,
+                .compare_add = i == 2 ? 1030 : 10 + i, .swap = 5000,
+            };
+            uz_sq_post(qa, &wr);
+        }
+        uz_sq_ring(qa);
+        for (i = 0; i < 4; i++) {
+            sq_done(qa, 0x40 + i, i == 2 ? UZ_WC_COMP_SWAP : UZ_WC_FETCH_ADD,
+                    8);
+        }
+        /* 1000 +10 -> 1010 +11 -> 1021; cmp 1030 fails; +13 -> 1034. */
+        uz_mr_read(ma, 256, &got, 8);
+        g_assert_cmpuint(le64_to_cpu(got), ==, 1000);
+        uz_mr_read(ma, 264, &got, 8);
+        g_assert_cmpuint(le64_to_cpu(got), ==, 1010);
+        uz_mr_read(ma, 272, &got, 8);
+        g_assert_cmpuint(le64_to_cpu(got), ==, 1021);
+        uz_mr_read(ma, 280, &got, 8);
+        g_assert_cmpuint(le64_to_cpu(got), ==, 1021);
+        uz_mr_read(mb, 64, &got, 8);
+        g_assert_cmpuint(le64_to_cpu(got), ==, 1034);
+    }
+    uz_cq_assert_empty(qa->scq, 10);
+    uz_cq_assert_empty(qb->rcq, 1);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 6. Signalling and fences                                           */
+/* ------------------------------------------------------------------ */
+
+static void test_signalling(void)
+{
+    Ops t;
+    UzQp *qa, *qb, *qs, *qsb;
+    UzMr *ma, *mb;
+    uint8_t buf[4096];
+    g_autofree uint8_t *old = g_malloc(65536);
+    g_autofree uint8_t *new = g_malloc(65536);
+    UzSge s[64];
+    UzWr wr;
+    int round, i;
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    rc_pair(&t, &qs, &qsb, UZ_QPF_SIG_ALL);
+    ma = uz_mr_reg(&t.a, 256 * 1024, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 256 * 1024, UZ_ACCESS_ALL);
+    pattern(buf, sizeof(buf), 6);
+    uz_mr_write(ma, 0, buf, sizeof(buf));
+
+    /*
+     * 63 unsignalled WRITEs and one signalled, twice: only the signalled
+     * ones complete, and the second batch finds the whole ring free.
+     */
+    for (round = 0; round < 2; round++) {
+        uz_mr_fill(mb, 0, GUARD, 64 * 64);
+        for (i = 0; i < 64; i++) {
+            s[i] = uz_mr_sge(ma, i * 13 + round, 64);
+            wr = (UzWr) {
+                .wr_id = 0x600 + round * 64 + i, .opcode = UZ_WR_RDMA_WRITE,
+                .flags = i == 63 ? UZ_WQE_F_SIGNALED : 0,
+                .sge = &s[i], .num_sge = 1,
+                .remote_addr = uz_mr_va(mb, i * 64), .rkey = mb->key,
+            };
+            uz_sq_post(qa, &wr);
+        }
+        uz_sq_ring(qa);
+        sq_done(qa, 0x600 + round * 64 + 63, UZ_WC_RDMA_WRITE, 64);
+        uz_cq_assert_empty(qa->scq, 20);
+        for (i = 0; i < 64; i++) {
+            assert_mr(mb, i * 64, buf + i * 13 + round, 64,
+                      "unsignalled write");
+        }
+    }
+
+    /* Unsignalled SENDs: no send CQE, but every receive completes. */
+    for (i = 0; i < 3; i++) {
+        UzSge r = uz_mr_sge(mb, 8192 + i * 256, 256);
+
+        uz_post_recv(qb, 0x6a0 + i, &r, 1);
+    }
+    for (i = 0; i < 3; i++) {
+        s[i] = uz_mr_sge(ma, 100 * i, 100 + i);
+        wr = (UzWr) {
+            .wr_id = 0x690 + i, .opcode = UZ_WR_SEND,
+            .flags = i == 2 ? UZ_WQE_F_SIGNALED : 0,
+            .sge = &s[i], .num_sge = 1,
+        };
+        uz_sq_post(qa, &wr);
+    }
+    uz_sq_ring(qa);
+    sq_done(qa, 0x692, UZ_WC_SEND, 102);
+    for (i = 0; i < 3; i++) {
+        rq_done(qb, 0x6a0 + i, UZ_WC_RECV, 100 + i, 0, 0);
+        assert_mr(mb, 8192 + i * 256, buf + 100 * i, 100 + i, "sent data");
+    }
+    uz_cq_assert_empty(qa->scq, 20);
+
+    /* UZ_QPF_SIG_ALL: WQEs without UZ_WQE_F_SIGNALED complete too. */
+    for (i = 0; i < 4; i++) {
+        s[i] = uz_mr_sge(ma, 7 * i, 32);
+        wr = (UzWr) {
+            .wr_id = 0x6c0 + i, .opcode = UZ_WR_RDMA_WRITE,
+            .flags = i == 3 ? UZ_WQE_F_SIGNALED : 0,
+            .sge = &s[i], .num_sge = 1,
+            .remote_addr = uz_mr_va(mb, 16384 + 32 * i), .rkey = mb->key,
+        };
+        uz_sq_post(qs, &wr);
+    }
+    uz_sq_ring(qs);
+    for (i = 0; i < 4; i++) {
+        sq_done(qs, 0x6c0 + i, UZ_WC_RDMA_WRITE, 32);
+        assert_mr(mb, 16384 + 32 * i, buf + 7 * i, 32, "SIG_ALL write");
+    }
+    uz_cq_assert_empty(qs->scq, 20);
+
+    /*
+     * A fenced WRITE after a READ of the same remote buffer: the READ
+     * sees the old data, the WRITE completes after it and its data stays.
+     */
+    pattern(old, 65536, 61);
+    pattern(new, 65536, 62);
+    uz_mr_write(mb, 65536, old, 65536);
+    uz_mr_write(ma, 65536, new, 65536);
+    uz_mr_fill(ma, 131072, GUARD, 65536);
+    s[0] = uz_mr_sge(ma, 131072, 65536);
+    s[1] = uz_mr_sge(ma, 65536, 65536);
+    wr = (UzWr) {
+        .wr_id = 0x6f0, .opcode = UZ_WR_RDMA_READ,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s[0], .num_sge = 1,
+        .remote_addr = uz_mr_va(mb, 65536), .rkey = mb->key,
+    };
+    uz_sq_post(qa, &wr);
+    wr = (UzWr) {
+        .wr_id = 0x6f1, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED | UZ_WQE_F_FENCE,
+        .sge = &s[1], .num_sge = 1,
+        .remote_addr = uz_mr_va(mb, 65536), .rkey = mb->key,
+    };
+    uz_sq_post(qa, &wr);
+    uz_sq_ring(qa);
+    sq_done(qa, 0x6f0, UZ_WC_RDMA_READ, 65536);
+    sq_done(qa, 0x6f1, UZ_WC_RDMA_WRITE, 65536);
+    assert_mr(ma, 131072, old, 65536, "READ before the fenced WRITE");
+    assert_mr(mb, 65536, new, 65536, "fenced WRITE");
+
+    /* A fenced signalled WRITE behind unsignalled READs and an atomic. */
+    uz_mr_write(mb, 65536, old, 65536);
+    uz_mr_fill(ma, 131072, GUARD, 65536);
+    for (i = 0; i < 4; i++) {
+        s[i] = uz_mr_sge(ma, 131072 + i * 16384, 16384);
+        wr = (UzWr) {
+            .wr_id = 0x700 + i, .opcode = UZ_WR_RDMA_READ,
+            .sge = &s[i], .num_sge = 1,
+            .remote_addr = uz_mr_va(mb, 65536 + i * 16384), .rkey = mb->key,
+        };
+        uz_sq_post(qa, &wr);
+    }
+    s[4] = uz_mr_sge(ma, 200000, 8);
+    wr = (UzWr) {
+        .wr_id = 0x704, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s[4], .num_sge = 1,
+        .remote_addr = uz_mr_va(mb, 200000), .rkey = mb->key,
+        .compare_add = 1,
+    };
+    uz_sq_post(qa, &wr);
+    s[5] = uz_mr_sge(ma, 65536, 65536);
+    wr = (UzWr) {
+        .wr_id = 0x705, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED | UZ_WQE_F_FENCE,
+        .sge = &s[5], .num_sge = 1,
+        .remote_addr = uz_mr_va(mb, 65536), .rkey = mb->key,
+    };
+    uz_sq_post(qa, &wr);
+    uz_sq_ring(qa);
+    sq_done(qa, 0x704, UZ_WC_FETCH_ADD, 8);
+    sq_done(qa, 0x705, UZ_WC_RDMA_WRITE, 65536);
+    uz_cq_assert_empty(qa->scq, 20);
+    assert_mr(ma, 131072, old, 65536, "READs before the fenced WRITE");
+    assert_mr(mb, 65536, new, 65536, "second fenced WRITE");
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 7. Solicited events                                                */
+/* ------------------------------------------------------------------ */
+
+/* 300 bytes by @opcode with @flags from @qa, received by @qb. */
+static void solicit_one(UzQp *qa, UzQp *qb, UzMr *ma, UzMr *mb,
+                        uint8_t opcode, uint8_t flags, uint64_t wr_id)
+{
+    UzSge s = uz_mr_sge(ma, 0, 300);
+    UzSge r = uz_mr_sge(mb, 0, 1024);
+    bool write = opcode == UZ_WR_RDMA_WRITE_IMM;
+    UzWr wr = {
+        .wr_id = wr_id, .opcode = opcode,
+        .flags = UZ_WQE_F_SIGNALED | flags, .sge = &s, .num_sge = 1,
+        .imm = 0x50110000u | wr_id,
+        .remote_addr = uz_mr_va(mb, 2048), .rkey = mb->key,
+    };
+
+    uz_post_recv(qb, wr_id + 0x100, &r, 1);
+    uz_post_send(qa, &wr);
+    sq_done(qa, wr_id, write ? UZ_WC_RDMA_WRITE : UZ_WC_SEND, 300);
+    rq_done(qb, wr_id + 0x100,
+            write ? UZ_WC_RECV_RDMA_WITH_IMM : UZ_WC_RECV, 300,
+            opcode == UZ_WR_SEND ? 0 : UZ_WC_F_IMM, 0x50110000u | wr_id);
+}
+
+static void test_solicited(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    UzCq *cq;
+    uint8_t buf[300];
+
+    ops_start(&t);
+    rc_pair(&t, &qa, &qb, 0);
+    ma = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 4096, UZ_ACCESS_ALL);
+    pattern(buf, sizeof(buf), 7);
+    uz_mr_write(ma, 0, buf, sizeof(buf));
+    cq = qb->rcq;
+    uz_eq_drain(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION);
+
+    /* Armed for solicited: an unsolicited SEND raises no event. */
+    uz_cq_arm(cq, UZ_DB_ARM_SOLICITED);
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND, 0, 1);
+    assert_mr(mb, 0, buf, 300, "unsolicited SEND");
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 0);
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND_IMM, 0, 2);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 0);
+
+    /* A solicited SEND raises exactly one event, about this CQ. */
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND, UZ_WQE_F_SOLICITED, 3);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 1);
+    g_assert_cmpint(uz_eq_drain(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION), ==,
+                    0);
+
+    /* Disarmed by that event: another solicited SEND raises none. */
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND, UZ_WQE_F_SOLICITED, 4);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 0);
+
+    /* A solicited WRITE with immediate counts as solicited. */
+    uz_cq_arm(cq, UZ_DB_ARM_SOLICITED);
+    solicit_one(qa, qb, ma, mb, UZ_WR_RDMA_WRITE_IMM, 0, 5);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 0);
+    solicit_one(qa, qb, ma, mb, UZ_WR_RDMA_WRITE_IMM, UZ_WQE_F_SOLICITED, 6);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 1);
+    assert_mr(mb, 2048, buf, 300, "solicited WRITE with immediate");
+
+    /* Armed for any completion: the unsolicited one raises the event. */
+    uz_cq_arm(cq, UZ_DB_ARM);
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND, 0, 7);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 1);
+
+    /* Both bits: UZ_DB_ARM wins. */
+    uz_cq_arm(cq, UZ_DB_ARM | UZ_DB_ARM_SOLICITED);
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND, 0, 8);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 1);
+    solicit_one(qa, qb, ma, mb, UZ_WR_SEND, UZ_WQE_F_SOLICITED, 9);
+    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                 cq->cqn, 100), ==, 0);
+
+    /* The sender's CQs were never armed. */
+    g_assert_cmpint(uz_eq_drain(&t.a, &t.a.comp_eq, UZ_EQE_COMPLETION), ==,
+                    0);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 8. UD and GSI                                                      */
+/* ------------------------------------------------------------------ */
+
+typedef struct UdSide {
+    UzNode *n;
+    UzQp *qp;
+    UzMr *mr;
+    uint32_t ahn;               /* towards the other side */
+} UdSide;
+
+/* Check the 40-byte GRH area of a UD receive from NIC @from to @to. */
+static void check_grh(const uint8_t *g, int from, int to, uint32_t wire_len)
+{
+    uint8_t ip[4];
+    uint32_t sum = 0;
+    int i;
+
+    for (i = 0; i < 20; i++) {
+        g_assert_cmphex(g[i], ==, 0);
+    }
+    g += 20;
+    g_assert_cmphex(g[0], ==, 0x45);
+    g_assert_cmphex(g[1], ==, 0);                   /* traffic class */
+    g_assert_cmpuint(lduw_be_p(g + 2), ==, wire_len);
+    g_assert_cmphex(lduw_be_p(g + 4), ==, 0);       /* identification */
+    g_assert_cmphex(lduw_be_p(g + 6), ==, 0x4000);  /* DF */
+    g_assert_cmpuint(g[8], ==, 64);                 /* TTL */
+    g_assert_cmpuint(g[9], ==, 17);                 /* UDP */
+    for (i = 0; i < 20; i += 2) {
+        sum += lduw_be_p(g + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    g_assert_cmphex(sum, ==, 0xffff);
+    uz_node_ip(from, ip);
+    g_assert_cmpmem(g + 12, 4, ip, 4);
+    uz_node_ip(to, ip);
+    g_assert_cmpmem(g + 16, 4, ip, 4);
+}
+
+/*
+ * Send @len bytes from @s to @r's QP @dqpn with @qkey in the WQE; the
+ * receive must arrive with its GRH area and the payload at byte 40.
+ */
+static void ud_xfer(UdSide *s, UdSide *r, uint32_t dqpn, uint32_t qkey,
+                    uint32_t len, bool imm, uint32_t seed)
+{
+    uint8_t data[1024];
+    uint8_t got[40 + 1024 + 64];
+    UzSge ss = uz_mr_sge(s->mr, 11, len);
+    UzSge rs = uz_mr_sge(r->mr, 0, 40 + 1024);
+    uint32_t immv = 0xd0d00000u | seed;
+    UzWr wr = {
+        .wr_id = 0xd000 + seed, .opcode = imm ? UZ_WR_SEND_IMM : UZ_WR_SEND,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &ss, .num_sge = 1, .imm = immv,
+        .ahn = s->ahn, .remote_qpn = dqpn, .remote_qkey = qkey,
+    };
+    struct uz_cqe c;
+    size_t i;
+
+    g_assert_cmpuint(len, <=, sizeof(data));
+    pattern(data, len, seed);
+    uz_mr_write(s->mr, 11, data, len);
+    uz_mr_fill(r->mr, 0, GUARD, sizeof(got));
+    uz_post_recv(r->qp, 0xe000 + seed, &rs, 1);
+    uz_post_send(s->qp, &wr);
+    uz_cq_wait(s->qp->scq, &c);
+    expect_sq(&c, wr.wr_id, UZ_WC_SEND, s->qp, len);
+    uz_cq_wait(r->qp->rcq, &c);
+    expect_rq(&c, 0xe000 + seed, UZ_WC_RECV, r->qp->qpn, 40 + len,
+              UZ_WC_F_GRH | UZ_WC_F_IPV4 | (imm ? UZ_WC_F_IMM : 0), immv,
+              s->qp->qpn);
+    uz_mr_read(r->mr, 0, got, sizeof(got));
+    /* IPv4 + UDP + BTH + DETH (+ ImmDt) + padded payload + ICRC. */
+    check_grh(got, s->n->idx, r->n->idx,
+              20 + 8 + 12 + 8 + (imm ? 4 : 0) + ROUND_UP(len, 4) + 4);
+    assert_bytes(got + 40, data, len, "UD payload");
+    for (i = 40 + len; i < sizeof(got); i++) {
+        g_assert_cmphex(got[i], ==, GUARD);
+    }
+}
+
+/*
+ * From @sender (a UD QP of @a's node) to @b's QP with Q_Key @wqe_qkey in
+ * the WQE, which @b must drop and count; then a good packet from @a's QP
+ * takes the receive WQE that is still posted.
+ */
+static void qkey_drop(Ops *t, UdSide *a, UdSide *b, UzQp *sender,
+                      uint32_t wqe_qkey, uint32_t id)
+{
+    uint64_t before = uz_counter(&t->m, b->n->idx, "rx_qkey_errors");
+    uint8_t data[64];
+    UzSge ss = uz_mr_sge(a->mr, 0, sizeof(data));
+    UzSge rs = uz_mr_sge(b->mr, 0, 40 + 1024);
+    UzWr wr = {
+        .wr_id = 0xf00 + id, .opcode = UZ_WR_SEND,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &ss, .num_sge = 1,
+        .ahn = a->ahn, .remote_qpn = b->qp->qpn, .remote_qkey = wqe_qkey,
+    };
+    struct uz_cqe c;
+
+    pattern(data, sizeof(data), id);
+    uz_mr_write(a->mr, 0, data, sizeof(data));
+    uz_mr_fill(b->mr, 0, GUARD, 40 + 1024);
+    uz_post_recv(b->qp, 0xf80 + id, &rs, 1);
+    uz_post_send(sender, &wr);
+    uz_cq_wait(sender->scq, &c);
+    expect_sq(&c, wr.wr_id, UZ_WC_SEND, sender, sizeof(data));
+    uz_counter_wait(b->n, "rx_qkey_errors", before + 1);
+    uz_cq_assert_empty(b->qp->rcq, 50);
+    assert_mr_fill(b->mr, 0, GUARD, 40 + 1024, "buffer of a dropped packet");
+
+    wr.wr_id = 0xf40 + id;
+    wr.remote_qkey = QKEY;
+    uz_post_send(a->qp, &wr);
+    uz_cq_wait(a->qp->scq, &c);
+    expect_sq(&c, wr.wr_id, UZ_WC_SEND, a->qp, sizeof(data));
+    uz_cq_wait(b->qp->rcq, &c);
+    expect_rq(&c, 0xf80 + id, UZ_WC_RECV, b->qp->qpn, 40 + sizeof(data),
+              UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, a->qp->qpn);
+    assert_mr(b->mr, 40, data, sizeof(data), "UD payload after a drop");
+    g_assert_cmpuint(uz_counter(&t->m, b->n->idx, "rx_qkey_errors"), ==,
+                     before + 1);
+}
+
+static void test_ud(void)
+{
+    Ops t;
+    UdSide a, b, ga, gb;
+    UzQp *qa2;
+    UzCq *gcq;
+    struct uz_cqe c;
+    uint64_t tx_before;
+    UzSge ss;
+    UzWr wr;
+
+    ops_start(&t);
+    a = (UdSide) { .n = &t.a };
+    b = (UdSide) { .n = &t.b };
+    a.qp = uz_qp_create(&t.a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    b.qp = uz_qp_create(&t.b, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    uz_ud_up(a.qp, QKEY, 0x100);
+    uz_ud_up(b.qp, QKEY, 0x200);
+    a.mr = uz_mr_reg(&t.a, 8192, UZ_ACCESS_ALL);
+    b.mr = uz_mr_reg(&t.b, 8192, UZ_ACCESS_ALL);
+    a.ahn = uz_ah_create(&t.a, 1);
+    b.ahn = uz_ah_create(&t.b, 0);
+
+    /* Both ways, with and without immediate, up to the MTU. */
+    ud_xfer(&a, &b, b.qp->qpn, QKEY, 100, false, 1);
+    ud_xfer(&a, &b, b.qp->qpn, QKEY, 100, true, 2);
+    ud_xfer(&a, &b, b.qp->qpn, QKEY, 0, false, 3);
+    ud_xfer(&a, &b, b.qp->qpn, QKEY, 1, true, 4);
+    ud_xfer(&a, &b, b.qp->qpn, QKEY, 1023, false, 5);
+    ud_xfer(&a, &b, b.qp->qpn, QKEY, 1024, true, 6);
+    ud_xfer(&b, &a, a.qp->qpn, QKEY, 333, false, 7);
+    ud_xfer(&b, &a, a.qp->qpn, QKEY, 1024, true, 8);
+
+    /* A receive SGE list that splits the GRH area and the payload. */
+    {
+        uint8_t data[300], got[40 + 300];
+        UzSge rs[3] = {
+            uz_mr_sge(b.mr, 0, 24), uz_mr_sge(b.mr, 100, 30),
+            uz_mr_sge(b.mr, 200, 1000),
+        };
+
+        ss = uz_mr_sge(a.mr, 5, sizeof(data));
+        pattern(data, sizeof(data), 9);
+        uz_mr_write(a.mr, 5, data, sizeof(data));
+        uz_mr_fill(b.mr, 0, GUARD, 2048);
+        uz_post_recv(b.qp, 0xe009, rs, 3);
+        wr = (UzWr) {
+            .wr_id = 0xd009, .opcode = UZ_WR_SEND_IMM,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &ss, .num_sge = 1,
+            .imm = 0x99, .ahn = a.ahn, .remote_qpn = b.qp->qpn,
+            .remote_qkey = QKEY,
+        };
+        uz_post_send(a.qp, &wr);
+        uz_cq_wait(a.qp->scq, &c);
+        expect_sq(&c, 0xd009, UZ_WC_SEND, a.qp, sizeof(data));
+        uz_cq_wait(b.qp->rcq, &c);
+        expect_rq(&c, 0xe009, UZ_WC_RECV, b.qp->qpn, sizeof(got),
+                  UZ_WC_F_GRH | UZ_WC_F_IPV4 | UZ_WC_F_IMM, 0x99, a.qp->qpn);
+        rs[2].length = sizeof(got) - 24 - 30;
+        uz_sges_read(&t.b, rs, 3, got);
+        check_grh(got, 0, 1, 20 + 8 + 12 + 8 + 4 + sizeof(data) + 4);
+        assert_bytes(got + 40, data, sizeof(data), "split UD payload");
+        assert_mr_fill(b.mr, 24, GUARD, 100 - 24, "between receive SGEs");
+        assert_mr_fill(b.mr, 130, GUARD, 200 - 130, "between receive SGEs");
+        assert_mr_fill(b.mr, 200 + rs[2].length, GUARD, 1000,
+                       "after the split UD payload");
+    }
+
+    /* The GSI QPs: QP1 on both NICs, Q_Key 0x80010000. */
+    ga = a;
+    gb = b;
+    gcq = uz_cq_create(&t.a, UZ_CQ_LOG_DEPTH);
+    ga.qp = uz_qp_create(&t.a, UZ_QPT_GSI, gcq, gcq, NULL, 0);
+    gb.qp = uz_qp_create(&t.b, UZ_QPT_GSI, NULL, NULL, NULL, 0);
+    g_assert_cmpuint(ga.qp->qpn, ==, 1);
+    g_assert_cmpuint(gb.qp->qpn, ==, 1);
+    uz_ud_up(ga.qp, UZ_GSI_QKEY, 0);
+    uz_ud_up(gb.qp, UZ_GSI_QKEY, 0);
+    ud_xfer(&ga, &gb, 1, UZ_GSI_QKEY, 256, false, 10);
+    ud_xfer(&ga, &gb, 1, UZ_GSI_QKEY, 256, true, 11);
+    ud_xfer(&gb, &ga, 1, UZ_GSI_QKEY, 1000, false, 12);
+    ud_xfer(&gb, &ga, 1, UZ_GSI_QKEY, 17, true, 13);
+
+    /* A wrong Q_Key is dropped and counted; the WQE waits for a good one. */
+    qkey_drop(&t, &a, &b, a.qp, QKEY ^ 0x10, 0x10);
+    qkey_drop(&t, &a, &b, a.qp, 0x7fffffffu, 0x20);
+
+    /* Bit 31 of the WQE's Q_Key: the sender QP's own Q_Key is sent. */
+    ud_xfer(&a, &b, b.qp->qpn, 0x80000000u, 200, false, 20);
+    ud_xfer(&a, &b, b.qp->qpn, 0xdeadbeefu, 200, true, 21);
+    /* ... which, for a sender whose own Q_Key differs, does not match. */
+    qa2 = uz_qp_create(&t.a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    uz_ud_up(qa2, QKEY + 1, 0x300);
+    qkey_drop(&t, &a, &b, qa2, 0x80000000u | QKEY, 0x30);
+
+    /* Longer than the MTU: LOC_LEN_ERR, nothing sent, the QP in ERR. */
+    tx_before = uz_counter(&t.m, 0, "tx_pkts_ud");
+    ss = uz_mr_sge(a.mr, 0, 1025);
+    wr = (UzWr) {
+        .wr_id = 0xf20, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &ss, .num_sge = 1, .ahn = a.ahn, .remote_qpn = b.qp->qpn,
+        .remote_qkey = QKEY,
+    };
+    uz_post_send(a.qp, &wr);
+    uz_cq_wait(a.qp->scq, &c);
+    uz_cqe_expect(&c, 0xf20, UZ_WC_SEND, UZ_WC_STATUS_LOC_LEN_ERR,
+                  UZ_VERR_NONE, a.qp->qpn);
+    g_assert_cmphex(c.wc_flags, ==, 0);
+    g_assert_cmpuint(c.src_qp, ==, 0);
+    g_assert_cmpuint(uz_counter(&t.m, 0, "tx_pkts_ud"), ==, tx_before);
+    uz_cq_assert_empty(b.qp->rcq, 50);
+    g_assert_cmpint(uz_qp_state(a.qp), ==, UZ_QPS_ERR);
+    uz_event_wait(&t.a, &t.a.async_eq, UZ_EQE_QP_FATAL, a.qp->qpn);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 9. SRQ                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Post a SEND of @len bytes (pattern @seed) on @qa; no waiting. */
+static void send_plain(UzQp *qa, UzMr *ma, uint32_t len, uint32_t seed,
+                       uint64_t wr_id)
+{
+    g_autofree uint8_t *data = g_malloc(len + 1);
+    UzSge s = uz_mr_sge(ma, 1, len);
+    UzWr wr = {
+        .wr_id = wr_id, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1,
+    };
+
+    pattern(data, len, seed);
+    uz_mr_write(ma, 1, data, len);
+    uz_post_send(qa, &wr);
+}
+
+static void test_srq(void)
+{
+    Ops t;
+    UzQp *qa1, *qa2, *qb1, *qb2, *qa3, *qb3;
+    UzSrq *srq, *srq2;
+    UzCq *rcq;
+    UzMr *ma1, *ma2, *mb;
+    struct uz_cqe c;
+    uint8_t data[600];
+    int i, k;
+
+    ops_start(&t);
+    srq = uz_srq_create(&t.b, 5, 0);
+    rcq = uz_cq_create(&t.b, UZ_CQ_LOG_DEPTH);
+    qa1 = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qa2 = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qb1 = uz_qp_create(&t.b, UZ_QPT_RC, NULL, rcq, srq, 0);
+    qb2 = uz_qp_create(&t.b, UZ_QPT_RC, NULL, rcq, srq, 0);
+    uz_rc_connect(qa1, qb1, NULL);
+    uz_rc_connect(qa2, qb2, NULL);
+    ma1 = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
+    ma2 = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 32 * 1024, UZ_ACCESS_ALL);
+    uz_mr_fill(mb, 0, GUARD, 32 * 1024);
+    for (i = 0; i < 24; i++) {
+        UzSge r = uz_mr_sge(mb, i * 1024 + 3, 600);
+
+        uz_srq_post(srq, 0x5000 + i, &r, 1);
+    }
+
+    /* Alternately, one at a time: the SRQ's WQEs in order. */
+    for (i = 0; i < 8; i++) {
+        UzQp *qa = i % 2 ? qa2 : qa1;
+        UzQp *qb = i % 2 ? qb2 : qb1;
+        uint32_t len = 100 + i * 50;
+
+        send_plain(qa, i % 2 ? ma2 : ma1, len, 300 + i, 0x900 + i);
+        sq_done(qa, 0x900 + i, UZ_WC_SEND, len);
+        uz_cq_wait(rcq, &c);
+        expect_rq(&c, 0x5000 + i, UZ_WC_RECV, qb->qpn, len, 0, 0, 0);
+        pattern(data, len, 300 + i);
+        assert_mr(mb, i * 1024 + 3, data, len, "SRQ receive");
+        assert_mr_fill(mb, i * 1024 + 3 + len, GUARD, 1024 - 3 - len,
+                       "after an SRQ receive");
+    }
+
+    /* Both at once: each CQE names the QP that received into that WQE. */
+    for (k = 0; k < 8; k++) {
+        bool seen[2] = { false, false };
+
+        send_plain(qa1, ma1, 200, 400 + 2 * k, 0xa00 + 2 * k);
+        send_plain(qa2, ma2, 300, 401 + 2 * k, 0xa01 + 2 * k);
+        for (i = 0; i < 2; i++) {
+            uint64_t idx;
+            int who;
+
+            uz_cq_wait(rcq, &c);
+            idx = c.wr_id - 0x5000;
+            g_assert_cmpuint(idx, ==, 8 + 2 * k + i);
+            g_assert(c.qpn == qb1->qpn || c.qpn == qb2->qpn);
+            who = c.qpn == qb2->qpn;
+            g_assert(!seen[who]);
+            seen[who] = true;
+            expect_rq(&c, c.wr_id, UZ_WC_RECV, who ? qb2->qpn : qb1->qpn,
+                      who ? 300 : 200, 0, 0, 0);
+            pattern(data, who ? 300 : 200, 400 + 2 * k + who);
+            assert_mr(mb, idx * 1024 + 3, data, who ? 300 : 200,
+                      "concurrent SRQ receive");
+        }
+        sq_done(qa1, 0xa00 + 2 * k, UZ_WC_SEND, 200);
+        sq_done(qa2, 0xa01 + 2 * k, UZ_WC_SEND, 300);
+    }
+    uz_cq_assert_empty(rcq, 20);
+    uz_cq_assert_empty(qb1->scq, 1);
+
+    /* The limit: 8 posted, limit 4; the event when fewer than 4 remain. */
+    srq2 = uz_srq_create(&t.b, 4, 4);
+    qa3 = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qb3 = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, srq2, 0);
+    uz_rc_connect(qa3, qb3, NULL);
+    uz_eq_drain(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT);
+    for (i = 0; i < 8; i++) {
+        UzSge r = uz_mr_sge(mb, i * 1024, 600);
+
+        uz_srq_post(srq2, 0x6000 + i, &r, 1);
+    }
+    for (i = 0; i < 8; i++) {
+        int remaining = 8 - (i + 1);
+        int want = i == 4 || i == 6;
+
+        if (i == 6) {
+            /* Re-arm; no event for the WQEs already below the limit. */
+            g_assert_cmpint(uz_srq_modify(srq2, 4), ==, UZ_CMD_OK);
+            g_assert_cmpint(events_count(&t.b, &t.b.async_eq,
+                                         UZ_EQE_SRQ_LIMIT, srq2->srqn, 50),
+                            ==, 0);
+        }
+        send_plain(qa3, ma1, 64, 500 + i, 0xb00 + i);
+        sq_done(qa3, 0xb00 + i, UZ_WC_SEND, 64);
+        rq_done(qb3, 0x6000 + i, UZ_WC_RECV, 64, 0, 0);
+        g_test_message("SRQ limit 4, %d posted: %d event(s) expected",
+                       remaining, want);
+        g_assert_cmpint(events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
+                                     srq2->srqn, 50), ==, want);
+    }
+    /* The first SRQ never had a limit. */
+    g_assert_cmpint(events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
+                                 srq->srqn, 10), ==, 0);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 10. Races between QPs                                              */
+/* ------------------------------------------------------------------ */
+
+#define RACE_N      200
+#define RACE_BATCH  50
+
+static void test_races(void)
+{
+    Ops t;
+    UzQp *qa[2], *qb[2];
+    UzMr *ma, *mb, *mr_read, *mw;
+    const uint64_t initial = 0xffffffffff000000ull;
+    uint64_t addend[RACE_N], orig[RACE_N];
+    uint64_t v, cur, sum = 0;
+    g_autoptr(GHashTable) by_orig = g_hash_table_new(g_int64_hash,
+                                                     g_int64_equal);
+    g_autofree uint8_t *pat = g_malloc(65536);
+    int i, r, p;
+
+    ops_start(&t);
+    for (i = 0; i < 2; i++) {
+        /* Small send CQs: their rings wrap several times. */
+        UzCq *scq = uz_cq_create(&t.a, 5);
+
+        qa[i] = uz_qp_create(&t.a, UZ_QPT_RC, scq, NULL, NULL, 0);
+        qb[i] = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, NULL, 0);
+        uz_rc_connect(qa[i], qb[i], NULL);
+    }
+    ma = uz_mr_reg(&t.a, 8 * RACE_N + 4096, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 128 * 1024, UZ_ACCESS_ALL);
+    mr_read = uz_mr_reg(&t.a, 8 * 65536, UZ_ACCESS_ALL);
+    mw = uz_mr_reg(&t.a, 4 * 65536, UZ_ACCESS_ALL);
+    v = cpu_to_le64(initial);
+    uz_mr_write(mb, 4096, &v, 8);
+
+    for (r = 0; r < RACE_N / RACE_BATCH; r++) {
+        for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
+            UzSge s = uz_mr_sge(ma, 8 * i, 8);
+            UzWr wr;
+
+            addend[i] = 1 + (i * 7919u) % 1000 + ((uint64_t)(i % 7) << 33);
+            sum += addend[i];
+            wr = (UzWr) {
+                .wr_id = 0xfa000 + i, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .remote_addr = uz_mr_va(mb, 4096), .rkey = mb->key,
+                .compare_add = addend[i],
+            };
+            uz_post_send(qa[i % 2], &wr);
+        }
+        for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
+            sq_done(qa[i % 2], 0xfa000 + i, UZ_WC_FETCH_ADD, 8);
+        }
+    }
+    uz_mr_read(mb, 4096, &v, 8);
+    g_assert_cmphex(le64_to_cpu(v), ==, initial + sum);
+
+    /* The originals chain from the initial value to the final one. */
+    for (i = 0; i < RACE_N; i++) {
+        uz_mr_read(ma, 8 * i, &v, 8);
+        orig[i] = le64_to_cpu(v);
+        if (g_hash_table_contains(by_orig, &orig[i])) {
+            g_error("original value 0x%" PRIx64 " returned twice", orig[i]);
+        }
+        g_hash_table_insert(by_orig, &orig[i], GINT_TO_POINTER(i + 1));
+    }
+    cur = initial;
+    for (i = 0; i < RACE_N; i++) {
+        gpointer idx = g_hash_table_lookup(by_orig, &cur);
+
+        if (!idx) {
+            g_error("no FETCH_ADD returned 0x%" PRIx64 " (step %d)", cur, i);
+        }
+        cur += addend[GPOINTER_TO_INT(idx) - 1];
+    }
+    g_assert_cmphex(cur, ==, initial + sum);
+
+    /*
+     * READs on one pair racing WRITEs from the other to the same bytes:
+     * all posted, then all waited for.
+     */
+    for (r = 0; r < 4; r++) {
+        UzQp *qr = qa[r % 2], *qw = qa[(r + 1) % 2];
+
+        for (p = 0; p < 4; p++) {
+            pattern(pat, 65536, 1000 + r * 4 + p);
+            uz_mr_write(mw, 65536 * p, pat, 65536);
+        }
+        for (p = 0; p < 8; p++) {
+            UzSge s = uz_mr_sge(mr_read, 65536 * p, 65536);
+            UzWr wr = {
+                .wr_id = 0x4ead0 + p, .opcode = UZ_WR_RDMA_READ,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .remote_addr = uz_mr_va(mb, 65536), .rkey = mb->key,
+            };
+
+            uz_sq_post(qr, &wr);
+            if (p % 2) {
+                UzSge sw = uz_mr_sge(mw, 65536 * (p / 2), 65536);
+                UzWr ww = {
+                    .wr_id = 0x3e170 + p / 2, .opcode = UZ_WR_RDMA_WRITE,
+                    .flags = UZ_WQE_F_SIGNALED, .sge = &sw, .num_sge = 1,
+                    .remote_addr = uz_mr_va(mb, 65536), .rkey = mb->key,
+                };
+
+                uz_sq_ring(qr);
+                uz_post_send(qw, &ww);
+            }
+        }
+        for (p = 0; p < 4; p++) {
+            sq_done(qw, 0x3e170 + p, UZ_WC_RDMA_WRITE, 65536);
+        }
+        for (p = 0; p < 8; p++) {
+            sq_done(qr, 0x4ead0 + p, UZ_WC_RDMA_READ, 65536);
+        }
+        /* The WRITEs of one QP land in order: the last one stays. */
+        assert_mr(mb, 65536, pat, 65536, "last WRITE");
+    }
+    for (i = 0; i < 2; i++) {
+        uz_cq_assert_empty(qa[i]->scq, 5);
+        uz_cq_assert_empty(qb[i]->rcq, 1);
+    }
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 11. WQEs posted before RTS                                         */
+/* ------------------------------------------------------------------ */
+
+static void test_not_before_rts(void)
+{
+    static const UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+    Ops t;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    uint8_t data[3000];
+    UzSge s[4], r[3];
+    UzWr wr;
+
+    ops_start(&t);
+    qa = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qb = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    ma = uz_mr_reg(&t.a, 16384, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 16384, UZ_ACCESS_ALL);
+    pattern(data, sizeof(data), 11);
+    uz_mr_write(ma, 0, data, sizeof(data));
+    uz_mr_write(mb, 8192, data, sizeof(data));
+    uz_mr_fill(mb, 0, GUARD, 8192);
+    uz_mr_fill(ma, 8192, GUARD, 8192);
+
+    /* INIT: both QPs take WQEs and do nothing with them. */
+    uz_rc_init(qa);
+    uz_rc_init(qb);
+    r[0] = uz_mr_sge(mb, 0, 2048);
+    r[1] = uz_mr_sge(mb, 2048, 2048);
+    uz_post_recv(qb, 0xb0, &r[0], 1);
+    uz_post_recv(qb, 0xb1, &r[1], 1);
+    r[2] = uz_mr_sge(ma, 8192, 2048);
+    uz_post_recv(qa, 0xa0, &r[2], 1);
+    s[0] = uz_mr_sge(ma, 0, 1500);
+    wr = (UzWr) {
+        .wr_id = 1, .opcode = UZ_WR_RDMA_WRITE, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s[0], .num_sge = 1, .remote_addr = uz_mr_va(mb, 4096),
+        .rkey = mb->key,
+    };
+    uz_post_send(qa, &wr);
+    s[1] = uz_mr_sge(ma, 1, 1200);
+    wr = (UzWr) {
+        .wr_id = 2, .opcode = UZ_WR_SEND_IMM, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s[1], .num_sge = 1, .imm = 0x1234,
+    };
+    uz_post_send(qa, &wr);
+    s[2] = uz_mr_sge(mb, 8192, 999);
+    wr = (UzWr) {
+        .wr_id = 0xbb, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s[2], .num_sge = 1,
+    };
+    uz_post_send(qb, &wr);
+    uz_cq_assert_empty(qa->scq, 100);
+    uz_cq_assert_empty(qa->rcq, 1);
+    uz_cq_assert_empty(qb->scq, 1);
+    uz_cq_assert_empty(qb->rcq, 1);
+
+    /* RTR: still nothing is sent. */
+    uz_rc_rtr(qa, qb, o.psn[1], &o);
+    uz_rc_rtr(qb, qa, o.psn[0], &o);
+    s[3] = uz_mr_sge(ma, 2, 2000);
+    wr = (UzWr) {
+        .wr_id = 3, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s[3], .num_sge = 1,
+    };
+    uz_post_send(qa, &wr);
+    uz_cq_assert_empty(qa->scq, 100);
+    uz_cq_assert_empty(qa->rcq, 1);
+    uz_cq_assert_empty(qb->scq, 1);
+    uz_cq_assert_empty(qb->rcq, 1);
+    assert_mr_fill(mb, 0, GUARD, 8192, "target before RTS");
+    assert_mr_fill(ma, 8192, GUARD, 8192, "target before RTS");
+
+    /* qa to RTS: its three WQEs run; qb, in RTR, receives and answers. */
+    uz_rc_rts(qa, o.psn[0], &o);
+    sq_done(qa, 1, UZ_WC_RDMA_WRITE, 1500);
+    sq_done(qa, 2, UZ_WC_SEND, 1200);
+    sq_done(qa, 3, UZ_WC_SEND, 2000);
+    rq_done(qb, 0xb0, UZ_WC_RECV, 1200, UZ_WC_F_IMM, 0x1234);
+    rq_done(qb, 0xb1, UZ_WC_RECV, 2000, 0, 0);
+    assert_mr(mb, 4096, data, 1500, "WRITE posted in INIT");
+    assert_mr(mb, 0, data + 1, 1200, "SEND posted in INIT");
+    assert_mr(mb, 2048, data + 2, 2000, "SEND posted in RTR");
+    uz_cq_assert_empty(qb->scq, 100);
+    uz_cq_assert_empty(qa->rcq, 1);
+    assert_mr_fill(ma, 8192, GUARD, 8192, "qb's SEND before its RTS");
+
+    /* qb to RTS: its SEND, posted in INIT, runs. */
+    uz_rc_rts(qb, o.psn[1], &o);
+    sq_done(qb, 0xbb, UZ_WC_SEND, 999);
+    rq_done(qa, 0xa0, UZ_WC_RECV, 999, 0, 0);
+    assert_mr(ma, 8192, data, 999, "SEND of qb");
+    uz_cq_assert_empty(qa->scq, 10);
+    uz_cq_assert_empty(qb->rcq, 1);
+    ops_stop(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* 12. Many QPs at once                                               */
+/* ------------------------------------------------------------------ */
+
+#define NPAIRS      8
+#define WLEN        65536
+#define SLEN        5000
+
+static void test_many_qps(void)
+{
+    Ops t;
+    UzQp *qa[NPAIRS], *qb[NPAIRS];
+    UzMr *ma, *mb;
+    g_autofree uint8_t *buf = g_malloc(NPAIRS * (WLEN + SLEN));
+    int sq_got[NPAIRS] = { 0 }, rq_got[NPAIRS] = { 0 };
+    int left = 3 * NPAIRS;
+    int i, polls;
+    const uint64_t rsend = NPAIRS * WLEN;
+
+    ops_start(&t);
+    for (i = 0; i < NPAIRS; i++) {
+        rc_pair(&t, &qa[i], &qb[i], 0);
+    }
+    ma = uz_mr_reg(&t.a, NPAIRS * (WLEN + SLEN), UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, NPAIRS * (WLEN + SLEN + 64), UZ_ACCESS_ALL);
+    pattern(buf, NPAIRS * (WLEN + SLEN), 12);
+    uz_mr_write(ma, 0, buf, NPAIRS * (WLEN + SLEN));
+    uz_mr_fill(mb, 0, GUARD, NPAIRS * (WLEN + SLEN + 64));
+
+    /* Post everything, then ring every SQ. */
+    for (i = 0; i < NPAIRS; i++) {
+        UzSge r = uz_mr_sge(mb, rsend + i * (SLEN + 64), SLEN + 64);
+
+        uz_post_recv(qb[i], 0x8000 + i, &r, 1);
+    }
+    for (i = 0; i < NPAIRS; i++) {
+        UzSge sw = uz_mr_sge(ma, i * WLEN, WLEN);
+        UzSge ss = uz_mr_sge(ma, NPAIRS * WLEN + i * SLEN, SLEN);
+        UzWr wr = {
+            .wr_id = 0x100 + i, .opcode = UZ_WR_RDMA_WRITE,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &sw, .num_sge = 1,
+            .remote_addr = uz_mr_va(mb, i * WLEN), .rkey = mb->key,
+        };
+
+        uz_sq_post(qa[i], &wr);
+        wr = (UzWr) {
+            .wr_id = 0x200 + i, .opcode = UZ_WR_SEND,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &ss, .num_sge = 1,
+        };
+        uz_sq_post(qa[i], &wr);
+    }
+    for (i = 0; i < NPAIRS; i++) {
+        uz_sq_ring(qa[i]);
+    }
+
+    /* Poll every CQ until all 24 completions are in. */
+    for (polls = 0; left && polls < UZ_POLL_LIMIT; polls++) {
+        for (i = 0; i < NPAIRS; i++) {
+            struct uz_cqe c;
+
+            while (uz_cq_poll(qa[i]->scq, &c)) {
+                g_assert_cmpint(sq_got[i], <, 2);
+                if (sq_got[i] == 0) {
+                    expect_sq(&c, 0x100 + i, UZ_WC_RDMA_WRITE, qa[i], WLEN);
+                } else {
+                    expect_sq(&c, 0x200 + i, UZ_WC_SEND, qa[i], SLEN);
+                }
+                sq_got[i]++;
+                left--;
+            }
+            while (uz_cq_poll(qb[i]->rcq, &c)) {
+                g_assert_cmpint(rq_got[i], <, 1);
+                expect_rq(&c, 0x8000 + i, UZ_WC_RECV, qb[i]->qpn, SLEN, 0,
+                          0, 0);
+                rq_got[i]++;
+                left--;
+            }
+        }
+        uz_poll_pause(&t.a.d);
+    }
+    g_assert_cmpint(left, ==, 0);
+    for (i = 0; i < NPAIRS; i++) {
+        assert_mr(mb, i * WLEN, buf + i * WLEN, WLEN, "write of a pair");
+        assert_mr(mb, rsend + i * (SLEN + 64), buf + NPAIRS * WLEN + i * SLEN,
+                  SLEN, "send of a pair");
+        assert_mr_fill(mb, rsend + i * (SLEN + 64) + SLEN, GUARD, 64,
+                       "after a send");
+        uz_cq_assert_empty(qa[i]->scq, 1);
+        uz_cq_assert_empty(qb[i]->rcq, 1);
+    }
+    ops_stop(&t);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/uzura/ops/rc-send", test_rc_send);
+    qtest_add_func("/uzura/ops/rc-sgl", test_rc_sgl);
+    qtest_add_func("/uzura/ops/rc-write", test_rc_write);
+    qtest_add_func("/uzura/ops/rc-read", test_rc_read);
+    qtest_add_func("/uzura/ops/rc-atomic", test_rc_atomic);
+    qtest_add_func("/uzura/ops/signalling", test_signalling);
+    qtest_add_func("/uzura/ops/solicited", test_solicited);
+    qtest_add_func("/uzura/ops/ud", test_ud);
+    qtest_add_func("/uzura/ops/srq", test_srq);
+    qtest_add_func("/uzura/ops/races", test_races);
+    qtest_add_func("/uzura/ops/not-before-rts", test_not_before_rts);
+    qtest_add_func("/uzura/ops/many-qps", test_many_qps);
+    return g_test_run();
+}
