@@ -180,7 +180,6 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
     x->psn = uzura_swqe(qp, qp->sq_ci)->first_psn;
     x->sq_next = qp->sq_ci;
     x->cur_active = false;
-    x->rd_out = 0;
     x->blocked = false;
     uzura_work_schedule(core);
 }
@@ -240,21 +239,22 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
 static void uzura_req_finish(UzuraCore *core, UzuraQp *qp, UzuraSwqe *w,
                              uint8_t status, uint8_t verr)
 {
-    if (!w->done && uzura_wr_is_rd_atomic(w->opcode) && qp->x->rd_out) {
-        qp->x->rd_out--;
-    }
     w->done = true;
     w->status = status;
     w->verr = verr;
     uzura_req_retire(core, qp);
 }
 
-/* The started WQE whose PSN range holds @psn, or NULL. */
+/*
+ * The WQE whose PSN range holds @psn, among those ever started and not
+ * completed: a rewind or a message still being sent leaves some of them
+ * at or after sq_next, with their PSNs still valid.
+ */
 static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
 {
     uint32_t i;
 
-    for (i = qp->sq_ci; i != qp->x->sq_next; i = (i + 1) & UZ_IDX_MASK) {
+    for (i = qp->sq_ci; i != qp->x->sq_high; i = (i + 1) & UZ_IDX_MASK) {
         UzuraSwqe *w = uzura_swqe(qp, i);
 
         if (uzura_psn_diff(psn, w->first_psn) >= 0 &&
@@ -264,6 +264,30 @@ static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
         }
     }
     return NULL;
+}
+
+/* A WQE found at or after sq_next ends now: count it as started. */
+static void uzura_req_claim(UzuraQp *qp, uint32_t idx)
+{
+    UzuraXfer *x = qp->x;
+
+    if (uzura_psn_diff(idx, x->sq_next) >= 0) {
+        x->cur_active = false;
+        x->sq_next = (idx + 1) & UZ_IDX_MASK;
+    }
+}
+
+/* READs and atomics started and not answered yet. */
+static uint32_t uzura_req_rd_out(UzuraQp *qp)
+{
+    uint32_t i, n = 0;
+
+    for (i = qp->sq_ci; i != qp->x->sq_next; i = (i + 1) & UZ_IDX_MASK) {
+        UzuraSwqe *w = uzura_swqe(qp, i);
+
+        n += !w->done && uzura_wr_is_rd_atomic(w->opcode);
+    }
+    return n;
 }
 
 /* Start WQE x->sq_next.  False when it must wait, or failed. */
@@ -278,17 +302,17 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     verr = uzura_sq_load(core, qp, x->sq_next, wr);
     status = verr ? UZ_WC_STATUS_LOC_QP_OP_ERR :
                     uzura_req_validate(core, qp, wr, &verr);
-    if (status == UZ_WC_STATUS_SUCCESS) {
-        bool rd = uzura_wr_is_rd_atomic(wr->h.opcode);
+    if (status == UZ_WC_STATUS_SUCCESS &&
+        ((wr->h.flags & UZ_WQE_F_FENCE) ||
+         uzura_wr_is_rd_atomic(wr->h.opcode))) {
+        uint32_t rd_out = uzura_req_rd_out(qp);
 
         /* Fences wait for READs and atomics; those for a free slot. */
-        if ((wr->h.flags & UZ_WQE_F_FENCE) && x->rd_out) {
+        if (((wr->h.flags & UZ_WQE_F_FENCE) && rd_out) ||
+            (uzura_wr_is_rd_atomic(wr->h.opcode) &&
+             rd_out >= MAX(qp->attr.max_rd_atomic, 1))) {
             return false;
         }
-        if (rd && x->rd_out >= MAX(qp->attr.max_rd_atomic, 1)) {
-            return false;
-        }
-        x->rd_out += rd;
     }
     *w = (UzuraSwqe) {
         .wr_id = wr->h.wr_id, .opcode = wr->h.opcode,
@@ -297,6 +321,9 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
                     (qp->flags & UZ_QPF_SIG_ALL),
     };
     trace_uzura_req_start(x->qpn, x->sq_next, wr->h.opcode, wr->len, x->psn);
+    if (uzura_psn_diff(x->sq_next + 1, x->sq_high) > 0) {
+        x->sq_high = (x->sq_next + 1) & UZ_IDX_MASK;
+    }
     if (status != UZ_WC_STATUS_SUCCESS) {
         uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, x->sq_next, status,
                                                   verr),
@@ -446,9 +473,6 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
     x->cur_active = false;
     x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
-    if (uzura_psn_diff(x->sq_next, x->sq_high) > 0) {
-        x->sq_high = x->sq_next;
-    }
     if (uzura_qp_is_ud(qp)) {
         /* Unreliable: done once on the wire. */
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
@@ -464,6 +488,17 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 
     while (*budget && !x->rnr_wait && !x->blocked &&
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
+        if (!x->cur_active && uzura_psn_diff(x->sq_next, x->sq_high) < 0 &&
+            uzura_swqe(qp, x->sq_next)->done &&
+            uzura_swqe(qp, x->sq_next)->status == UZ_WC_STATUS_SUCCESS) {
+            /* Answered after a rewind: nothing to send again. */
+            UzuraSwqe *w = uzura_swqe(qp, x->sq_next);
+
+            x->psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
+            x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+            uzura_req_retire(core, qp);
+            continue;
+        }
         if (!x->cur_active) {
             /* SQD starts nothing new, but resends what it started. */
             if (x->sq_next == qp->sq_pi ||
@@ -538,6 +573,7 @@ static void uzura_req_nak(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         core->counters.rx_stale++;
         return;
     }
+    uzura_req_claim(qp, idx);
     switch (syn) {
     case UZ_AETH_NAK_INV_REQ:
         core->counters.nak_inv_req_rcvd++;
@@ -570,32 +606,40 @@ static UzuraSendWr *uzura_req_resp_wr(UzuraCore *core, UzuraQp *qp,
     return &x->resp_wr;
 }
 
+/*
+ * A READ response packet.  Packets may come out of order (a hub, a
+ * fault): each lands at its own offset, and a window of 64 packets past
+ * the first missing one remembers what arrived.  One beyond the window
+ * means packets were lost: ask again.
+ */
 static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
                                 const UzuraPkt *pkt, UzuraSwqe *w,
                                 uint32_t idx)
 {
     uint16_t h = uzura_ops[pkt->opcode].hdrs;
     uint32_t mtu = uzura_req_mtu(core, qp);
-    uint32_t off = (uint32_t)uzura_psn_diff(pkt->psn, w->first_psn) * mtu;
-    uint32_t expect_len = MIN(w->byte_len - MIN(off, w->byte_len), mtu);
-    bool last = off + expect_len >= w->byte_len;
+    uint32_t k = uzura_psn_diff(pkt->psn, w->first_psn);
+    uint32_t off = k * mtu, expect_len = MIN(w->byte_len - off, mtu);
     UzuraSendWr *wr;
     uint8_t verr;
 
-    if (pkt->psn != ((w->first_psn + w->resp_got) & UZ_PSN_MASK)) {
-        /* A response went missing: ask again rather than wait. */
-        core->counters.rx_stale++;
-        if (uzura_psn_diff(pkt->psn, w->first_psn + w->resp_got) > 0) {
-            uzura_req_rewind(core, qp);
-        }
+    if (k < w->resp_got || ((w->resp_bits >> (k - w->resp_got)) & 1)) {
+        core->counters.rx_stale++;      /* a duplicate */
         return;
     }
-    if (!!(h & UZ_H_FIRST) != (off == 0) || !!(h & UZ_H_LAST) != last ||
+    if (k - w->resp_got >= 64) {
+        core->counters.rx_stale++;
+        uzura_req_rewind(core, qp);
+        return;
+    }
+    if (!!(h & UZ_H_FIRST) != (k == 0) ||
+        !!(h & UZ_H_LAST) != (k + 1 == w->npkts) ||
         pkt->paylen != expect_len) {
         uzura_guest_error(trace_uzura_req_err_resp(qp->x->qpn, pkt->psn,
                                                    pkt->opcode),
                           "QP %u: READ response at PSN %u does not fit",
                           qp->x->qpn, pkt->psn);
+        uzura_req_claim(qp, idx);
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_BAD_RESP_ERR, 0);
         return;
     }
@@ -604,11 +648,16 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
            uzura_sgl_copy(core, &wr->sgl, qp->pdn, off, (void *)pkt->payload,
                           pkt->paylen, true);
     if (verr) {
+        uzura_req_claim(qp, idx);
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
         return;
     }
-    w->resp_got++;
-    if (last) {
+    w->resp_bits |= 1ull << (k - w->resp_got);
+    while (w->resp_bits & 1) {
+        w->resp_bits >>= 1;
+        w->resp_got++;
+    }
+    if (w->resp_got == w->npkts) {
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
     } else {
         uzura_req_arm_timer(qp, true);
@@ -690,11 +739,7 @@ void uzura_req_timer(void *opaque)
     core->counters.retry_timeouts++;
     trace_uzura_req_timeout(x->qpn, qp->sq_ci, x->retry_left);
     if (!x->retry_left) {
-        if (qp->sq_ci == x->sq_next) {
-            /* The oldest is the one still being sent. */
-            x->cur_active = false;
-            x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
-        }
+        uzura_req_claim(qp, qp->sq_ci);
         w = uzura_swqe(qp, qp->sq_ci);
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_RETRY_EXC_ERR,
                          UZ_VERR_NONE);
@@ -728,6 +773,5 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
     x->cur_active = false;
     x->rnr_wait = false;
     x->blocked = false;
-    x->rd_out = 0;
     x->resp_idx = -1;
 }

@@ -138,15 +138,32 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
     }
 }
 
+static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s);
+
 /*
- * The responder side of an error: the receive WQE in hand (if any)
- * completes with @status, the requester gets a NAK for @psn, and the QP
- * goes to the error state.
+ * The responder side of an error: the READ and atomic answers owed for
+ * earlier PSNs go out first (answers keep PSN order, and the NAK ends
+ * the QP's traffic), the receive WQE in hand (if any) completes with
+ * @status, the requester gets a NAK for @psn, and the QP goes to the
+ * error state.
  */
 static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
                              uint8_t syndrome, uint8_t status, uint8_t verr)
 {
     UzuraXfer *x = qp->x;
+    uint32_t n = core->rdma.lim.max_qp_rd_atom, k;
+
+    for (k = 0; k < n; k++) {
+        UzuraRdAtom *s = &x->rd[(x->rd_head + k) % n];
+
+        while (s->pending && uzura_psn_diff(s->psn, psn) < 0 &&
+               qp->attr.state != UZ_QPS_ERR) {
+            uzura_resp_answer(core, qp, s);
+        }
+    }
+    if (qp->attr.state == UZ_QPS_ERR) {
+        return;                 /* an answer failed and said so */
+    }
 
     uzura_guest_error(trace_uzura_resp_err(x->qpn, psn, syndrome, verr),
                       "QP %u: request at PSN %u refused (NAK 0x%x, "
@@ -179,8 +196,14 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
     }
 }
 
+/*
+ * Receiver not ready.  The rest of the message, already on its way, is
+ * dropped without a sequence NAK: the requester sends it all again after
+ * the RNR wait.
+ */
 static void uzura_resp_rnr(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 {
+    qp->x->nak_seq_sent = true;
     core->counters.rnr_naks_sent++;
     trace_uzura_resp_rnr(qp->x->qpn, psn);
     uzura_resp_ack(core, qp, UZ_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f),

@@ -147,7 +147,8 @@ typedef struct UzuraSwqe {
     uint8_t opcode;             /* UZ_WR_* */
     bool signaled;
     bool done;                  /* acknowledged, answered or failed */
-    uint32_t resp_got;          /* READ response packets received */
+    uint32_t resp_got;          /* READ response packets in order */
+    uint64_t resp_bits;         /* and those received past a gap */
     uint8_t status;             /* UZ_WC_STATUS_* once done */
     uint8_t verr;
 } UzuraSwqe;
@@ -191,11 +192,10 @@ typedef struct UzuraXfer {
     bool cur_active;
     uint32_t cur_off;           /* bytes of it already sent */
     uint32_t sq_next;           /* next WQE to start */
-    uint32_t sq_high;           /* highest sq_next: SQD resends below */
+    uint32_t sq_high;           /* one past the last WQE ever started */
     uint32_t psn;               /* next PSN to send */
     uint32_t psn_max;           /* PSN after the highest ever sent */
     uint32_t acked_psn;         /* highest cumulatively acknowledged */
-    uint32_t rd_out;            /* outstanding READ/atomic */
     uint8_t retry_left;
     uint8_t rnr_left;
     bool rnr_wait;              /* the timer is an RNR wait */
