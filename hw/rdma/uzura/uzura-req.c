@@ -176,8 +176,8 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
     if (!uzura_req_outstanding(qp)) {
         return;
     }
-    trace_uzura_req_rewind(x->qpn, qp->sq_ci, uzura_swqe(qp, qp->sq_ci)->first_psn);
     x->psn = uzura_swqe(qp, qp->sq_ci)->first_psn;
+    trace_uzura_req_rewind(x->qpn, qp->sq_ci, x->psn);
     x->sq_next = qp->sq_ci;
     x->cur_active = false;
     x->blocked = false;

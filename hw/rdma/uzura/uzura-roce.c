@@ -163,7 +163,8 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     p[1] = (pkt->se ? 0x80 : 0) | pad << 4;
     stw_be_p(p + 2, 0xffff);
     stl_be_p(p + 4, pkt->dqpn & UZ_PSN_MASK);
-    stl_be_p(p + 8, (pkt->ack_req ? 0x80000000u : 0) | (pkt->psn & UZ_PSN_MASK));
+    stl_be_p(p + 8, (pkt->ack_req ? 0x80000000u : 0) |
+             (pkt->psn & UZ_PSN_MASK));
     p += UZ_BTH_LEN;
 
     /* Extended headers, in the order IBA gives them. */
@@ -244,8 +245,8 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         core->counters.roce_tx_dropped++;
         return UZ_VERR_NONE;
     }
-    uzura_count(core->counters.roce_tx_pkts, core->counters.roce_tx_bytes, pkt->opcode,
-                len);
+    uzura_count(core->counters.roce_tx_pkts, core->counters.roce_tx_bytes,
+                pkt->opcode, len);
     qemu_send_packet(qemu_get_queue(core->owner_nic), f, len);
     return UZ_VERR_NONE;
 }
@@ -364,8 +365,8 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     memcpy(pkt.saddr, ip + 12, 4);
     memcpy(pkt.daddr, ip + 16, 4);
     pkt.ip_hdr = ip;
-    uzura_count(core->counters.roce_rx_pkts, core->counters.roce_rx_bytes, pkt.opcode,
-                ETH_HLEN + ip_len);
+    uzura_count(core->counters.roce_rx_pkts, core->counters.roce_rx_bytes,
+                pkt.opcode, ETH_HLEN + ip_len);
     trace_uzura_roce_rx(pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
 
     h = uzura_ops[pkt.opcode].hdrs;

@@ -332,16 +332,14 @@ static const struct {
     UZ_COUNTER(xlat_hits), UZ_COUNTER(xlat_misses),
     UZ_COUNTER(xlat_evictions),
 #undef UZ_COUNTER
-#define UZ_FAMILY(f, F)                                                    \
-    { "tx_pkts_" #f, offsetof(UzuraCounters, roce_tx_pkts[UZ_FAM_##F]) },  \
-    { "tx_bytes_" #f, offsetof(UzuraCounters, roce_tx_bytes[UZ_FAM_##F]) }, \
-    { "rx_pkts_" #f, offsetof(UzuraCounters, roce_rx_pkts[UZ_FAM_##F]) },  \
-    { "rx_bytes_" #f, offsetof(UzuraCounters, roce_rx_bytes[UZ_FAM_##F]) }
-    UZ_FAMILY(send, SEND), UZ_FAMILY(write, WRITE),
-    UZ_FAMILY(read_req, READ_REQ), UZ_FAMILY(read_resp, READ_RESP),
-    UZ_FAMILY(atomic, ATOMIC), UZ_FAMILY(ack, ACK), UZ_FAMILY(ud, UD),
-    UZ_FAMILY(crw, CRW),
-#undef UZ_FAMILY
+};
+
+/* RoCE packets and bytes by kind: tx_pkts_send, rx_bytes_ack, ... */
+static const char *const uzura_family_names[UZ_FAM_MAX] = {
+    [UZ_FAM_SEND] = "send", [UZ_FAM_WRITE] = "write",
+    [UZ_FAM_READ_REQ] = "read_req", [UZ_FAM_READ_RESP] = "read_resp",
+    [UZ_FAM_ATOMIC] = "atomic", [UZ_FAM_ACK] = "ack", [UZ_FAM_UD] = "ud",
+    [UZ_FAM_CRW] = "crw",
 };
 
 static void uzura_class_init(ObjectClass *klass, void *data)
@@ -381,6 +379,23 @@ static void uzura_instance_init(Object *obj)
 
         object_property_add_uint64_ptr(obj, uzura_counter_props[i].name,
                                        counter, OBJ_PROP_FLAG_READ);
+    }
+    for (i = UZ_FAM_NONE + 1; i < UZ_FAM_MAX; i++) {
+        UzuraCounters *c = &s->core.counters;
+        const char *f = uzura_family_names[i];
+        g_autofree char *tp = g_strdup_printf("tx_pkts_%s", f);
+        g_autofree char *tb = g_strdup_printf("tx_bytes_%s", f);
+        g_autofree char *rp = g_strdup_printf("rx_pkts_%s", f);
+        g_autofree char *rb = g_strdup_printf("rx_bytes_%s", f);
+
+        object_property_add_uint64_ptr(obj, tp, &c->roce_tx_pkts[i],
+                                       OBJ_PROP_FLAG_READ);
+        object_property_add_uint64_ptr(obj, tb, &c->roce_tx_bytes[i],
+                                       OBJ_PROP_FLAG_READ);
+        object_property_add_uint64_ptr(obj, rp, &c->roce_rx_pkts[i],
+                                       OBJ_PROP_FLAG_READ);
+        object_property_add_uint64_ptr(obj, rb, &c->roce_rx_bytes[i],
+                                       OBJ_PROP_FLAG_READ);
     }
 }
 
