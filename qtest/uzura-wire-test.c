@@ -403,10 +403,54 @@ static void test_bad_frames(void)
     wire_stop(&w);
 }
 
+/*
+ * A request from beyond the expected PSN means packets were lost: the
+ * responder answers the first with a sequence NAK for the PSN it
+ * expects, stays silent for the rest of the gap, and executes nothing.
+ */
+static void test_sequence_nak(void)
+{
+    Wire w;
+    Frame req, nak, ahead;
+    uint64_t naks;
+    uint32_t psn;
+
+    wire_start(&w);
+    post_write(&w, 1, 0, 64, 0x11);
+    wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &req);
+    expect_write_done(&w, 1);
+    wire_drain(&w);
+    psn = ldl_be_p(req.data + OFF_BTH + 8) & 0xffffff;
+
+    naks = uz_counter(&w.m, 1, "nak_seq_sent");
+    ahead = req;
+    stl_be_p(ahead.data + OFF_BTH + 8, 0x80000000u | ((psn + 5) & 0xffffff));
+    ahead.data[OFF_BTH + 28] = 0x99;
+    fix_icrc(&ahead);
+    wire_send(&w, ahead.data, ahead.len);
+    wire_capture(&w, UZ_BTH_OP_ACK, &nak);
+    g_assert_cmphex(nak.data[OFF_BTH + 12], ==, UZ_AETH_NAK_SEQ);
+    g_assert_cmphex(ldl_be_p(nak.data + OFF_BTH + 8) & 0xffffff, ==,
+                    (psn + 1) & 0xffffff);
+    stl_be_p(ahead.data + OFF_BTH + 8, 0x80000000u | ((psn + 6) & 0xffffff));
+    fix_icrc(&ahead);
+    wire_send(&w, ahead.data, ahead.len);
+    wire_drain(&w);
+    g_assert_cmpint(uz_counter(&w.m, 1, "nak_seq_sent"), ==, naks + 1);
+    expect_bytes(&w, 0, 64, 0x11);
+
+    /* The QP is fine: the next real request has the expected PSN. */
+    post_write(&w, 2, 0, 64, 0x22);
+    expect_write_done(&w, 2);
+    expect_bytes(&w, 0, 64, 0x22);
+    wire_stop(&w);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/wire/frame-format", test_frame_format);
     qtest_add_func("/uzura/wire/bad-frames", test_bad_frames);
+    qtest_add_func("/uzura/wire/sequence-nak", test_sequence_nak);
     return g_test_run();
 }
