@@ -210,24 +210,33 @@ static void uzura_resp_rnr(UzuraCore *core, UzuraQp *qp, uint32_t psn)
                    psn);
 }
 
+/*
+ * The receive WQE a message consumes; false when there is none (RNR NAK
+ * sent) or it cannot be used (error handled).
+ */
+static bool uzura_resp_take_or_nak(UzuraCore *core, UzuraQp *qp,
+                                   const UzuraPkt *pkt)
+{
+    uint8_t verr = UZ_VERR_NONE;
+    int got = uzura_resp_take(core, qp, &verr);
+
+    if (!got) {
+        uzura_resp_rnr(core, qp, pkt->psn);
+    } else if (got < 0) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
+                         UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
+    }
+    return got > 0;
+}
+
 static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     UzuraXfer *x = qp->x;
     uint16_t h = uzura_ops[pkt->opcode].hdrs;
-    uint8_t verr = UZ_VERR_NONE;
-    int got;
+    uint8_t verr;
 
-    if (h & UZ_H_FIRST) {
-        got = uzura_resp_take(core, qp, &verr);
-        if (!got) {
-            uzura_resp_rnr(core, qp, pkt->psn);
-            return;
-        }
-        if (got < 0) {
-            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
-                             UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
-            return;
-        }
+    if ((h & UZ_H_FIRST) && !uzura_resp_take_or_nak(core, qp, pkt)) {
+        return;
     }
     if (x->recv_off + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
@@ -303,18 +312,8 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
         return;
     }
     /* With immediate data the message needs a receive WQE: check first. */
-    if (h & UZ_H_IMM) {
-        int got = uzura_resp_take(core, qp, &verr);
-
-        if (!got) {
-            uzura_resp_rnr(core, qp, pkt->psn);
-            return;
-        }
-        if (got < 0) {
-            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
-                             UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
-            return;
-        }
+    if ((h & UZ_H_IMM) && !uzura_resp_take_or_nak(core, qp, pkt)) {
+        return;
     }
     if (pkt->paylen) {
         verr = uzura_mr_check(core, x->wr_rkey, qp->pdn, x->wr_va + x->wr_off,
