@@ -894,6 +894,56 @@ static void case_remote_recv_too_small(Env *e)
                   p.q[1]->qpn);
 }
 
+/* Put raw receive WQE bytes in the next RQ slot of @qp and ring. */
+static void post_raw_recv(UzQp *qp, const void *wqe, size_t len)
+{
+    uint64_t slot[UZ_RQ_WQE_SIZE / 8] = { 0 };
+    uint32_t pos = qp->rq_pi & ((1u << UZ_RQ_LOG_DEPTH) - 1);
+
+    memcpy(slot, wqe, len);
+    qtest_memwrite(qp->n->d.qts, qp->rq + pos * UZ_RQ_WQE_SIZE, slot,
+                   sizeof(slot));
+    qp->rq_pi = (qp->rq_pi + 1) & UZ_DB_PI_MASK;
+    uz_ring(&qp->n->d, qp->rq_db, qp->rq_pi);
+}
+
+/*
+ * A receive WQE the receiver cannot use: too many SGEs (malformed), or
+ * an SGE with a bad lkey.  The receiver completes it with the error and
+ * goes to ERR; the requester gets a remote operational error.
+ */
+static void case_remote_bad_recv_wqe(Env *e)
+{
+    Expect x = { .opcode = UZ_WC_SEND, .status = UZ_WC_STATUS_REM_OP_ERR,
+                 .peer = PEER_ERR };
+    struct uz_recv_wqe bad = { .wr_id = cpu_to_le64(0x3e00),
+                               .num_sge = 17 };
+    struct uz_cqe c;
+    UzSge s, r;
+    UzWr wr;
+    Pair p;
+
+    pair_init(e, &p, NULL);
+    post_raw_recv(p.q[1], &bad, sizeof(bad));
+    s = uz_mr_sge(p.mr[0], 0, 100);
+    wr = (UzWr) { .wr_id = 0x3e10, .opcode = UZ_WR_SEND,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
+    check_bad_wr(e, &p, &wr, &x);
+    uz_cq_wait(p.q[1]->rcq, &c);
+    uz_cqe_expect(&c, 0x3e00, UZ_WC_RECV, UZ_WC_STATUS_LOC_QP_OP_ERR,
+                  UZ_VERR_BAD_WQE, p.q[1]->qpn);
+
+    pair_init(e, &p, NULL);
+    r = uz_mr_sge(p.mr[1], 0, 4096);
+    r.lkey ^= 0x80;
+    uz_post_recv(p.q[1], 0x3e01, &r, 1);
+    wr.wr_id = 0x3e11;
+    check_bad_wr(e, &p, &wr, &x);
+    uz_cq_wait(p.q[1]->rcq, &c);
+    uz_cqe_expect(&c, 0x3e01, UZ_WC_RECV, UZ_WC_STATUS_LOC_PROT_ERR,
+                  UZ_VERR_BAD_LKEY, p.q[1]->qpn);
+}
+
 /*
  * A NAK for a message of many packets: the responder refuses the first
  * packet while the requester is still sending the rest (64 packets, more
@@ -1950,6 +2000,7 @@ static const Case cases[] = {
     { "remote/qp-access", case_remote_qp_access },
     { "remote/dma", case_remote_dma },
     { "remote/recv-too-small", case_remote_recv_too_small },
+    { "remote/bad-recv-wqe", case_remote_bad_recv_wqe },
     { "remote/bad-rkey-long", case_remote_bad_rkey_long },
     { "remote/recv-too-small-long", case_remote_recv_too_small_long },
     { "remote/nak-after-read", case_remote_nak_after_read },

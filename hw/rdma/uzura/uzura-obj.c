@@ -514,22 +514,32 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     return UZ_CMD_OK;
 }
 
+/* The MR a key names: index 1 .. max_mr - 1, registered, key byte. */
+UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i = UZ_KEY_INDEX(key);
+
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
+        r->mr[i].key != UZ_KEY_BYTE(key)) {
+        return NULL;
+    }
+    return &r->mr[i];
+}
+
 static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
                                   const struct uz_admin_cmd *cmd,
                                   struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    uint32_t key = le32_to_cpu(c->handle), i = UZ_KEY_INDEX(key);
-    UzuraRdma *r = &core->rdma;
+    UzuraMr *mr = uzura_mr_lookup(core, le32_to_cpu(c->handle));
 
-    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
-        r->mr[i].key != UZ_KEY_BYTE(key) ||
-        r->mr[i].uctx != le32_to_cpu(c->uctx)) {
+    if (!mr || mr->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    r->pd[r->mr[i].pdn].users--;
-    uzura_xlat_drop_mr(core, &r->mr[i]);
-    r->mr[i].valid = false;
+    core->rdma.pd[mr->pdn].users--;
+    uzura_xlat_drop_mr(core, mr);
+    mr->valid = false;
     return UZ_CMD_OK;
 }
 

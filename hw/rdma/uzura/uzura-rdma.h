@@ -145,6 +145,7 @@ void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
 UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
 UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx);
 UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn);
+UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
 void uzura_rdma_init(UzuraCore *core);
 void uzura_rdma_uninit(UzuraCore *core);
 void uzura_rdma_reset(UzuraCore *core);

@@ -180,12 +180,21 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
     uzura_qp_fail(core, qp);
 }
 
-/* The request was executed: move on, and owe an ACK if asked. */
+/*
+ * The request was executed: move on (a message's last packet counts in
+ * the MSN, any other leaves the message open), and owe an ACK if asked.
+ */
 static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
                             uint32_t npkts)
 {
     UzuraXfer *x = qp->x;
 
+    if (uzura_ops[pkt->opcode].hdrs & UZ_H_LAST) {
+        x->msn = (x->msn + 1) & UZ_PSN_MASK;
+        x->in_msg = 0;
+    } else {
+        x->in_msg = uzura_ops[pkt->opcode].family;
+    }
     x->epsn = (x->epsn + npkts) & UZ_PSN_MASK;
     if (pkt->ack_req) {
         if (x->ack_owed) {
@@ -264,10 +273,6 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
             cqe.imm_data = cpu_to_le32(be32_to_cpu(pkt->imm));
         }
         uzura_resp_complete(core, qp, &cqe, pkt->se);
-        x->msn = (x->msn + 1) & UZ_PSN_MASK;
-        x->in_msg = 0;
-    } else {
-        x->in_msg = UZ_FAM_SEND;
     }
     uzura_resp_done(core, qp, pkt, 1);
 }
@@ -331,19 +336,13 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
         }
     }
     x->wr_off += pkt->paylen;
-    if (h & UZ_H_LAST) {
-        if (h & UZ_H_IMM) {
-            struct uz_cqe cqe = {
-                .byte_len = cpu_to_le32(x->wr_len), .imm_data = pkt->imm,
-                .opcode = UZ_WC_RECV_RDMA_WITH_IMM, .wc_flags = UZ_WC_F_IMM,
-            };
+    if (h & UZ_H_IMM) {
+        struct uz_cqe cqe = {
+            .byte_len = cpu_to_le32(x->wr_len), .imm_data = pkt->imm,
+            .opcode = UZ_WC_RECV_RDMA_WITH_IMM, .wc_flags = UZ_WC_F_IMM,
+        };
 
-            uzura_resp_complete(core, qp, &cqe, pkt->se);
-        }
-        x->msn = (x->msn + 1) & UZ_PSN_MASK;
-        x->in_msg = 0;
-    } else {
-        x->in_msg = UZ_FAM_WRITE;
+        uzura_resp_complete(core, qp, &cqe, pkt->se);
     }
     uzura_resp_done(core, qp, pkt, 1);
 }
@@ -385,7 +384,6 @@ static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         .valid = true, .pending = true, .psn = pkt->psn, .npkts = npkts,
         .va = pkt->va, .rkey = pkt->rkey, .len = pkt->dma_len,
     };
-    qp->x->msn = (qp->x->msn + 1) & UZ_PSN_MASK;
     uzura_resp_done(core, qp, pkt, npkts);
     uzura_work_schedule(core);
 }
@@ -438,7 +436,6 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
         .valid = true, .atomic = true, .pending = true, .psn = pkt->psn,
         .npkts = 1, .orig = orig,
     };
-    qp->x->msn = (qp->x->msn + 1) & UZ_PSN_MASK;
     uzura_resp_done(core, qp, pkt, 1);
     uzura_work_schedule(core);
 }

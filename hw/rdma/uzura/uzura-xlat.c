@@ -102,19 +102,16 @@ uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
                        uint64_t addr, uint64_t len, uint32_t access,
                        UzuraMr **out)
 {
-    UzuraRdma *r = &core->rdma;
-    uint32_t i = UZ_KEY_INDEX(key);
     UzuraMr *mr;
 
     *out = NULL;
     if (!len) {
         return UZ_VERR_NONE;
     }
-    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
-        r->mr[i].key != UZ_KEY_BYTE(key)) {
+    mr = uzura_mr_lookup(core, key);
+    if (!mr) {
         return UZ_VERR_BAD_LKEY;
     }
-    mr = &r->mr[i];
     if (mr->pdn != pdn) {
         return UZ_VERR_PD;
     }
@@ -225,14 +222,11 @@ uint8_t uzura_xlat_invalidate(UzuraCore *core,
     uint32_t key = le32_to_cpu(c->key), i = UZ_KEY_INDEX(key), n;
     uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
     uint64_t first, last, base;
-    UzuraMr *mr;
+    UzuraMr *mr = uzura_mr_lookup(core, key);
 
-    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
-        r->mr[i].key != UZ_KEY_BYTE(key) ||
-        r->mr[i].uctx != le32_to_cpu(c->uctx)) {
+    if (!mr || mr->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    mr = &r->mr[i];
     trace_uzura_xlat_invalidate(key, iova, len);
     if (!len || (mr->flags & UZ_MR_F_DMA)) {
         uzura_xlat_drop_mr(core, mr);
