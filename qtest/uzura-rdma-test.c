@@ -164,6 +164,7 @@ static void test_limits(void)
     g_assert_cmpint(le32_to_cpu(attr.max_cq), ==, 1024);
     g_assert_cmpint(le32_to_cpu(attr.max_cqe), ==, 65536);
     g_assert_cmpint(le32_to_cpu(attr.xlat_cache_entries), ==, 4096);
+    g_assert_cmpint(le32_to_cpu(attr.max_crw_tags), ==, 64);
     g_assert_cmpint(le64_to_cpu(attr.max_mr_size), ==, 1ull << 32);
     g_assert_cmphex(le32_to_cpu(attr.page_size_cap) & 0x1000, ==, 0x1000);
     rdma_stop(&t);

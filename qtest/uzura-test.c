@@ -84,7 +84,7 @@ static void test_ident(void)
     g_assert_cmphex(uz_rd(&t, UZ_REG_VERSION), ==, UZ_VERSION);
     g_assert_cmphex(uz_rd(&t, UZ_REG_CAPS), ==,
                     UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN |
-                    UZ_CAP_ETH | UZ_CAP_RDMA);
+                    UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW);
     g_assert_cmpint(uz_rd(&t, UZ_REG_DB_PAGES), ==, 64);
     g_assert_cmphex(uz_rd(&t, UZ_REG_STATUS), ==,
                     UZ_STATUS_READY | UZ_STATUS_LINK_UP);

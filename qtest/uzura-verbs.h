@@ -125,6 +125,8 @@ typedef struct UzWr {
     uint32_t ahn;               /* UD and GSI */
     uint32_t remote_qpn;
     uint32_t remote_qkey;
+    uint64_t tag;               /* CRW and STCRW */
+    uint32_t crw_length;        /* STCRW: bytes offered */
 } UzWr;
 
 /* RC connection parameters; UZ_RC_OPTS_DEFAULT is what tests start from. */
@@ -913,6 +915,9 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
     } else if (uz_wr_is_atomic(wr->opcode)) {
         w->atomic.compare_add = cpu_to_le64(wr->compare_add);
         w->atomic.swap = cpu_to_le64(wr->swap);
+    } else if (wr->opcode == UZ_WR_CRW || wr->opcode == UZ_WR_STCRW) {
+        w->crw.tag = cpu_to_le64(wr->tag);
+        w->crw.length = cpu_to_le32(wr->crw_length);
     }
     if (wr->flags & UZ_WQE_F_INLINE) {
         g_assert_cmpint(wr->inline_len, <=, UZ_SQ_MAX_INLINE);

@@ -14,6 +14,7 @@
 #include "exec/hwaddr.h"
 #include "qemu/bswap.h"
 #include "qemu/log.h"
+#include "qemu/queue.h"
 #include "uzura-hw.h"
 #include "uzura-rdma.h"
 
@@ -25,7 +26,7 @@ typedef struct QEMUBH QEMUBH;
 
 /* What this device implements: UZ_REG_CAPS and QUERY_DEVICE. */
 #define UZURA_CAPS  (UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | \
-                     UZ_CAP_ETH | UZ_CAP_RDMA)
+                     UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
@@ -112,7 +113,38 @@ typedef struct UzuraCounters {
     uint64_t xlat_hits;
     uint64_t xlat_misses;
     uint64_t xlat_evictions;
+    /* faults injected on transmit (uzura-fault.c) */
+    uint64_t fault_drops;
+    uint64_t fault_dups;
+    uint64_t fault_reorders;
+    uint64_t fault_corrupts;
+    uint64_t fault_delayed;
+    /* conditional RDMA write (uzura-crw.c) */
+    uint64_t crw_parked;        /* CRWs that waited for their STCRW */
+    uint64_t crw_offers;        /* STCRWs that waited for their CRW */
+    uint64_t crw_matched_crw_first;
+    uint64_t crw_matched_stcrw_first;
+    uint64_t crw_flushed;
+    uint64_t crw_errors;        /* table full or duplicate tag */
 } UzuraCounters;
+
+typedef struct UzuraFaultFrame UzuraFaultFrame;
+
+#define UZ_FAULT_DELAY_MAX_US   1000000
+
+/* The fault injector's settings (device properties) and state. */
+typedef struct UzuraFault {
+    double drop;                /* probabilities per frame, 0..1 */
+    double dup;
+    double reorder;
+    double corrupt;
+    uint32_t delay_us;          /* every frame, microseconds */
+    uint64_t seed;
+    uint64_t rng;
+    QTAILQ_HEAD(, UzuraFaultFrame) queue;   /* delayed or held back */
+    UzuraFaultFrame *held;      /* reordered, waits to be overtaken */
+    QEMUTimer *timer;
+} UzuraFault;
 
 typedef struct UzuraAdmin {
     uint64_t sq_addr;
@@ -185,6 +217,7 @@ typedef struct UzuraCore {
     uint8_t *tx_frame;          /* UZ_ETH_FRAME_MAX(UZ_MAX_MTU) bytes */
     uint8_t *roce_frame;        /* the same, for RoCE frames */
 
+    UzuraFault fault;
     UzuraCounters counters;
 } UzuraCore;
 
@@ -246,6 +279,14 @@ void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val);
 void uzura_eth_work(UzuraCore *core);
 bool uzura_eth_can_receive(UzuraCore *core);
 ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+
+/* uzura-fault.c */
+void uzura_link_send(UzuraCore *core, uint8_t *buf, size_t len);
+void uzura_fault_init(UzuraCore *core);
+void uzura_fault_uninit(UzuraCore *core);
+void uzura_fault_flush(UzuraCore *core);
+void uzura_fault_set_seed(UzuraFault *f, uint64_t seed);
+void uzura_fault_timer(void *opaque);
 
 /* The work bottom half: everything a data doorbell asked for. */
 void uzura_work_bh(void *opaque);

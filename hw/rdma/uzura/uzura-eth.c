@@ -95,7 +95,7 @@ static bool uzura_eth_tx_frame(UzuraCore *core, UzuraEthRing *r)
     }
     if (err == UZ_ETH_ERR_NONE) {
         trace_uzura_eth_tx(r->ci, len);
-        qemu_send_packet(qemu_get_queue(core->owner_nic), core->tx_frame, len);
+        uzura_link_send(core, core->tx_frame, len);
         core->counters.tx_frames++;
         core->counters.tx_bytes += len;
     } else {

@@ -91,6 +91,7 @@ void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
     attr->max_ah = cpu_to_le32(l->max_ah);
     attr->max_qp_rd_atom = cpu_to_le32(l->max_qp_rd_atom);
     attr->xlat_cache_entries = cpu_to_le32(l->xlat_cache_entries);
+    attr->max_crw_tags = cpu_to_le32(l->max_crw_tags);
     /* Pages of 4 KiB up to 1 GiB. */
     attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
 }

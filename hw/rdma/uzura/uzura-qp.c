@@ -201,6 +201,7 @@ static void uzura_qp_attr_apply(UzuraQp *qp, const struct uz_qp_attr *a,
 static void uzura_qp_to_reset(UzuraCore *core, UzuraQp *qp)
 {
     uzura_req_reset(core, qp);
+    uzura_crw_flush(core, qp);
     uzura_resp_init(core, qp);
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->sq_pi = qp->rq_pi = 0;
@@ -211,8 +212,10 @@ static void uzura_qp_free_xfer(UzuraQp *qp)
 {
     if (qp->x) {
         timer_free(qp->x->timer);
-        g_free(qp->x->swqe);
+        g_free(qp->x->msg);
         g_free(qp->x->rd);
+        g_free(qp->x->crw);
+        g_free(qp->x->crw_ready);
         g_free(qp->x);
         qp->x = NULL;
     }
@@ -285,6 +288,8 @@ static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
         if (!uzura_qp_flush_one(core, qpn, qp, true) &&
             (qp->srqn != UZ_NO_SRQ ||
              !uzura_qp_flush_one(core, qpn, qp, false))) {
+            /* Parked CRWs last: their SQ WQEs completed long ago. */
+            uzura_crw_flush(core, qp);
             return false;
         }
     }
@@ -464,10 +469,14 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
                                     uint32_t sq_log_depth)
 {
     UzuraXfer *x = g_new0(UzuraXfer, 1);
+    /* Messages in flight: SQ WQEs, and the writes of matched CRWs. */
+    uint32_t nmsg = pow2ceil((1u << sq_log_depth) +
+                             core->rdma.lim.max_crw_tags);
 
     x->core = core;
     x->qpn = qpn;
-    x->swqe = g_new0(UzuraSwqe, 1u << sq_log_depth);
+    x->msg = g_new0(UzuraSwqe, nmsg);
+    x->msg_mask = nmsg - 1;
     x->rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
     x->resp_idx = -1;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
@@ -584,6 +593,8 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     r->cq[qp->recv_cqn].users--;
     uzura_uctx_put(core, qp->uctx);
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
+    /* Parked CRWs have no SQ WQE left to find them by: complete them. */
+    uzura_crw_flush(core, qp);
     uzura_qp_free_xfer(qp);
     qp->valid = false;
     return UZ_CMD_OK;

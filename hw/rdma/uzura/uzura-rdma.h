@@ -28,6 +28,7 @@ typedef struct UzuraLimits {
     uint32_t max_ah;
     uint32_t max_qp_rd_atom;
     uint32_t xlat_cache_entries;
+    uint32_t max_crw_tags;      /* per QP */
 } UzuraLimits;
 
 typedef struct UzuraUctx {

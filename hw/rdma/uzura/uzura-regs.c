@@ -315,6 +315,7 @@ void uzura_core_init(UzuraCore *core)
     uzura_rdma_init(core);
     core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
     core->roce_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
+    uzura_fault_init(core);
 }
 
 void uzura_core_uninit(UzuraCore *core)
@@ -324,6 +325,7 @@ void uzura_core_uninit(UzuraCore *core)
     g_free(core->db_map);
     g_free(core->tx_frame);
     g_free(core->roce_frame);
+    uzura_fault_uninit(core);
     uzura_rdma_uninit(core);
 }
 
@@ -342,6 +344,7 @@ void uzura_core_reset(UzuraCore *core)
     uzura_db_reset(core);
     qemu_bh_cancel(core->work_bh);
     core->rx_flush_owed = false;
+    uzura_fault_flush(core);
 
     memcpy(core->mac, core->perm_mac, sizeof(core->mac));
     core->mtu = UZ_DEFAULT_MTU;
@@ -377,6 +380,8 @@ void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
         qemu_bh_schedule(core->work_bh);
     } else {
         core->status &= ~UZ_STATUS_LINK_UP;
+        /* Frames in flight on the cable are lost with it. */
+        uzura_fault_flush(core);
     }
     uzura_eq_post_async(core, up ? UZ_EQE_PORT_ACTIVE : UZ_EQE_PORT_DOWN,
                         1, 0);

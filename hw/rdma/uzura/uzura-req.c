@@ -16,9 +16,14 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-static UzuraSwqe *uzura_swqe(UzuraQp *qp, uint32_t idx)
+static UzuraSwqe *uzura_msg(UzuraQp *qp, uint32_t m)
 {
-    return &qp->x->swqe[idx & ((1u << qp->sq_log_depth) - 1)];
+    return &qp->x->msg[m & qp->x->msg_mask];
+}
+
+static uint32_t uzura_next(uint32_t idx)
+{
+    return (idx + 1) & UZ_IDX_MASK;
 }
 
 static uint32_t uzura_req_mtu(UzuraCore *core, UzuraQp *qp)
@@ -33,10 +38,10 @@ static bool uzura_wr_is_rd_atomic(uint8_t op)
            op == UZ_WR_ATOMIC_FETCH_ADD;
 }
 
-/* Started and not yet completed WQEs, or a partly sent one. */
+/* Started and not yet completed messages, or a partly sent one. */
 static bool uzura_req_outstanding(UzuraQp *qp)
 {
-    return qp->sq_ci != qp->x->sq_next || qp->x->cur_active;
+    return qp->x->m_ci != qp->x->m_next || qp->x->cur_active;
 }
 
 /* Read send WQE @idx from the ring and decode it (format checks only). */
@@ -139,8 +144,16 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
                 return UZ_WC_STATUS_LOC_QP_OP_ERR;
             }
             break;
+        case UZ_WR_CRW:
+            break;
+        case UZ_WR_STCRW:
+            /* It carries a buffer's address, not data. */
+            if (inl || wr->sgl.num) {
+                return UZ_WC_STATUS_LOC_QP_OP_ERR;
+            }
+            break;
         default:
-            /* SEND_INV and the CRW opcodes are not implemented. */
+            /* SEND_INV is not implemented. */
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         }
         if (wr->len > UZ_MAX_MSG) {
@@ -176,22 +189,25 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
     if (!uzura_req_outstanding(qp)) {
         return;
     }
-    x->psn = uzura_swqe(qp, qp->sq_ci)->first_psn;
-    trace_uzura_req_rewind(x->qpn, qp->sq_ci, x->psn);
-    x->sq_next = qp->sq_ci;
+    x->psn = uzura_msg(qp, x->m_ci)->first_psn;
+    trace_uzura_req_rewind(x->qpn, x->m_ci, x->psn);
+    x->m_next = x->m_ci;
     x->cur_active = false;
     x->blocked = false;
     uzura_work_schedule(core);
 }
 
-/* Complete finished WQEs in SQ order; an error ends in the error state. */
+/*
+ * Complete finished messages in PSN order, so SQ WQEs in SQ order; an
+ * error ends in the error state.
+ */
 static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
     bool progress = false;
 
-    while (qp->sq_ci != x->sq_next) {
-        UzuraSwqe *w = uzura_swqe(qp, qp->sq_ci);
+    while (x->m_ci != x->m_next) {
+        UzuraSwqe *w = uzura_msg(qp, x->m_ci);
 
         if (!w->done) {
             if (uzura_wr_is_rd_atomic(w->opcode) ||
@@ -214,8 +230,16 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
 
             uzura_cq_post(core, qp->send_cqn, &cqe, false);
         }
-        trace_uzura_req_complete(x->qpn, qp->sq_ci, w->status);
-        qp->sq_ci = (qp->sq_ci + 1) & UZ_IDX_MASK;
+        trace_uzura_req_complete(x->qpn, w->sq_idx, w->status);
+        x->m_ci = uzura_next(x->m_ci);
+        if (w->crw < 0 || w->park) {
+            qp->sq_ci = uzura_next(qp->sq_ci);
+        }
+        if (w->park) {
+            uzura_crw_unpin(qp, w->crw);
+        } else if (w->crw >= 0) {
+            uzura_crw_release(qp, w->crw);
+        }
         if (w->status != UZ_WC_STATUS_SUCCESS) {
             uzura_qp_fail(core, qp);
             return;
@@ -235,7 +259,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
     }
 }
 
-/* End the WQE at @idx (started) with @status; it completes in order. */
+/* End a started message with @status; it completes in order. */
 static void uzura_req_finish(UzuraCore *core, UzuraQp *qp, UzuraSwqe *w,
                              uint8_t status, uint8_t verr)
 {
@@ -246,16 +270,16 @@ static void uzura_req_finish(UzuraCore *core, UzuraQp *qp, UzuraSwqe *w,
 }
 
 /*
- * The WQE whose PSN range holds @psn, among those ever started and not
- * completed: a rewind or a message still being sent leaves some of them
- * at or after sq_next, with their PSNs still valid.
+ * The message whose PSN range holds @psn, among those ever started and
+ * not completed: a rewind or a message still being sent leaves some of
+ * them at or after m_next, with their PSNs still valid.
  */
 static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
 {
     uint32_t i;
 
-    for (i = qp->sq_ci; i != qp->x->sq_high; i = (i + 1) & UZ_IDX_MASK) {
-        UzuraSwqe *w = uzura_swqe(qp, i);
+    for (i = qp->x->m_ci; i != qp->x->m_high; i = uzura_next(i)) {
+        UzuraSwqe *w = uzura_msg(qp, i);
 
         if (uzura_psn_diff(psn, w->first_psn) >= 0 &&
             uzura_psn_diff(psn, w->first_psn + w->npkts) < 0) {
@@ -266,14 +290,14 @@ static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
     return NULL;
 }
 
-/* A WQE found at or after sq_next ends now: count it as started. */
+/* A message found at or after m_next ends now: count it as started. */
 static void uzura_req_claim(UzuraQp *qp, uint32_t idx)
 {
     UzuraXfer *x = qp->x;
 
-    if (uzura_psn_diff(idx, x->sq_next) >= 0) {
+    if (uzura_psn_diff(idx, x->m_next) >= 0) {
         x->cur_active = false;
-        x->sq_next = (idx + 1) & UZ_IDX_MASK;
+        x->m_next = uzura_next(idx);
     }
 }
 
@@ -282,26 +306,49 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
 {
     uint32_t i, n = 0;
 
-    for (i = qp->sq_ci; i != qp->x->sq_next; i = (i + 1) & UZ_IDX_MASK) {
-        UzuraSwqe *w = uzura_swqe(qp, i);
+    for (i = qp->x->m_ci; i != qp->x->m_next; i = uzura_next(i)) {
+        UzuraSwqe *w = uzura_msg(qp, i);
 
         n += !w->done && uzura_wr_is_rd_atomic(w->opcode);
     }
     return n;
 }
 
-/* Start WQE x->sq_next.  False when it must wait, or failed. */
+/*
+ * (Re)start message m_next.  One started before a rewind is sent again
+ * from the same source; a new one is the oldest matched CRW's write, or
+ * else the next SQ WQE.  A CRW WQE is parked and sends nothing
+ * (cur_active stays false).  False when it must wait, or failed.
+ */
 static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
     UzuraSendWr *wr = &x->cur;
-    UzuraSwqe *w = uzura_swqe(qp, x->sq_next);
-    uint32_t mtu = uzura_req_mtu(core, qp);
-    uint8_t status, verr;
+    UzuraSwqe *w = uzura_msg(qp, x->m_next);
+    bool resend = x->m_next != x->m_high;
+    uint32_t mtu = uzura_req_mtu(core, qp), sq_idx = 0;
+    int32_t crw = -1;
+    uint8_t status, verr, opcode;
 
-    verr = uzura_sq_load(core, qp, x->sq_next, wr);
-    status = verr ? UZ_WC_STATUS_LOC_QP_OP_ERR :
-                    uzura_req_validate(core, qp, wr, &verr);
+    if (resend) {
+        sq_idx = w->sq_idx;
+        crw = w->crw;
+    } else if (qp->attr.state != UZ_QPS_RTS) {
+        return false;           /* SQD starts nothing new */
+    } else {
+        crw = uzura_crw_ready(qp);
+        if (crw < 0 && x->sq_take == qp->sq_pi) {
+            return false;
+        }
+        sq_idx = x->sq_take;
+    }
+    if (crw >= 0) {
+        status = uzura_crw_load(core, qp, crw, wr, &verr);
+    } else {
+        verr = uzura_sq_load(core, qp, sq_idx, wr);
+        status = verr ? UZ_WC_STATUS_LOC_QP_OP_ERR :
+                        uzura_req_validate(core, qp, wr, &verr);
+    }
     if (status == UZ_WC_STATUS_SUCCESS &&
         ((wr->h.flags & UZ_WQE_F_FENCE) ||
          uzura_wr_is_rd_atomic(wr->h.opcode))) {
@@ -314,22 +361,44 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
             return false;
         }
     }
+    opcode = crw >= 0 ? UZ_WR_CRW : wr->h.opcode;
     *w = (UzuraSwqe) {
-        .wr_id = wr->h.wr_id, .opcode = wr->h.opcode,
-        .first_psn = x->psn, .byte_len = wr->len,
-        .signaled = (wr->h.flags & UZ_WQE_F_SIGNALED) ||
+        .wr_id = wr->h.wr_id, .opcode = opcode, .sq_idx = sq_idx,
+        .crw = crw, .first_psn = x->psn, .byte_len = wr->len,
+        .signaled = crw >= 0 ? x->crw[crw].signaled :
+                    (wr->h.flags & UZ_WQE_F_SIGNALED) ||
                     (qp->flags & UZ_QPF_SIG_ALL),
     };
-    trace_uzura_req_start(x->qpn, x->sq_next, wr->h.opcode, wr->len, x->psn);
-    if (uzura_psn_diff(x->sq_next + 1, x->sq_high) > 0) {
-        x->sq_high = (x->sq_next + 1) & UZ_IDX_MASK;
+    if (!resend) {
+        x->m_high = uzura_next(x->m_high);
+        if (crw >= 0) {
+            uzura_crw_take_ready(qp);
+        } else {
+            x->sq_take = uzura_next(x->sq_take);
+        }
+    }
+    trace_uzura_req_start(x->qpn, sq_idx, opcode, wr->len, x->psn);
+    if (status == UZ_WC_STATUS_SUCCESS && crw < 0 && opcode == UZ_WR_CRW) {
+        /*
+         * Parked: the SQ WQE is done (no CQE of its own), later WQEs go
+         * on, and the CRW completes when its write does.
+         */
+        status = uzura_crw_park(core, qp, wr, w->signaled, &w->crw, &verr);
+        if (status == UZ_WC_STATUS_SUCCESS) {
+            w->park = true;
+            w->signaled = false;
+            w->byte_len = 0;
+            x->m_next = uzura_next(x->m_next);
+            uzura_req_finish(core, qp, w, status, UZ_VERR_NONE);
+            return true;
+        }
     }
     if (status != UZ_WC_STATUS_SUCCESS) {
-        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, x->sq_next, status,
+        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, sq_idx, status,
                                                   verr),
                           "QP %u: send WQE %u fails: status %u, detail %u",
-                          x->qpn, x->sq_next, status, verr);
-        x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+                          x->qpn, sq_idx, status, verr);
+        x->m_next = uzura_next(x->m_next);
         x->blocked = true;
         uzura_req_finish(core, qp, w, status, verr);
         return false;
@@ -338,6 +407,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         wr->h.opcode == UZ_WR_ATOMIC_FETCH_ADD) {
         w->npkts = 1;
         w->byte_len = 8;
+    } else if (wr->h.opcode == UZ_WR_STCRW) {
+        w->npkts = 1;
     } else {
         w->npkts = MAX(DIV_ROUND_UP(wr->len, mtu), 1);
     }
@@ -391,6 +462,8 @@ static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
         return UZ_BTH_OP_READ_REQ;
     case UZ_WR_ATOMIC_CMP_SWP:
         return UZ_BTH_OP_CMP_SWP;
+    case UZ_WR_STCRW:
+        return UZ_BTH_OP_RC_STCRW;
     default:
         return UZ_BTH_OP_FETCH_ADD;
     }
@@ -402,13 +475,13 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     UzuraXfer *x = qp->x;
     const UzuraSendWr *wr = &x->cur;
     const struct uz_send_wqe *h = &wr->h;
-    UzuraSwqe *w = uzura_swqe(qp, x->sq_next);
+    UzuraSwqe *w = uzura_msg(qp, x->m_next);
     uint32_t mtu = uzura_req_mtu(core, qp), n = 0;
     bool first = x->cur_off == 0, last, data;
     UzuraPkt pkt = { .psn = x->psn };
     uint8_t verr;
 
-    data = h->opcode != UZ_WR_RDMA_READ && !uzura_wr_is_rd_atomic(h->opcode);
+    data = !uzura_wr_is_rd_atomic(h->opcode) && h->opcode != UZ_WR_STCRW;
     if (data) {
         n = MIN(wr->len - x->cur_off, mtu);
     }
@@ -443,18 +516,22 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     pkt.swap_add = h->opcode == UZ_WR_ATOMIC_CMP_SWP ? h->atomic.swap :
                                                       h->atomic.compare_add;
     pkt.compare = h->atomic.compare_add;
+    pkt.crw = (struct uz_crweth) {
+        .tag = h->crw.tag, .va = h->remote_addr, .rkey = h->rkey,
+        .length = h->crw.length,
+    };
     pkt.paylen = n;
 
     verr = uzura_roce_send(core, &pkt, uzura_req_gather, qp);
     if (verr) {
         /* The memory went away under a message in flight. */
-        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, x->sq_next,
+        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, w->sq_idx,
                                                   UZ_WC_STATUS_LOC_PROT_ERR,
                                                   verr),
                           "QP %u: send WQE %u: local access failed (%u)",
-                          x->qpn, x->sq_next, verr);
+                          x->qpn, w->sq_idx, verr);
         x->cur_active = false;
-        x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+        x->m_next = uzura_next(x->m_next);
         x->blocked = true;
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
         return;
@@ -472,7 +549,7 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
         return;
     }
     x->cur_active = false;
-    x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+    x->m_next = uzura_next(x->m_next);
     if (uzura_qp_is_ud(qp)) {
         /* Unreliable: done once on the wire. */
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
@@ -488,24 +565,23 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 
     while (*budget && !x->rnr_wait && !x->blocked &&
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
-        if (!x->cur_active && uzura_psn_diff(x->sq_next, x->sq_high) < 0 &&
-            uzura_swqe(qp, x->sq_next)->done &&
-            uzura_swqe(qp, x->sq_next)->status == UZ_WC_STATUS_SUCCESS) {
-            /* Answered after a rewind: nothing to send again. */
-            UzuraSwqe *w = uzura_swqe(qp, x->sq_next);
+        UzuraSwqe *w = uzura_msg(qp, x->m_next);
 
+        if (!x->cur_active && x->m_next != x->m_high && w->done &&
+            w->status == UZ_WC_STATUS_SUCCESS) {
+            /* Answered after a rewind (or parked): nothing to resend. */
             x->psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
-            x->sq_next = (x->sq_next + 1) & UZ_IDX_MASK;
+            x->m_next = uzura_next(x->m_next);
             uzura_req_retire(core, qp);
             continue;
         }
         if (!x->cur_active) {
             /* SQD starts nothing new, but resends what it started. */
-            if (x->sq_next == qp->sq_pi ||
-                (qp->attr.state == UZ_QPS_SQD &&
-                 uzura_psn_diff(x->sq_next, x->sq_high) >= 0) ||
-                !uzura_req_start(core, qp)) {
+            if (!uzura_req_start(core, qp)) {
                 return;
+            }
+            if (!x->cur_active) {
+                continue;       /* a CRW parked */
             }
         }
         uzura_req_packet(core, qp);
@@ -598,7 +674,8 @@ static UzuraSendWr *uzura_req_resp_wr(UzuraCore *core, UzuraQp *qp,
 
     if (x->resp_idx != idx) {
         x->resp_idx = -1;
-        if (uzura_sq_load(core, qp, idx, &x->resp_wr)) {
+        if (uzura_sq_load(core, qp, uzura_msg(qp, idx)->sq_idx,
+                          &x->resp_wr)) {
             return NULL;
         }
         x->resp_idx = idx;
@@ -737,10 +814,10 @@ void uzura_req_timer(void *opaque)
         return;
     }
     core->counters.retry_timeouts++;
-    trace_uzura_req_timeout(x->qpn, qp->sq_ci, x->retry_left);
+    trace_uzura_req_timeout(x->qpn, x->m_ci, x->retry_left);
     if (!x->retry_left) {
-        uzura_req_claim(qp, qp->sq_ci);
-        w = uzura_swqe(qp, qp->sq_ci);
+        uzura_req_claim(qp, x->m_ci);
+        w = uzura_msg(qp, x->m_ci);
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_RETRY_EXC_ERR,
                          UZ_VERR_NONE);
         return;
@@ -757,7 +834,8 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
 
     x->psn = x->psn_max = qp->attr.sq_psn;
     x->acked_psn = (qp->attr.sq_psn - 1) & UZ_PSN_MASK;
-    x->sq_next = x->sq_high = qp->sq_ci;
+    x->m_ci = x->m_next = x->m_high = 0;
+    x->sq_take = qp->sq_ci;
     x->retry_left = qp->attr.retry_cnt;
     x->rnr_left = qp->attr.rnr_retry;
     x->resp_idx = -1;

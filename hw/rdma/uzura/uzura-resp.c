@@ -440,6 +440,23 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
     uzura_work_schedule(core);
 }
 
+/*
+ * An STCRW names the buffer the peer offers for a tag: the tag table
+ * takes it (and may start a parked CRW's write).  A full table or a tag
+ * already offered is an invalid request.
+ */
+static void uzura_resp_stcrw(UzuraCore *core, UzuraQp *qp,
+                             const UzuraPkt *pkt)
+{
+    uint8_t verr = uzura_crw_offer(core, qp, pkt);
+
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, verr);
+        return;
+    }
+    uzura_resp_done(core, qp, pkt, 1);
+}
+
 /* A request we executed before: answer it again, change nothing. */
 static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
                                  const UzuraPkt *pkt)
@@ -517,8 +534,10 @@ void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     case UZ_FAM_ATOMIC:
         uzura_resp_atomic(core, qp, pkt);
         break;
+    case UZ_FAM_CRW:
+        uzura_resp_stcrw(core, qp, pkt);
+        break;
     default:
-        /* STCRW: conditional writes are not implemented yet. */
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         break;
     }

@@ -247,7 +247,7 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     }
     uzura_count(core->counters.roce_tx_pkts, core->counters.roce_tx_bytes,
                 pkt->opcode, len);
-    qemu_send_packet(qemu_get_queue(core->owner_nic), f, len);
+    uzura_link_send(core, f, len);
     return UZ_VERR_NONE;
 }
 

@@ -138,9 +138,16 @@ uint8_t uzura_xlat_invalidate(UzuraCore *core,
 
 /* ---- per-QP transport state ---- */
 
-/* A send WQE as the requester tracks it from start to completion. */
+/*
+ * A message as the requester tracks it from start to completion.  Most
+ * come from one SQ WQE each; a matched CRW's write comes from the tag
+ * table, and a CRW's parking takes its SQ WQE and sends nothing.
+ */
 typedef struct UzuraSwqe {
     uint64_t wr_id;
+    uint32_t sq_idx;            /* the SQ WQE it came from */
+    int32_t crw;                /* tag table entry, -1 none */
+    bool park;                  /* parks the CRW of crw: sends nothing */
     uint32_t first_psn;
     uint32_t npkts;             /* PSNs it consumes */
     uint32_t byte_len;
@@ -181,18 +188,41 @@ typedef struct UzuraRdAtom {
     uint32_t sent;              /* response packets sent so far */
 } UzuraRdAtom;
 
+/* A conditional RDMA write's tag table entry (uzura-crw.c). */
+typedef enum UzuraCrwState {
+    UZ_CRW_FREE = 0,
+    UZ_CRW_PARKED,              /* a CRW waits for its STCRW */
+    UZ_CRW_OFFERED,             /* an STCRW arrived first, waits for its CRW */
+    UZ_CRW_READY,               /* matched: the write waits to start */
+    UZ_CRW_SENDING,             /* the write is a message being sent */
+} UzuraCrwState;
+
+typedef struct UzuraCrw {
+    uint8_t state;              /* UzuraCrwState */
+    bool in_sq;                 /* its SQ WQE has not completed yet */
+    bool signaled;
+    uint64_t tag;
+    UzuraSendWr wr;             /* the CRW WQE, once posted */
+    uint64_t va;                /* the target, once the STCRW arrived */
+    uint32_t rkey;
+    uint32_t length;
+} UzuraCrw;
+
 typedef struct UzuraXfer {
     UzuraCore *core;
     uint32_t qpn;
     QEMUTimer *timer;           /* ACK timeout or RNR wait */
 
-    /* requester */
-    UzuraSwqe *swqe;            /* one per SQ slot */
-    UzuraSendWr cur;            /* the WQE being sent */
+    /* requester: messages in PSN order, a ring indexed like the rings */
+    UzuraSwqe *msg;
+    uint32_t msg_mask;          /* entries - 1 */
+    uint32_t m_ci;              /* oldest not completed */
+    uint32_t m_next;            /* next to (re)start */
+    uint32_t m_high;            /* one past the last ever started */
+    uint32_t sq_take;           /* next SQ WQE to turn into a message */
+    UzuraSendWr cur;            /* the message being sent */
     bool cur_active;
     uint32_t cur_off;           /* bytes of it already sent */
-    uint32_t sq_next;           /* next WQE to start */
-    uint32_t sq_high;           /* one past the last WQE ever started */
     uint32_t psn;               /* next PSN to send */
     uint32_t psn_max;           /* PSN after the highest ever sent */
     uint32_t acked_psn;         /* highest cumulatively acknowledged */
@@ -201,7 +231,14 @@ typedef struct UzuraXfer {
     bool rnr_wait;              /* the timer is an RNR wait */
     bool blocked;               /* a failed WQE waits for its turn */
     UzuraSendWr resp_wr;        /* the READ/atomic WQE being answered */
-    int64_t resp_idx;           /* its SQ index, -1 none */
+    int64_t resp_idx;           /* its message index, -1 none */
+
+    /* conditional RDMA writes: the tag table, allocated on first use */
+    UzuraCrw *crw;              /* max_crw_tags entries */
+    uint32_t crw_used;
+    uint32_t *crw_ready;        /* FIFO of READY entries */
+    uint32_t crw_rhead;
+    uint32_t crw_rnum;
 
     /* responder */
     uint32_t epsn;              /* expected PSN */
@@ -226,6 +263,18 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp);
 void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
 void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 void uzura_req_timer(void *opaque);
+
+/* uzura-crw.c */
+uint8_t uzura_crw_park(UzuraCore *core, UzuraQp *qp, const UzuraSendWr *wr,
+                       bool signaled, int32_t *entry, uint8_t *verr);
+uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+int32_t uzura_crw_ready(UzuraQp *qp);
+void uzura_crw_take_ready(UzuraQp *qp);
+uint8_t uzura_crw_load(UzuraCore *core, UzuraQp *qp, int32_t e,
+                       UzuraSendWr *wr, uint8_t *verr);
+void uzura_crw_unpin(UzuraQp *qp, int32_t e);
+void uzura_crw_release(UzuraQp *qp, int32_t e);
+void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
 
 /* uzura-resp.c */
 void uzura_resp_init(UzuraCore *core, UzuraQp *qp);

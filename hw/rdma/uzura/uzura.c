@@ -9,6 +9,7 @@
 #include "qemu/units.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -152,6 +153,7 @@ static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 }
 
 #define UZ_MAX_TABLE    (1u << 20)  /* entries of any object table */
+#define UZ_MAX_CRW_TAGS 4096        /* a QP's CRW tag table */
 
 /* The RDMA limits: table sizes, and ring sizes that are powers of 2. */
 static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
@@ -173,6 +175,10 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
         l->max_qp_wr > (1u << 16) || l->max_srq_wr > (1u << 16)) {
         error_setg(errp, "uzura: RDMA limits out of range (rings a power "
                    "of 2 up to 65536, max-qp at least 3, max-mr at least 2)");
+        return false;
+    }
+    if (!l->max_crw_tags || l->max_crw_tags > UZ_MAX_CRW_TAGS) {
+        error_setg(errp, "uzura: max-crw-tags takes 1..%u", UZ_MAX_CRW_TAGS);
         return false;
     }
     return true;
@@ -290,6 +296,7 @@ static const Property uzura_properties[] = {
     DEFINE_PROP_UINT32("max-qp-rd-atom", UzuraState, lim.max_qp_rd_atom, 16),
     DEFINE_PROP_UINT32("xlat-cache-entries", UzuraState,
                        lim.xlat_cache_entries, 4096),
+    DEFINE_PROP_UINT32("max-crw-tags", UzuraState, lim.max_crw_tags, 64),
 };
 
 /* The link property is the cable: settable at run time with qom-set. */
@@ -306,6 +313,82 @@ static void uzura_set_link(Object *obj, bool value, Error **errp)
     if (s->nic) {
         uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down,
                             value);
+    }
+}
+
+/*
+ * Fault injection (uzura-fault.c): probabilities per frame on transmit,
+ * a delay and the generator's seed, all settable at run time.
+ */
+static const struct {
+    const char *name;
+    size_t offset;
+} uzura_fault_probs[] = {
+    { "fault-drop", offsetof(UzuraFault, drop) },
+    { "fault-dup", offsetof(UzuraFault, dup) },
+    { "fault-reorder", offsetof(UzuraFault, reorder) },
+    { "fault-corrupt", offsetof(UzuraFault, corrupt) },
+};
+
+static void uzura_get_prob(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    double *p = opaque;
+
+    visit_type_number(v, name, p, errp);
+}
+
+static void uzura_set_prob(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    double *p = opaque, val;
+
+    if (!visit_type_number(v, name, &val, errp)) {
+        return;
+    }
+    if (!(val >= 0 && val <= 1)) {
+        error_setg(errp, "%s: a probability lies in 0..1, not %g", name,
+                   val);
+        return;
+    }
+    *p = val;
+}
+
+static void uzura_get_delay(Object *obj, Visitor *v, const char *name,
+                            void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, &UZURA(obj)->core.fault.delay_us, errp);
+}
+
+static void uzura_set_delay(Object *obj, Visitor *v, const char *name,
+                            void *opaque, Error **errp)
+{
+    uint32_t val;
+
+    if (!visit_type_uint32(v, name, &val, errp)) {
+        return;
+    }
+    if (val > UZ_FAULT_DELAY_MAX_US) {
+        error_setg(errp, "%s: at most %u us", name, UZ_FAULT_DELAY_MAX_US);
+        return;
+    }
+    UZURA(obj)->core.fault.delay_us = val;
+}
+
+static void uzura_get_seed(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    visit_type_uint64(v, name, &UZURA(obj)->core.fault.seed, errp);
+}
+
+/* Setting the seed restarts the fault sequence. */
+static void uzura_set_seed(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    uint64_t val;
+
+    if (visit_type_uint64(v, name, &val, errp)) {
+        uzura_fault_set_seed(&UZURA(obj)->core.fault, val);
     }
 }
 
@@ -330,7 +413,12 @@ static const struct {
     UZ_COUNTER(rx_qkey_errors), UZ_COUNTER(rx_ud_no_wqe),
     UZ_COUNTER(rx_stale), UZ_COUNTER(roce_tx_dropped),
     UZ_COUNTER(xlat_hits), UZ_COUNTER(xlat_misses),
-    UZ_COUNTER(xlat_evictions),
+    UZ_COUNTER(xlat_evictions), UZ_COUNTER(fault_drops),
+    UZ_COUNTER(fault_dups), UZ_COUNTER(fault_reorders),
+    UZ_COUNTER(fault_corrupts), UZ_COUNTER(fault_delayed),
+    UZ_COUNTER(crw_parked), UZ_COUNTER(crw_offers),
+    UZ_COUNTER(crw_matched_crw_first), UZ_COUNTER(crw_matched_stcrw_first),
+    UZ_COUNTER(crw_flushed), UZ_COUNTER(crw_errors),
 #undef UZ_COUNTER
 };
 
@@ -373,6 +461,17 @@ static void uzura_instance_init(Object *obj)
                                   "/ethernet-phy@0", DEVICE(obj));
     s->link = true;
     object_property_add_bool(obj, "link", uzura_get_link, uzura_set_link);
+    for (i = 0; i < ARRAY_SIZE(uzura_fault_probs); i++) {
+        object_property_add(obj, uzura_fault_probs[i].name, "number",
+                            uzura_get_prob, uzura_set_prob, NULL,
+                            (uint8_t *)&s->core.fault +
+                            uzura_fault_probs[i].offset);
+    }
+    object_property_add(obj, "fault-delay-us", "uint32", uzura_get_delay,
+                        uzura_set_delay, NULL, NULL);
+    object_property_add(obj, "fault-seed", "uint64", uzura_get_seed,
+                        uzura_set_seed, NULL, NULL);
+    uzura_fault_set_seed(&s->core.fault, 0);
     for (i = 0; i < ARRAY_SIZE(uzura_counter_props); i++) {
         uint8_t *base = (uint8_t *)&s->core.counters;
         uint64_t *counter = (uint64_t *)(base + uzura_counter_props[i].offset);
