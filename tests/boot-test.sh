@@ -67,6 +67,14 @@ t "ip -s link counts the frames" \
 	"$uz" run 1 -- "[ \$(cat /sys/class/net/$uzdev/statistics/tx_packets) -gt 10 ]"
 t "uzura stats shows the NIC's frame counters" \
 	bash -c "'$uz' stats 1 | awk '\$1 == \"tx_frames\" && \$2 > 10 { ok = 1 } END { exit !ok }'"
+t "uzura fault refuses a probability above 1" \
+	bash -c "! '$uz' fault 1 fault-drop=2 2>/dev/null"
+t "fault injection: 10 % drop on node 1, TCP still delivers 300 kB, drops counted" \
+	bash -c "'$uz' fault 1 fault-drop=0.1 fault-seed=7 | grep '^fault-drop  *0.1$' >/dev/null &&
+		[ \"\$('$uz' run 1 -- 'head -c 300000 /dev/zero | ssh -o BatchMode=yes 10.77.0.2 md5sum')\" = \
+		  \"\$(head -c 300000 /dev/zero | md5sum)\" ] &&
+		'$uz' stats 1 | awk '\$1 == \"fault_drops\" && \$2 > 0 { ok = 1 } END { exit !ok }' &&
+		'$uz' fault 1 fault-drop=0 >/dev/null"
 t "node 2: module unloads and reloads, and IP works again" \
 	"$uz" run 2 -- "rmmod uzura && modprobe uzura && ip link set $uzdev up &&
 		ip addr add 10.77.0.2/24 dev $uzdev && ping -c 2 -W 5 10.77.0.1"
