@@ -368,6 +368,9 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         .signaled = crw >= 0 ? x->crw[crw].signaled :
                     (wr->h.flags & UZ_WQE_F_SIGNALED) ||
                     (qp->flags & UZ_QPF_SIG_ALL),
+        /* A READ sent again keeps the response packets it has. */
+        .resp_got = resend ? w->resp_got : 0,
+        .resp_bits = resend ? w->resp_bits : 0,
     };
     if (!resend) {
         x->m_high = uzura_next(x->m_high);
@@ -596,6 +599,7 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 
     if (uzura_psn_diff(psn, x->acked_psn) > 0) {
         x->acked_psn = psn & UZ_PSN_MASK;
+        x->retry_left = qp->attr.retry_cnt;     /* progress */
     }
     uzura_req_retire(core, qp);
 }
@@ -734,6 +738,7 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
         w->resp_bits >>= 1;
         w->resp_got++;
     }
+    qp->x->retry_left = qp->attr.retry_cnt;     /* progress */
     if (w->resp_got == w->npkts) {
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
     } else {
