@@ -286,6 +286,7 @@ void uzura_fault_init(UzuraCore *core);
 void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
 void uzura_fault_set_seed(UzuraFault *f, uint64_t seed);
+void uzura_fault_reseed(UzuraCore *core, uint64_t seed);
 void uzura_fault_timer(void *opaque);
 
 /* The work bottom half: everything a data doorbell asked for. */

@@ -205,6 +205,26 @@ void uzura_link_send(UzuraCore *core, uint8_t *buf, size_t len)
     }
 }
 
+/*
+ * A new seed starts a new sequence: a frame still held back for
+ * reordering (which would skip the next reorder draw) goes out now.
+ */
+void uzura_fault_reseed(UzuraCore *core, uint64_t seed)
+{
+    UzuraFaultFrame *h = core->fault.held;
+
+    uzura_fault_set_seed(&core->fault, seed);
+    if (h) {
+        core->fault.held = NULL;
+        QTAILQ_REMOVE(&core->fault.queue, h, next);
+        if (uzura_core_link_up(core)) {
+            uzura_fault_wire(core, h->data, h->len);
+        }
+        g_free(h);
+        uzura_fault_arm(core);
+    }
+}
+
 void uzura_fault_init(UzuraCore *core)
 {
     QTAILQ_INIT(&core->fault.queue);

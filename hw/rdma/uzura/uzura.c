@@ -347,7 +347,7 @@ static void uzura_set_prob(Object *obj, Visitor *v, const char *name,
         return;
     }
     if (!(val >= 0 && val <= 1)) {
-        error_setg(errp, "%s: a probability lies in 0..1, not %g", name,
+        error_setg(errp, "%s: a probability lies in 0..1, not %.17g", name,
                    val);
         return;
     }
@@ -388,7 +388,7 @@ static void uzura_set_seed(Object *obj, Visitor *v, const char *name,
     uint64_t val;
 
     if (visit_type_uint64(v, name, &val, errp)) {
-        uzura_fault_set_seed(&UZURA(obj)->core.fault, val);
+        uzura_fault_reseed(&UZURA(obj)->core, val);
     }
 }
 
