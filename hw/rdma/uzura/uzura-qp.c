@@ -267,8 +267,10 @@ static bool uzura_qp_flush_one(UzuraCore *core, uint32_t qpn, UzuraQp *qp,
                                  log_size), hdr, sizeof(hdr));
     cqe.wr_id = cpu_to_le64(ldq_le_p(hdr));
     if (sq) {
-        cqe.opcode = uzura_wr_to_wc(hdr[offsetof(struct uz_send_wqe,
-                                                 opcode)]);
+        uint8_t op = hdr[offsetof(struct uz_send_wqe, opcode)];
+
+        cqe.opcode = uzura_wr_to_wc(op);
+        core->counters.crw_flushed += op == UZ_WR_CRW;
     }
     trace_uzura_qp_flush(qpn, sq, *ci, ldq_le_p(hdr));
     uzura_cq_post(core, sq ? qp->send_cqn : qp->recv_cqn, &cqe, false);

@@ -570,11 +570,16 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
         UzuraSwqe *w = uzura_msg(qp, x->m_next);
 
-        if (!x->cur_active && x->m_next != x->m_high && w->done &&
-            w->status == UZ_WC_STATUS_SUCCESS) {
+        if (!x->cur_active && x->m_next != x->m_high && w->done) {
+            x->m_next = uzura_next(x->m_next);
+            if (w->status != UZ_WC_STATUS_SUCCESS) {
+                /* Failed before the rewind: it waits for its turn. */
+                x->blocked = true;
+                uzura_req_retire(core, qp);
+                return;
+            }
             /* Answered after a rewind (or parked): nothing to resend. */
             x->psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
-            x->m_next = uzura_next(x->m_next);
             uzura_req_retire(core, qp);
             continue;
         }
