@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
+/*
+ * uzura RDMA NIC: the ABI between the kernel driver (guest-driver/) and
+ * the rdma-core provider libuzura (guest-lib/), carried in the udata of
+ * the uverbs commands.  docs/verbs-abi.md explains it; the hardware
+ * formats the provider writes (WQEs, CQEs, doorbell values) are those of
+ * hw/rdma/uzura/uzura-hw.h.
+ *
+ * The kernel allocates every ring (the device needs each ring in one piece
+ * of DMA-contiguous memory) and hands it to the process through an mmap
+ * key; the process maps its context's doorbell page the same way.  All
+ * offsets and keys are for mmap() on the uverbs file.
+ */
+#ifndef UZURA_ABI_USER_H
+#define UZURA_ABI_USER_H
+
+#include <linux/types.h>
+
+#define UZURA_UVERBS_ABI_VERSION	1
+
+/* alloc_ucontext */
+struct uzura_alloc_ucontext_resp {
+	__u32 comp_mask;
+	__u32 uctx;			/* the device's context = doorbell page */
+	__aligned_u64 db_mmap_key;	/* that page, db_page_size bytes */
+	__u32 db_page_size;		/* UZ_DB_PAGE_SIZE */
+	__u32 max_sge;
+	__u32 max_inline;
+	__u32 sq_max_log_wqe;		/* largest send WQE, log2 bytes */
+	__u32 rq_max_log_wqe;		/* largest receive WQE, log2 bytes */
+	__u32 max_crw_tags;		/* per RC QP; 0 without UZ_CAP_CRW */
+	__u32 caps;			/* UZ_CAP_* of the device */
+	__u32 reserved;
+};
+
+/*
+ * create_cq: the ring holds 2^log_depth struct uz_cqe (at least the
+ * number of CQEs asked for); db_offset is the CQ doorbell's byte offset
+ * in the context's doorbell page.
+ */
+struct uzura_create_cq_resp {
+	__u32 comp_mask;
+	__u32 cqn;
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_size;		/* bytes to map */
+	__u32 log_depth;
+	__u32 db_offset;
+	__u32 reserved;
+};
+
+/*
+ * create_qp: the provider asks for WQE sizes that fit its max_send_sge,
+ * max_inline_data and max_recv_sge (0: the kernel chooses from the caps
+ * in ib_qp_init_attr); the kernel answers with what it created.
+ */
+struct uzura_create_qp {
+	__u32 comp_mask;
+	__u32 sq_log_wqe;		/* 6 .. sq_max_log_wqe, or 0 */
+	__u32 rq_log_wqe;		/* 4 .. rq_max_log_wqe, or 0 */
+	__u32 reserved;
+};
+
+struct uzura_create_qp_resp {
+	__u32 comp_mask;
+	__u32 qpn;
+	__aligned_u64 sq_mmap_key;
+	__aligned_u64 rq_mmap_key;	/* 0 when the QP uses an SRQ */
+	__u32 sq_size;			/* bytes to map */
+	__u32 rq_size;
+	__u8 sq_log_depth;
+	__u8 sq_log_wqe;
+	__u8 rq_log_depth;
+	__u8 rq_log_wqe;
+	__u32 sq_db_offset;		/* in the context's doorbell page */
+	__u32 rq_db_offset;
+	__u32 reserved;
+};
+
+/* create_srq */
+struct uzura_create_srq {
+	__u32 comp_mask;
+	__u32 log_wqe;			/* 4 .. rq_max_log_wqe, or 0 */
+};
+
+struct uzura_create_srq_resp {
+	__u32 comp_mask;
+	__u32 srqn;
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_size;
+	__u8 log_depth;
+	__u8 log_wqe;
+	__u16 reserved_16;
+	__u32 db_offset;
+	__u32 reserved;
+};
+
+/* create_ah: the device's AH number, for the ud.ahn field of a UD WQE. */
+struct uzura_create_ah_resp {
+	__u32 comp_mask;
+	__u32 ahn;
+};
+
+#endif /* UZURA_ABI_USER_H */

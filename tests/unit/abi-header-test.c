@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Host unit test of the kernel<->provider ABI header: it compiles as
+ * strict C11 user space code, as rdma-core compiles it, and its structures
+ * have the same layout on 32- and 64-bit builds: 64-bit fields on 8-byte
+ * offsets and sizes that are multiples of 8, with no hidden padding.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include <rdma/uzura-abi.h>
+
+static int failures, tests;
+
+#define CHECK(cond)							\
+	do {								\
+		tests++;						\
+		if (cond) {						\
+			printf("ok %d - %s\n", tests, #cond);		\
+		} else {						\
+			printf("not ok %d - %s\n", tests, #cond);	\
+			failures++;					\
+		}							\
+	} while (0)
+
+/* The sizes the fields add up to: a difference is hidden padding. */
+#define CHECK_SIZE(type, bytes)						\
+	do {								\
+		CHECK(sizeof(type) == (bytes));				\
+		CHECK(sizeof(type) % 8 == 0);				\
+	} while (0)
+
+int main(void)
+{
+	CHECK_SIZE(struct uzura_alloc_ucontext_resp, 48);
+	CHECK(offsetof(struct uzura_alloc_ucontext_resp, db_mmap_key) % 8 == 0);
+	CHECK_SIZE(struct uzura_create_cq_resp, 32);
+	CHECK(offsetof(struct uzura_create_cq_resp, ring_mmap_key) % 8 == 0);
+	CHECK_SIZE(struct uzura_create_qp, 16);
+	CHECK_SIZE(struct uzura_create_qp_resp, 48);
+	CHECK(offsetof(struct uzura_create_qp_resp, sq_mmap_key) % 8 == 0);
+	CHECK(offsetof(struct uzura_create_qp_resp, rq_mmap_key) % 8 == 0);
+	CHECK_SIZE(struct uzura_create_srq, 8);
+	CHECK_SIZE(struct uzura_create_srq_resp, 32);
+	CHECK(offsetof(struct uzura_create_srq_resp, ring_mmap_key) % 8 == 0);
+	CHECK_SIZE(struct uzura_create_ah_resp, 8);
+	CHECK(UZURA_UVERBS_ABI_VERSION == 1);
+	printf("1..%d\n", tests);
+	return failures != 0;
+}
