@@ -17,8 +17,8 @@
  * case did.  Nothing depends on timing: a case that needs the device's
  * timers steps the virtual clock.
  */
-#include <sys/socket.h>
 #include "uzura-verbs.h"
+#include "uzura-wire.h"
 
 #define GUARD           0xee        /* bytes the device must not touch */
 #define MIB             (1u << 20)
@@ -28,12 +28,6 @@
 #define WIN             256u        /* guard bytes checked after a target */
 #define TAGS            64          /* the default max-crw-tags */
 #define SMALL_TABLE     "-global uzura.max-crw-tags=4"
-
-/* The wire case: offsets in a RoCEv2 frame over IPv4 (spec 9.1). */
-#define OFF_IP          14
-#define OFF_UDP         34
-#define OFF_BTH         42
-#define MAX_FRAME       9100
 
 typedef struct Env {
     UzMachine m;
@@ -71,15 +65,24 @@ typedef struct Snap {
 /* Machine, pairs, counters                                           */
 /* ------------------------------------------------------------------ */
 
-static void env_start(Env *e, const char *extra)
+/* Two NICs, with @wire a socket on their hub too. */
+static void env_start(Env *e, const char *extra, bool wire)
 {
-    uz_machine_start(&e->m, 2, extra);
+    if (wire) {
+        e->sock = uz_wire_machine_start(&e->m, 2, extra);
+    } else {
+        e->sock = -1;
+        uz_machine_start(&e->m, 2, extra);
+    }
     uz_node_start(&e->n[0], &e->m, 0);
     uz_node_start(&e->n[1], &e->m, 1);
 }
 
 static void env_stop(Env *e)
 {
+    if (e->sock >= 0) {
+        close(e->sock);
+    }
     uz_node_stop(&e->n[0]);
     uz_node_stop(&e->n[1]);
     uz_machine_stop(&e->m);
@@ -88,33 +91,6 @@ static void env_stop(Env *e)
 static QTestState *qts(Env *e)
 {
     return e->m.qs->qts;
-}
-
-/* RC RESET -> INIT with remote rights @access. */
-static void rc_init_access(UzQp *qp, uint32_t access)
-{
-    struct uz_qp_attr a = {
-        .state = UZ_QPS_INIT, .pkey_index = 0, .port = 1,
-        .access_flags = cpu_to_le32(access),
-    };
-
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE |
-                                 UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT |
-                                 UZ_QP_ATTR_ACCESS, &a), ==, UZ_CMD_OK);
-}
-
-/* Connect a and b, both in RESET; b accepts the remote rights @b_access. */
-static void pair_connect(Pair *p, uint32_t b_access, const UzRcOpts *o)
-{
-    static const UzRcOpts defaults = UZ_RC_OPTS_DEFAULT;
-
-    o = o ? o : &defaults;
-    rc_init_access(p->a, UZ_ACCESS_ALL);
-    rc_init_access(p->b, b_access);
-    uz_rc_rtr(p->a, p->b, o->psn[1], o);
-    uz_rc_rtr(p->b, p->a, o->psn[0], o);
-    uz_rc_rts(p->a, o->psn[0], o);
-    uz_rc_rts(p->b, o->psn[1], o);
 }
 
 static void pair_make(Env *e, Pair *p, const PairOpts *o)
@@ -132,7 +108,8 @@ static void pair_make(Env *e, Pair *p, const PairOpts *o)
                        UZ_ACCESS_ALL);
     p->dst = uz_mr_reg(&e->n[1], o->dst_len ? o->dst_len : 64 * KIB,
                        UZ_ACCESS_ALL);
-    pair_connect(p, o->b_access ? o->b_access : UZ_ACCESS_ALL, o->rc);
+    uz_rc_connect_access(p->a, p->b,
+                         o->b_access ? o->b_access : UZ_ACCESS_ALL, o->rc);
 }
 
 static uint64_t counter(Env *e, int nic, const char *name)
@@ -182,6 +159,13 @@ static void snap_expect(Env *e, const Snap *s, int nic, CrwCnt d)
     cnt_check(nic, "crw_errors", t->errors, n.errors, d.errors);
 }
 
+/* NIC 0's crw_* counters moved by exactly @d since @s, NIC 1's not. */
+static void snap_expect_a(Env *e, const Snap *s, CrwCnt d)
+{
+    snap_expect(e, s, 0, d);
+    snap_expect(e, s, 1, (CrwCnt) { 0 });
+}
+
 /* qom-set of a fault-* probability (spec 7.5). */
 static void fault_set(Env *e, int nic, const char *prop, double v)
 {
@@ -214,57 +198,13 @@ static uint64_t tag_of(uint32_t i)
            (uint32_t)(0x3c5a1234u ^ (i * 2654435761u));
 }
 
-/* ------------------------------------------------------------------ */
-/* Data                                                               */
-/* ------------------------------------------------------------------ */
-
-static void pattern(uint8_t *buf, size_t len, uint32_t seed)
+/* @len bytes of pattern @seed into @data and @off of p->src: their SGE. */
+static UzSge src_data(Pair *p, uint64_t off, uint8_t *data, uint32_t len,
+                      uint32_t seed)
 {
-    uint32_t x = (seed * 2654435761u + 0x9e3779b9u) | 1;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = x >> 24;
-    }
-}
-
-static void assert_bytes(const uint8_t *got, const uint8_t *want, size_t len,
-                         const char *what)
-{
-    size_t i;
-
-    if (!len || !memcmp(got, want, len)) {
-        return;
-    }
-    for (i = 0; i < len; i++) {
-        if (got[i] != want[i]) {
-            g_error("%s: byte %zu of %zu is 0x%x, expected 0x%x", what, i,
-                    len, got[i], want[i]);
-        }
-    }
-}
-
-/* The @len bytes at @off of @mr are @want. */
-static void assert_mr(UzMr *mr, uint64_t off, const uint8_t *want,
-                      size_t len, const char *what)
-{
-    g_autofree uint8_t *got = g_malloc(len + 1);
-
-    uz_mr_read(mr, off, got, len);
-    assert_bytes(got, want, len, what);
-}
-
-/* The @len bytes at @off of @mr all are @byte. */
-static void assert_mr_fill(UzMr *mr, uint64_t off, uint8_t byte, size_t len,
-                           const char *what)
-{
-    g_autofree uint8_t *want = g_malloc(len + 1);
-
-    memset(want, byte, len);
-    assert_mr(mr, off, want, len, what);
+    uz_pattern(data, len, seed);
+    uz_mr_write(p->src, off, data, len);
+    return uz_mr_sge(p->src, off, len);
 }
 
 /* ------------------------------------------------------------------ */
@@ -283,6 +223,18 @@ static UzWr crw_wr(uint64_t wr_id, uint64_t tag, const UzSge *s, int ns)
         .remote_addr = 0xbad0000000001000ull, .rkey = 0xbadbad,
         .crw_length = 1, .imm = 0xdeadbeef,
     };
+}
+
+/* crw_wr() with the @len bytes at @data inline. */
+static UzWr crw_inline_wr(uint64_t wr_id, uint64_t tag, const void *data,
+                          uint32_t len)
+{
+    UzWr w = crw_wr(wr_id, tag, NULL, 0);
+
+    w.flags |= UZ_WQE_F_INLINE;
+    w.inline_data = data;
+    w.inline_len = len;
+    return w;
 }
 
 /* A signalled STCRW offering @len bytes at @off of @mr. */
@@ -307,70 +259,60 @@ static UzWr write_wr(uint64_t wr_id, const UzSge *s, UzMr *d_mr,
     };
 }
 
-/* A successful send-side CQE: RC has no immediate, no flags, no src_qp. */
-static void expect_sq(const struct uz_cqe *c, uint64_t wr_id, uint8_t op,
-                      UzQp *qp, uint32_t byte_len)
+/* b offers @len bytes at @off of p->dst for @tag; its STCRW completes. */
+static void stcrw_done(Pair *p, uint64_t st_id, uint64_t tag, uint64_t off,
+                       uint32_t len)
 {
-    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qp->qpn);
-    g_assert_cmpuint(c->byte_len, ==, byte_len);
-    g_assert_cmphex(c->wc_flags, ==, 0);
-    g_assert_cmphex(c->imm_data, ==, 0);
-    g_assert_cmpuint(c->src_qp, ==, 0);
+    UzWr w = stcrw_wr(st_id, tag, p->dst, off, len);
+
+    uz_post_send(p->b, &w);
+    uz_sq_done(p->b, st_id, UZ_WC_STCRW, 0);
+}
+
+/* a posts @crw, which parks: wait until crw_parked has moved. */
+static void crw_park(Env *e, Pair *p, const UzWr *crw)
+{
+    uint64_t parked = counter(e, 0, "crw_parked");
+
+    uz_post_send(p->a, crw);
+    uz_counter_wait(&e->n[0], "crw_parked", parked + 1);
+}
+
+/*
+ * a posts @crw and after it a signalled 64-byte WRITE (the next wr_id)
+ * to @off of p->dst, and rings once.
+ */
+static void post_crw_then_write(Pair *p, const UzWr *crw, uint64_t off)
+{
+    UzSge sw = uz_mr_sge(p->src, 0, 64);
+    UzWr w = write_wr(crw->wr_id + 1, &sw, p->dst, off);
+
+    uz_sq_post(p->a, crw);
+    uz_sq_post(p->a, &w);
+    uz_sq_ring(p->a);
+}
+
+/* a's CRW @id fails with @status and @verr; the WRITE after it flushes. */
+static void expect_crw_failed(Pair *p, uint64_t id, uint8_t status,
+                              uint8_t verr)
+{
+    uz_sq_err(p->a, id, UZ_WC_CRW, status, verr);
+    uz_sq_err(p->a, id + 1, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
 }
 
 /* The target's receive CQE for a conditional write of @len with @tag. */
 static void expect_recv_imm(const struct uz_cqe *c, uint64_t wr_id, UzQp *qp,
                             uint32_t len, uint64_t tag)
 {
-    uz_cqe_expect(c, wr_id, UZ_WC_RECV_RDMA_WITH_IMM, UZ_WC_STATUS_SUCCESS,
-                  UZ_VERR_NONE, qp->qpn);
-    g_assert_cmpuint(c->byte_len, ==, len);
-    g_assert_cmphex(c->wc_flags, ==, UZ_WC_F_IMM);
-    g_assert_cmphex(c->imm_data, ==, (uint32_t)tag);
-    g_assert_cmpuint(c->src_qp, ==, 0);
+    uz_expect_rq(c, wr_id, UZ_WC_RECV_RDMA_WITH_IMM, qp->qpn, len,
+                 UZ_WC_F_IMM, (uint32_t)tag, 0);
 }
 
-/* An error or flush CQE. */
-static void expect_err(const struct uz_cqe *c, uint64_t wr_id, uint8_t op,
-                       uint8_t status, uint8_t verr, UzQp *qp)
-{
-    uz_cqe_expect(c, wr_id, op, status, verr, qp->qpn);
-    g_assert_cmphex(c->wc_flags, ==, 0);
-    g_assert_cmphex(c->imm_data, ==, 0);
-    g_assert_cmpuint(c->src_qp, ==, 0);
-}
-
-static void sq_done(UzQp *qp, uint64_t wr_id, uint8_t op, uint32_t byte_len)
-{
-    struct uz_cqe c;
-
-    uz_cq_wait(qp->scq, &c);
-    expect_sq(&c, wr_id, op, qp, byte_len);
-}
-
-static void sq_err(UzQp *qp, uint64_t wr_id, uint8_t op, uint8_t status,
-                   uint8_t verr)
-{
-    struct uz_cqe c;
-
-    uz_cq_wait(qp->scq, &c);
-    expect_err(&c, wr_id, op, status, verr, qp);
-}
-
-static void rq_flushed(UzQp *qp, uint64_t wr_id)
-{
-    struct uz_cqe c;
-
-    uz_cq_wait(qp->rcq, &c);
-    expect_err(&c, wr_id, UZ_WC_RECV, UZ_WC_STATUS_WR_FLUSH_ERR, 0, qp);
-}
-
+/* Wait for the next receive CQE of @qp and check it: expect_recv_imm(). */
 static void rq_done_imm(UzQp *qp, uint64_t wr_id, uint32_t len, uint64_t tag)
 {
-    struct uz_cqe c;
-
-    uz_cq_wait(qp->rcq, &c);
-    expect_recv_imm(&c, wr_id, qp, len, tag);
+    uz_rq_done(qp, wr_id, UZ_WC_RECV_RDMA_WITH_IMM, len, UZ_WC_F_IMM,
+               (uint32_t)tag);
 }
 
 /* Wait for a CQE; with @step_ns, stepping the virtual clock. */
@@ -413,24 +355,17 @@ static void cq_take_set(UzCq *cq, const uint64_t *ids, int n,
     }
 }
 
-/* Poll @eq for @polls turns; count events of @type about @handle. */
-static int events_count(UzNode *n, UzEq *eq, uint8_t type, uint32_t handle,
-                        int polls)
+/* a's CRWs @ids complete with flush errors, each once, in any order. */
+static void expect_crws_flushed(Pair *p, const uint64_t *ids, int n)
 {
-    struct uz_eqe eqe;
-    int count = 0;
+    g_autofree struct uz_cqe *c = g_new(struct uz_cqe, n);
     int i;
 
-    for (i = 0; i < polls; i++) {
-        while (uz_eq_next(&n->d, eq, &eqe)) {
-            uz_ring(&n->d, eq->db, eq->ci);
-            if (eqe.type == type && le32_to_cpu(eqe.handle) == handle) {
-                count++;
-            }
-        }
-        uz_poll_pause(&n->d);
+    cq_take_set(p->a->scq, ids, n, c, 0);
+    for (i = 0; i < n; i++) {
+        uz_expect_err(&c[i], ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
+                      p->a);
     }
-    return count;
 }
 
 /* @qp went to ERR by itself: QUERY_QP says so and QP_FATAL came. */
@@ -448,7 +383,21 @@ static void expect_post_flushed(UzQp *qp, UzMr *local, UzMr *remote,
     UzWr wr = write_wr(wr_id, &s, remote, 0);
 
     uz_post_send(qp, &wr);
-    sq_err(qp, wr_id, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_sq_err(qp, wr_id, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+}
+
+/*
+ * Only a failed: it went to ERR by itself, a WRITE posted now with wr_id
+ * @flush_id (unless 0) is flushed, no other CQE comes, b is still RTS.
+ */
+static void expect_a_failed(Pair *p, uint64_t flush_id)
+{
+    expect_qp_failed(p->a);
+    if (flush_id) {
+        expect_post_flushed(p->a, p->src, p->dst, flush_id);
+    }
+    uz_cq_assert_empty(p->a->scq, 10);
+    g_assert_cmpint(uz_qp_state(p->b), ==, UZ_QPS_RTS);
 }
 
 static void cmd_obj(UzNode *n, uint8_t op, uint32_t handle)
@@ -527,26 +476,26 @@ static void xchg_run(Env *e, Pair *p, const Xchg *x, bool crw_first)
         uz_counter_wait(&e->n[0], "crw_parked", s.c[0].parked + 1);
         uz_cq_assert_empty(p->a->scq, 5);
         uz_cq_assert_empty(p->b->rcq, 1);
-        assert_mr_fill(p->dst, x->doff, GUARD, MIN(x->len, WIN),
-                       "target while the CRW is parked");
+        uz_assert_mr_fill(p->dst, x->doff, GUARD, MIN(x->len, WIN),
+                          "target while the CRW is parked");
         uz_post_send(p->b, &st);
-        sq_done(p->b, st_id, UZ_WC_STCRW, 0);
+        uz_sq_done(p->b, st_id, UZ_WC_STCRW, 0);
     } else {
         uz_post_send(p->b, &st);
-        sq_done(p->b, st_id, UZ_WC_STCRW, 0);
+        uz_sq_done(p->b, st_id, UZ_WC_STCRW, 0);
         snap_expect(e, &s, 0, (CrwCnt) { .offers = 1 });
         uz_cq_assert_empty(p->b->rcq, 5);
-        assert_mr_fill(p->dst, x->doff, GUARD, MIN(x->len, WIN),
-                       "target while the offer waits");
+        uz_assert_mr_fill(p->dst, x->doff, GUARD, MIN(x->len, WIN),
+                          "target while the offer waits");
         uz_post_send(p->a, &x->crw);
     }
-    sq_done(p->a, x->crw.wr_id, UZ_WC_CRW, x->len);
+    uz_sq_done(p->a, x->crw.wr_id, UZ_WC_CRW, x->len);
     rq_done_imm(p->b, rv_id, x->len, x->crw.tag);
 
-    assert_mr_fill(p->dst, 0, GUARD, x->doff, "before the target");
-    assert_mr(p->dst, x->doff, x->data, x->len, "conditional write");
-    assert_mr_fill(p->dst, x->doff + x->len, GUARD,
-                   end - x->doff - x->len, "after the written bytes");
+    uz_assert_mr_fill(p->dst, 0, GUARD, x->doff, "before the target");
+    uz_assert_mr(p->dst, x->doff, x->data, x->len, "conditional write");
+    uz_assert_mr_fill(p->dst, x->doff + x->len, GUARD,
+                      end - x->doff - x->len, "after the written bytes");
     if (crw_first) {
         snap_expect(e, &s, 0, (CrwCnt) { .parked = 1, .crw_first = 1 });
     } else {
@@ -570,14 +519,12 @@ static void xchg_simple(Env *e, Pair *p, bool crw_first, uint32_t len,
                         uint32_t id)
 {
     g_autofree uint8_t *data = g_malloc(len + 1);
-    UzSge s = uz_mr_sge(p->src, soff, len);
+    UzSge s = src_data(p, soff, data, len, id);
     Xchg x = {
         .crw = crw_wr(0x0c2a000000000000ull | id, tag_of(id), &s, 1),
         .data = data, .len = len, .doff = doff, .offer_len = offer_len,
     };
 
-    pattern(data, len, id);
-    uz_mr_write(p->src, soff, data, len);
     xchg_run(e, p, &x, crw_first);
 }
 
@@ -673,7 +620,7 @@ static void case_sgl_inline(Env *e)
             .offer_len = total + first,
         };
 
-        pattern(data, total, 0x100 + first);
+        uz_pattern(data, total, 0x100 + first);
         uz_sges_write(&e->n[0], s, UZ_SQ_MAX_SGE, data);
         xchg_run(e, &p, &x, first);
     }
@@ -682,15 +629,13 @@ static void case_sgl_inline(Env *e)
         for (first = 0; first < 2; first++) {
             uint32_t id = 0x200 + k * 2 + first;
             Xchg x = {
-                .crw = crw_wr(0x1e1000 + id, tag_of(id), NULL, 0),
+                .crw = crw_inline_wr(0x1e1000 + id, tag_of(id), inl,
+                                     inl_lens[k]),
                 .data = inl, .len = inl_lens[k], .doff = 4000 + k,
                 .offer_len = inl_lens[k],
             };
 
-            x.crw.flags |= UZ_WQE_F_INLINE;
-            x.crw.inline_data = inl;
-            x.crw.inline_len = inl_lens[k];
-            pattern(inl, sizeof(inl), id);
+            uz_pattern(inl, sizeof(inl), id);
             xchg_run(e, &p, &x, first);
         }
     }
@@ -720,18 +665,12 @@ static void case_no_block(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    pattern(crw_data, sizeof(crw_data), 1);
-    pattern(inl, sizeof(inl), 2);
-    pattern(send_data, sizeof(send_data), 3);
-    pattern(wr_data, sizeof(wr_data), 4);
-    pattern(rd_data, sizeof(rd_data), 5);
-    s_crw = uz_mr_sge(p.src, 0, sizeof(crw_data));
-    s_send = uz_mr_sge(p.src, 4096, sizeof(send_data));
-    s_wr = uz_mr_sge(p.src, 8192, sizeof(wr_data));
+    s_crw = src_data(&p, 0, crw_data, sizeof(crw_data), 1);
+    uz_pattern(inl, sizeof(inl), 2);
+    s_send = src_data(&p, 4096, send_data, sizeof(send_data), 3);
+    s_wr = src_data(&p, 8192, wr_data, sizeof(wr_data), 4);
+    uz_pattern(rd_data, sizeof(rd_data), 5);
     s_rd = uz_mr_sge(p.src, 16384, sizeof(rd_data));
-    uz_mr_write(p.src, 0, crw_data, sizeof(crw_data));
-    uz_mr_write(p.src, 4096, send_data, sizeof(send_data));
-    uz_mr_write(p.src, 8192, wr_data, sizeof(wr_data));
     uz_mr_fill(p.src, 16384, 0, sizeof(rd_data));
     uz_mr_fill(p.dst, 0, GUARD, 64 * KIB);
     uz_mr_write(p.dst, 40000, rd_data, sizeof(rd_data));
@@ -739,10 +678,7 @@ static void case_no_block(Env *e)
     uz_post_recv(p.b, 0x7e01, &r_send, 1);
 
     wr[0] = crw_wr(0x10, tag_of(10), &s_crw, 1);
-    wr[1] = crw_wr(0x11, tag_of(11), NULL, 0);
-    wr[1].flags |= UZ_WQE_F_INLINE;
-    wr[1].inline_data = inl;
-    wr[1].inline_len = sizeof(inl);
+    wr[1] = crw_inline_wr(0x11, tag_of(11), inl, sizeof(inl));
     wr[2] = (UzWr) { .wr_id = 0x12, .opcode = UZ_WR_SEND,
                      .flags = UZ_WQE_F_SIGNALED, .sge = &s_send,
                      .num_sge = 1 };
@@ -757,9 +693,9 @@ static void case_no_block(Env *e)
     uz_sq_ring(p.a);
 
     /* The later WQEs complete, in order, before either CRW. */
-    sq_done(p.a, 0x12, UZ_WC_SEND, sizeof(send_data));
-    sq_done(p.a, 0x13, UZ_WC_RDMA_WRITE, sizeof(wr_data));
-    sq_done(p.a, 0x14, UZ_WC_RDMA_READ, sizeof(rd_data));
+    uz_sq_done(p.a, 0x12, UZ_WC_SEND, sizeof(send_data));
+    uz_sq_done(p.a, 0x13, UZ_WC_RDMA_WRITE, sizeof(wr_data));
+    uz_sq_done(p.a, 0x14, UZ_WC_RDMA_READ, sizeof(rd_data));
     {
         struct uz_cqe rc;
 
@@ -769,9 +705,9 @@ static void case_no_block(Env *e)
         g_assert_cmpuint(rc.byte_len, ==, sizeof(send_data));
         g_assert_cmphex(rc.wc_flags, ==, 0);
     }
-    assert_mr(p.dst, 30000, send_data, sizeof(send_data), "SEND data");
-    assert_mr(p.dst, 20000, wr_data, sizeof(wr_data), "WRITE data");
-    assert_mr(p.src, 16384, rd_data, sizeof(rd_data), "READ data");
+    uz_assert_mr(p.dst, 30000, send_data, sizeof(send_data), "SEND data");
+    uz_assert_mr(p.dst, 20000, wr_data, sizeof(wr_data), "WRITE data");
+    uz_assert_mr(p.src, 16384, rd_data, sizeof(rd_data), "READ data");
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 2 });
     uz_cq_assert_empty(p.a->scq, 5);
 
@@ -780,7 +716,7 @@ static void case_no_block(Env *e)
      * overwrite them (a device still holding them would refuse the
      * doorbell, and its copy of the CRWs would be gone).
      */
-    pattern(small, sizeof(small), 6);
+    uz_pattern(small, sizeof(small), 6);
     uz_mr_write(p.src, 24576, small, sizeof(small));
     s_small = uz_mr_sge(p.src, 24576, sizeof(small));
     for (i = 0; i < 1 << UZ_SQ_LOG_DEPTH; i++) {
@@ -790,10 +726,10 @@ static void case_no_block(Env *e)
         uz_sq_post(p.a, &w);
     }
     uz_sq_ring(p.a);
-    sq_done(p.a, 0x100 + (1 << UZ_SQ_LOG_DEPTH) - 1, UZ_WC_RDMA_WRITE,
-            sizeof(small));
+    uz_sq_done(p.a, 0x100 + (1 << UZ_SQ_LOG_DEPTH) - 1, UZ_WC_RDMA_WRITE,
+               sizeof(small));
     for (i = 0; i < 1 << UZ_SQ_LOG_DEPTH; i++) {
-        assert_mr(p.dst, 50000 + i * 8, small, sizeof(small), "ring wrap");
+        uz_assert_mr(p.dst, 50000 + i * 8, small, sizeof(small), "ring wrap");
     }
     uz_cq_assert_empty(p.a->scq, 5);
 
@@ -805,20 +741,19 @@ static void case_no_block(Env *e)
     st = stcrw_wr(0x5c10, tag_of(10), p.dst, 5000, sizeof(crw_data));
     uz_sq_post(p.b, &st);
     uz_sq_ring(p.b);
-    sq_done(p.b, 0x5c11, UZ_WC_STCRW, 0);
-    sq_done(p.b, 0x5c10, UZ_WC_STCRW, 0);
+    uz_sq_done(p.b, 0x5c11, UZ_WC_STCRW, 0);
+    uz_sq_done(p.b, 0x5c10, UZ_WC_STCRW, 0);
     rq_done_imm(p.b, 0x7e02, sizeof(inl), tag_of(11));
     rq_done_imm(p.b, 0x7e03, sizeof(crw_data), tag_of(10));
     cq_take_set(p.a->scq, ids, 2, c, 0);
-    expect_sq(&c[0], 0x10, UZ_WC_CRW, p.a, sizeof(crw_data));
-    expect_sq(&c[1], 0x11, UZ_WC_CRW, p.a, sizeof(inl));
-    assert_mr_fill(p.dst, 0, GUARD, 1000, "before the inline target");
-    assert_mr(p.dst, 1000, inl, sizeof(inl), "inline CRW");
-    assert_mr_fill(p.dst, 1150, GUARD, 5000 - 1150, "between the targets");
-    assert_mr(p.dst, 5000, crw_data, sizeof(crw_data), "SGE CRW");
-    assert_mr_fill(p.dst, 8000, GUARD, 20000 - 8000, "after the targets");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 2, .crw_first = 2 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_expect_sq(&c[0], 0x10, UZ_WC_CRW, p.a, sizeof(crw_data));
+    uz_expect_sq(&c[1], 0x11, UZ_WC_CRW, p.a, sizeof(inl));
+    uz_assert_mr_fill(p.dst, 0, GUARD, 1000, "before the inline target");
+    uz_assert_mr(p.dst, 1000, inl, sizeof(inl), "inline CRW");
+    uz_assert_mr_fill(p.dst, 1150, GUARD, 5000 - 1150, "between the targets");
+    uz_assert_mr(p.dst, 5000, crw_data, sizeof(crw_data), "SGE CRW");
+    uz_assert_mr_fill(p.dst, 8000, GUARD, 20000 - 8000, "after the targets");
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
     uz_cq_assert_empty(p.a->scq, 5);
     uz_cq_assert_empty(p.b->rcq, 1);
 }
@@ -841,29 +776,19 @@ static void case_ready_first(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    pattern(d1, sizeof(d1), 0x5f0);
-    pattern(d2, sizeof(d2), 0x5f1);
-    pattern(msg, sizeof(msg), 0x5f2);
-    uz_mr_write(p.src, 0, d1, sizeof(d1));
-    uz_mr_write(p.src, KIB, d2, sizeof(d2));
-    uz_mr_write(p.src, 2 * KIB, msg, sizeof(msg));
+    s1 = src_data(&p, 0, d1, sizeof(d1), 0x5f0);
+    s2 = src_data(&p, KIB, d2, sizeof(d2), 0x5f1);
+    sm = src_data(&p, 2 * KIB, msg, sizeof(msg), 0x5f2);
     uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
-    s1 = uz_mr_sge(p.src, 0, sizeof(d1));
-    s2 = uz_mr_sge(p.src, KIB, sizeof(d2));
-    sm = uz_mr_sge(p.src, 2 * KIB, sizeof(msg));
     w = crw_wr(0x5f0, tag_of(0x5f0), &s1, 1);
     uz_sq_post(p.a, &w);
     w = crw_wr(0x5f1, tag_of(0x5f1), &s2, 1);
     uz_sq_post(p.a, &w);
     uz_sq_ring(p.a);
     uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 2);
-    w = stcrw_wr(0x5cf0, tag_of(0x5f0), p.dst, 0, sizeof(d1));
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5cf0, UZ_WC_STCRW, 0);
+    stcrw_done(&p, 0x5cf0, tag_of(0x5f0), 0, sizeof(d1));
     rnr = uz_counter_wait(&e->n[0], "rnr_naks_rcvd", 1);
-    w = stcrw_wr(0x5cf1, tag_of(0x5f1), p.dst, 4 * KIB, sizeof(d2));
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5cf1, UZ_WC_STCRW, 0);
+    stcrw_done(&p, 0x5cf1, tag_of(0x5f1), 4 * KIB, sizeof(d2));
     w = (UzWr) { .wr_id = 0x5f2, .opcode = UZ_WR_SEND,
                  .flags = UZ_WQE_F_SIGNALED, .sge = &sm, .num_sge = 1 };
     uz_post_send(p.a, &w);
@@ -885,18 +810,17 @@ static void case_ready_first(Env *e)
                       p.b->qpn);
         g_assert_cmpuint(c.byte_len, ==, sizeof(msg));
     }
-    sq_done(p.a, 0x5f0, UZ_WC_CRW, sizeof(d1));
-    sq_done(p.a, 0x5f1, UZ_WC_CRW, sizeof(d2));
-    sq_done(p.a, 0x5f2, UZ_WC_SEND, sizeof(msg));
-    assert_mr(p.dst, 0, d1, sizeof(d1), "the first write");
-    assert_mr(p.dst, 4 * KIB, d2, sizeof(d2), "the second write");
-    assert_mr(p.dst, 8 * KIB, msg, sizeof(msg), "the SEND");
-    assert_mr_fill(p.dst, sizeof(d1), GUARD, 4 * KIB - sizeof(d1),
-                   "after the first write");
-    assert_mr_fill(p.dst, 4 * KIB + sizeof(d2), GUARD,
-                   4 * KIB - sizeof(d2), "after the second write");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 2, .crw_first = 2 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_sq_done(p.a, 0x5f0, UZ_WC_CRW, sizeof(d1));
+    uz_sq_done(p.a, 0x5f1, UZ_WC_CRW, sizeof(d2));
+    uz_sq_done(p.a, 0x5f2, UZ_WC_SEND, sizeof(msg));
+    uz_assert_mr(p.dst, 0, d1, sizeof(d1), "the first write");
+    uz_assert_mr(p.dst, 4 * KIB, d2, sizeof(d2), "the second write");
+    uz_assert_mr(p.dst, 8 * KIB, msg, sizeof(msg), "the SEND");
+    uz_assert_mr_fill(p.dst, sizeof(d1), GUARD, 4 * KIB - sizeof(d1),
+                      "after the first write");
+    uz_assert_mr_fill(p.dst, 4 * KIB + sizeof(d2), GUARD,
+                      4 * KIB - sizeof(d2), "after the second write");
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
 }
 
 /*
@@ -914,12 +838,10 @@ static void case_unsignaled(Env *e)
     int first;
 
     pair_make(e, &p, NULL);
-    s = uz_mr_sge(p.src, 100, sizeof(data));
     for (first = 0; first < 2; first++) {
         uint64_t tag = tag_of(0x300 + first);
 
-        pattern(data, sizeof(data), 0x300 + first);
-        uz_mr_write(p.src, 100, data, sizeof(data));
+        s = src_data(&p, 100, data, sizeof(data), 0x300 + first);
         uz_mr_fill(p.dst, 0, GUARD, 8 * KIB);
         snap_take(e, &snap);
         crw = crw_wr(0x20 + first, tag, &s, 1);
@@ -928,8 +850,7 @@ static void case_unsignaled(Env *e)
         st.flags = 0;
         uz_post_recv(p.b, 0x7e20 + first, NULL, 0);
         if (first) {
-            uz_post_send(p.a, &crw);
-            uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
+            crw_park(e, &p, &crw);
             uz_post_send(p.b, &st);
         } else {
             uz_post_send(p.b, &st);
@@ -937,9 +858,9 @@ static void case_unsignaled(Env *e)
             uz_post_send(p.a, &crw);
         }
         rq_done_imm(p.b, 0x7e20 + first, sizeof(data), tag);
-        assert_mr_fill(p.dst, 0, GUARD, 2000, "before the target");
-        assert_mr(p.dst, 2000, data, sizeof(data), "unsignalled CRW");
-        assert_mr_fill(p.dst, 2700, GUARD, 8 * KIB - 2700, "after it");
+        uz_assert_mr_fill(p.dst, 0, GUARD, 2000, "before the target");
+        uz_assert_mr(p.dst, 2000, data, sizeof(data), "unsignalled CRW");
+        uz_assert_mr_fill(p.dst, 2700, GUARD, 8 * KIB - 2700, "after it");
 
         /*
          * A signalled WRITE from each side: its CQE is the first, so the
@@ -947,13 +868,13 @@ static void case_unsignaled(Env *e)
          */
         wr = write_wr(0x30 + first, &s, p.dst, 4 * KIB);
         uz_post_send(p.a, &wr);
-        sq_done(p.a, 0x30 + first, UZ_WC_RDMA_WRITE, sizeof(data));
+        uz_sq_done(p.a, 0x30 + first, UZ_WC_RDMA_WRITE, sizeof(data));
         {
             UzSge sb = uz_mr_sge(p.dst, 0, 16);
             UzWr wb = write_wr(0x40 + first, &sb, p.src, 8 * KIB);
 
             uz_post_send(p.b, &wb);
-            sq_done(p.b, 0x40 + first, UZ_WC_RDMA_WRITE, 16);
+            uz_sq_done(p.b, 0x40 + first, UZ_WC_RDMA_WRITE, 16);
         }
         if (first) {
             snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1,
@@ -977,7 +898,7 @@ static void case_unsignaled(Env *e)
         };
 
         x.crw.flags = 0;
-        pattern(data, sizeof(data), 0x310 + first);
+        uz_pattern(data, sizeof(data), 0x310 + first);
         uz_mr_write(q.src, 0, data, sizeof(data));
         xchg_run(e, &q, &x, first);
     }
@@ -1017,8 +938,8 @@ static void mt_check(Env *e, Pair *p, int round, uint8_t **data,
         ids[i] = 0xc000 + round * 0x100 + i;
     }
     for (k = 0; k < nst; k++) {
-        sq_done(p->b, 0x5c000 + round * 0x100 + st_order[k], UZ_WC_STCRW,
-                0);
+        uz_sq_done(p->b, 0x5c000 + round * 0x100 + st_order[k], UZ_WC_STCRW,
+                   0);
     }
     for (k = 0; k < TAGS; k++) {
         struct uz_cqe r;
@@ -1038,17 +959,17 @@ static void mt_check(Env *e, Pair *p, int round, uint8_t **data,
     }
     cq_take_set(p->a->scq, ids, TAGS, c, 0);
     for (i = 0; i < TAGS; i++) {
-        expect_sq(&c[i], ids[i], UZ_WC_CRW, p->a, mt_len(i, round));
+        uz_expect_sq(&c[i], ids[i], UZ_WC_CRW, p->a, mt_len(i, round));
     }
     for (i = 0; i < TAGS; i++) {
         uint64_t off = mt_doff(i, round);
 
-        assert_mr_fill(p->dst, i * MT_SLOT, GUARD, off - i * MT_SLOT,
-                       "before a target");
-        assert_mr(p->dst, off, data[i], mt_len(i, round), "tag's data");
-        assert_mr_fill(p->dst, off + mt_len(i, round), GUARD,
-                       (i + 1) * MT_SLOT - off - mt_len(i, round),
-                       "after a target");
+        uz_assert_mr_fill(p->dst, i * MT_SLOT, GUARD, off - i * MT_SLOT,
+                          "before a target");
+        uz_assert_mr(p->dst, off, data[i], mt_len(i, round), "tag's data");
+        uz_assert_mr_fill(p->dst, off + mt_len(i, round), GUARD,
+                          (i + 1) * MT_SLOT - off - mt_len(i, round),
+                          "after a target");
     }
     uz_cq_assert_empty(p->a->scq, 5);
     uz_cq_assert_empty(p->b->scq, 1);
@@ -1060,7 +981,7 @@ static void mt_post_crw(Pair *p, int round, int i, uint8_t *data)
     UzSge s = uz_mr_sge(p->src, i * MT_SLOT + 3, mt_len(i, round));
     UzWr w = crw_wr(0xc000 + round * 0x100 + i, tag_of(i), &s, 1);
 
-    pattern(data, mt_len(i, round), round * 100 + i);
+    uz_pattern(data, mt_len(i, round), round * 100 + i);
     uz_mr_write(p->src, i * MT_SLOT + 3, data, mt_len(i, round));
     uz_sq_post(p->a, &w);
 }
@@ -1111,9 +1032,8 @@ static void case_many_tags(Env *e)
     }
     uz_sq_ring(p.b);
     mt_check(e, &p, 0, data, perm, TAGS, perm);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = TAGS,
-                                        .crw_first = TAGS });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = TAGS,
+                                       .crw_first = TAGS });
 
     /* Round 1 */
     snap_take(e, &snap);
@@ -1128,7 +1048,7 @@ static void case_many_tags(Env *e)
     }
     uz_sq_ring(p.b);
     for (i = TAGS / 2; i < TAGS; i++) {
-        sq_done(p.b, 0x5c000 + 0x100 + i, UZ_WC_STCRW, 0);
+        uz_sq_done(p.b, 0x5c000 + 0x100 + i, UZ_WC_STCRW, 0);
     }
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = TAGS / 2,
                                         .offers = TAGS / 2 });
@@ -1149,11 +1069,10 @@ static void case_many_tags(Env *e)
     uz_sq_ring(p.b);
     uz_sq_ring(p.a);
     mt_check(e, &p, 1, data, st1 + TAGS / 2, TAGS / 2, NULL);
-    snap_expect(e, &snap, 0, (CrwCnt) {
+    snap_expect_a(e, &snap, (CrwCnt) {
         .parked = TAGS / 2, .offers = TAGS / 2,
         .crw_first = TAGS / 2, .st_first = TAGS / 2,
     });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
     for (i = 0; i < TAGS; i++) {
         g_free(data[i]);
     }
@@ -1192,7 +1111,7 @@ static void case_tag_match(Env *e)
 
     /* Five CRWs on p, all parked: no duplicate among them. */
     for (i = 0; i < 5; i++) {
-        pattern(data[i], sizeof(data[i]), 0x400 + i);
+        uz_pattern(data[i], sizeof(data[i]), 0x400 + i);
         uz_mr_write(p.src, i * KIB, data[i], sizeof(data[i]));
         s[i] = uz_mr_sge(p.src, i * KIB, sizeof(data[i]) - i);
         w = crw_wr(0x60 + i, tags[i], &s[i], 1);
@@ -1203,9 +1122,7 @@ static void case_tag_match(Env *e)
     uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 5);
 
     /* q's peer offers the tag of p's second CRW: an offer on q only. */
-    w = stcrw_wr(0x5c70, tags[1], q.dst, 0, 4 * KIB);
-    uz_post_send(q.b, &w);
-    sq_done(q.b, 0x5c70, UZ_WC_STCRW, 0);
+    stcrw_done(&q, 0x5c70, tags[1], 0, 4 * KIB);
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 5, .offers = 1 });
     uz_cq_assert_empty(p.a->scq, 5);
     uz_cq_assert_empty(p.b->rcq, 1);
@@ -1213,38 +1130,35 @@ static void case_tag_match(Env *e)
     /* p's peer offers each tag: each CRW's data to its own target. */
     for (k = 0; k < 5; k++) {
         i = st_order[k];
-        w = stcrw_wr(0x5c60 + i, tags[i], p.dst, 4 * KIB * (i + 1), 600);
-        uz_post_send(p.b, &w);
-        sq_done(p.b, 0x5c60 + i, UZ_WC_STCRW, 0);
-        sq_done(p.a, 0x60 + i, UZ_WC_CRW, sizeof(data[i]) - i);
+        stcrw_done(&p, 0x5c60 + i, tags[i], 4 * KIB * (i + 1), 600);
+        uz_sq_done(p.a, 0x60 + i, UZ_WC_CRW, sizeof(data[i]) - i);
         rq_done_imm(p.b, 0x7e60 + k, sizeof(data[i]) - i, tags[i]);
-        assert_mr(p.dst, 4 * KIB * (i + 1), data[i], sizeof(data[i]) - i,
-                  "data of the matching tag");
+        uz_assert_mr(p.dst, 4 * KIB * (i + 1), data[i], sizeof(data[i]) - i,
+                     "data of the matching tag");
         uz_cq_assert_empty(p.a->scq, 1);
     }
     for (i = 0; i < 5; i++) {
         uint32_t len = sizeof(data[i]) - i;
 
-        assert_mr_fill(p.dst, 4 * KIB * (i + 1) + len, GUARD,
-                       4 * KIB - len, "after a target");
+        uz_assert_mr_fill(p.dst, 4 * KIB * (i + 1) + len, GUARD,
+                          4 * KIB - len, "after a target");
     }
-    assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "no target");
+    uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "no target");
 
     /* q's CRW with that tag takes q's offer, not p's. */
-    pattern(other, sizeof(other), 0x410);
+    uz_pattern(other, sizeof(other), 0x410);
     uz_mr_write(q.src, 0, other, sizeof(other));
     s2 = uz_mr_sge(q.src, 0, sizeof(other));
     w = crw_wr(0x71, tags[1], &s2, 1);
     uz_post_recv(q.b, 0x7e71, NULL, 0);
     uz_post_send(q.a, &w);
-    sq_done(q.a, 0x71, UZ_WC_CRW, sizeof(other));
+    uz_sq_done(q.a, 0x71, UZ_WC_CRW, sizeof(other));
     rq_done_imm(q.b, 0x7e71, sizeof(other), tags[1]);
-    assert_mr(q.dst, 0, other, sizeof(other), "q's write");
-    assert_mr_fill(q.dst, sizeof(other), GUARD, 64 * KIB - sizeof(other),
-                   "after q's write");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 5, .offers = 1,
-                                        .crw_first = 5, .st_first = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_assert_mr(q.dst, 0, other, sizeof(other), "q's write");
+    uz_assert_mr_fill(q.dst, sizeof(other), GUARD, 64 * KIB - sizeof(other),
+                      "after q's write");
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 5, .offers = 1,
+                                       .crw_first = 5, .st_first = 1 });
     uz_cq_assert_empty(q.a->scq, 1);
     uz_cq_assert_empty(q.b->rcq, 1);
 }
@@ -1291,8 +1205,8 @@ static void case_symmetric(Env *e)
 
         g_test_message("round %d: %u bytes one way, %u the other", r, la,
                        lb);
-        pattern(da, la, 0x500 + r);
-        pattern(db, lb, 0x580 + r);
+        uz_pattern(da, la, 0x500 + r);
+        uz_pattern(db, lb, 0x580 + r);
         uz_mr_write(p.src, 5, da, la);
         uz_mr_write(bsrc, 9, db, lb);
         uz_mr_fill(p.dst, 0, GUARD, 200 + la + WIN);
@@ -1309,19 +1223,19 @@ static void case_symmetric(Env *e)
 
         /* The CRW and STCRW of a side complete in either order. */
         cq_take_set(p.a->scq, ida, 2, c, 0);
-        expect_sq(&c[0], ida[0], UZ_WC_CRW, p.a, la);
-        expect_sq(&c[1], ida[1], UZ_WC_STCRW, p.a, 0);
+        uz_expect_sq(&c[0], ida[0], UZ_WC_CRW, p.a, la);
+        uz_expect_sq(&c[1], ida[1], UZ_WC_STCRW, p.a, 0);
         cq_take_set(p.b->scq, idb, 2, c, 0);
-        expect_sq(&c[0], idb[0], UZ_WC_CRW, p.b, lb);
-        expect_sq(&c[1], idb[1], UZ_WC_STCRW, p.b, 0);
+        uz_expect_sq(&c[0], idb[0], UZ_WC_CRW, p.b, lb);
+        uz_expect_sq(&c[1], idb[1], UZ_WC_STCRW, p.b, 0);
         rq_done_imm(p.a, 0x7ea0 + r, lb, tb);
         rq_done_imm(p.b, 0x7eb0 + r, la, ta);
-        assert_mr_fill(p.dst, 0, GUARD, 200, "before b's target");
-        assert_mr(p.dst, 200, da, la, "a's CRW at b");
-        assert_mr_fill(p.dst, 200 + la, GUARD, WIN, "after b's target");
-        assert_mr_fill(adst, 0, GUARD, 100, "before a's target");
-        assert_mr(adst, 100, db, lb, "b's CRW at a");
-        assert_mr_fill(adst, 100 + lb, GUARD, WIN, "after a's target");
+        uz_assert_mr_fill(p.dst, 0, GUARD, 200, "before b's target");
+        uz_assert_mr(p.dst, 200, da, la, "a's CRW at b");
+        uz_assert_mr_fill(p.dst, 200 + la, GUARD, WIN, "after b's target");
+        uz_assert_mr_fill(adst, 0, GUARD, 100, "before a's target");
+        uz_assert_mr(adst, 100, db, lb, "b's CRW at a");
+        uz_assert_mr_fill(adst, 100 + lb, GUARD, WIN, "after a's target");
     }
     /* Each side parked or was offered once a round, and matched once. */
     for (side = 0; side < 2; side++) {
@@ -1347,91 +1261,13 @@ static void case_symmetric(Env *e)
 /* The STCRW on the wire                                              */
 /* ------------------------------------------------------------------ */
 
-typedef struct Frame {
-    uint8_t data[MAX_FRAME];
-    size_t len;
-} Frame;
-
-/* CRC-32 of IEEE 802.3, as zlib's crc32() computes it. */
-static uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n)
-{
-    int k;
-
-    crc = ~crc;
-    while (n--) {
-        crc ^= *p++;
-        for (k = 0; k < 8; k++) {
-            crc = (crc & 1) ? (crc >> 1) ^ 0xedb88320u : crc >> 1;
-        }
-    }
-    return ~crc;
-}
-
-/* The ICRC of spec 9.7, computed independently of the device. */
-static uint32_t icrc(const uint8_t *f, size_t len)
-{
-    static const uint8_t ones[8] = {
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-    };
-    uint8_t pseudo[40];
-    uint32_t crc;
-
-    memcpy(pseudo, f + OFF_IP, sizeof(pseudo));
-    pseudo[1] = 0xff;
-    pseudo[8] = 0xff;
-    pseudo[10] = pseudo[11] = 0xff;
-    pseudo[26] = pseudo[27] = 0xff;
-    pseudo[32] = 0xff;
-    crc = crc32_ieee(0, ones, sizeof(ones));
-    crc = crc32_ieee(crc, pseudo, sizeof(pseudo));
-    return crc32_ieee(crc, f + OFF_BTH + 12, len - 4 - OFF_BTH - 12);
-}
-
-/* Next frame the hub sent us, or false when none came in a while. */
-static bool wire_recv(Env *e, Frame *fr)
-{
-    uint8_t hdr[4];
-    size_t got = 0, want = 4;
-    uint8_t *dst = hdr;
-    int i;
-
-    for (i = 0; i < 2000; i++) {
-        ssize_t n = recv(e->sock, dst + got, want - got, MSG_DONTWAIT);
-
-        if (n > 0) {
-            got += n;
-            if (got < want) {
-                continue;
-            }
-            if (dst == hdr) {
-                fr->len = ldl_be_p(hdr);
-                g_assert_cmpint(fr->len, <=, MAX_FRAME);
-                dst = fr->data;
-                want = fr->len;
-                got = 0;
-                if (want) {
-                    continue;
-                }
-            }
-            return true;
-        }
-        if (dst == hdr && !got && i > 200) {
-            return false;
-        }
-        uz_poll_pause(&e->n[0].d);
-    }
-    g_assert(dst == hdr && !got);
-    return false;
-}
-
 /* Every RoCE frame the hub sent us so far, in order. */
-static int wire_collect(Env *e, Frame *frames, int max)
+static int wire_collect(Env *e, UzFrame *frames, int max)
 {
     int n = 0;
 
-    while (n < max && wire_recv(e, &frames[n])) {
-        if (frames[n].len > OFF_BTH &&
-            lduw_be_p(frames[n].data + OFF_UDP + 2) == UZ_ROCE_UDP_PORT) {
+    while (n < max && uz_wire_recv(e->sock, &e->n[0].d, &frames[n])) {
+        if (uz_frame_is_roce(&frames[n])) {
             n++;
         }
     }
@@ -1440,35 +1276,35 @@ static int wire_collect(Env *e, Frame *frames, int max)
 }
 
 /* The @nth frame (from 0) with BTH opcode @op. */
-static const Frame *wire_find(const Frame *frames, int n, uint8_t op,
-                              int nth)
+static const UzFrame *wire_find(const UzFrame *frames, int n, uint8_t op,
+                                int nth)
 {
     int i;
 
     for (i = 0; i < n; i++) {
-        if (frames[i].data[OFF_BTH] == op && !nth--) {
+        if (frames[i].data[UZ_OFF_BTH] == op && !nth--) {
             return &frames[i];
         }
     }
     g_error("no frame with opcode 0x%02x on the link", op);
 }
 
-static uint32_t bth_psn(const Frame *f)
+static uint32_t bth_psn(const UzFrame *f)
 {
-    return ldl_be_p(f->data + OFF_BTH + 8) & 0xffffff;
+    return ldl_be_p(f->data + UZ_OFF_BTH + 8) & 0xffffff;
 }
 
 /* BTH fields of a request to @dst, and the frame's ICRC. */
-static void expect_bth(const Frame *f, UzQp *dst, uint32_t psn, bool ack_req,
-                       uint32_t pad)
+static void expect_bth(const UzFrame *f, UzQp *dst, uint32_t psn,
+                       bool ack_req, uint32_t pad)
 {
-    g_assert_cmphex(f->data[OFF_BTH + 1], ==, pad << 4);
-    g_assert_cmphex(lduw_be_p(f->data + OFF_BTH + 2), ==, 0xffff);
-    g_assert_cmpint(ldl_be_p(f->data + OFF_BTH + 4), ==, dst->qpn);
-    g_assert_cmphex(f->data[OFF_BTH + 8] & 0x80, ==, ack_req ? 0x80 : 0);
+    g_assert_cmphex(f->data[UZ_OFF_BTH + 1], ==, pad << 4);
+    g_assert_cmphex(lduw_be_p(f->data + UZ_OFF_BTH + 2), ==, 0xffff);
+    g_assert_cmpint(ldl_be_p(f->data + UZ_OFF_BTH + 4), ==, dst->qpn);
+    g_assert_cmphex(f->data[UZ_OFF_BTH + 8] & 0x80, ==, ack_req ? 0x80 : 0);
     g_assert_cmphex(bth_psn(f), ==, psn);
     g_assert_cmphex((uint32_t)ldl_le_p(f->data + f->len - 4), ==,
-                    icrc(f->data, f->len));
+                    uz_icrc(f->data, f->len));
 }
 
 /*
@@ -1482,49 +1318,42 @@ static void case_wire(Env *e)
     const uint32_t len = 2500;          /* First, Middle, Last with imm */
     const uint64_t tag = 0x0123456789abcdefull;
     static const UzRcOpts rc = UZ_RC_OPTS_DEFAULT;
-    g_autofree Frame *frames = g_new(Frame, 32);
-    const Frame *f;
+    g_autofree UzFrame *frames = g_new(UzFrame, 32);
+    const UzFrame *f;
     uint8_t data[2500], msg[10];
     UzSge s, r, sm;
     UzWr w;
     struct uz_cqe c;
-    Frame one;
+    UzFrame one;
     Pair p;
     int n;
 
     pair_make(e, &p, NULL);
-    while (wire_recv(e, &one)) {
-        continue;
-    }
-    pattern(data, len, 0x600);
-    uz_mr_write(p.src, 0, data, len);
-    s = uz_mr_sge(p.src, 0, len);
+    uz_wire_drain(e->sock, &e->n[0].d);
+    s = src_data(&p, 0, data, len, 0x600);
     w = crw_wr(0x90, tag, &s, 1);
-    uz_post_send(p.a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", 1);
+    crw_park(e, &p, &w);
     /* Parked: nothing on the link. */
-    g_assert(!wire_recv(e, &one));
+    g_assert(!uz_wire_recv(e->sock, &e->n[0].d, &one));
 
     r = uz_mr_sge(p.src, 16 * KIB, 64);
     uz_post_recv(p.a, 0x7e90, &r, 1);
     uz_post_recv(p.b, 0x7e91, NULL, 0);
-    w = stcrw_wr(0x5c90, tag, p.dst, 1234, len + 66);
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5c90, UZ_WC_STCRW, 0);
-    sq_done(p.a, 0x90, UZ_WC_CRW, len);
+    stcrw_done(&p, 0x5c90, tag, 1234, len + 66);
+    uz_sq_done(p.a, 0x90, UZ_WC_CRW, len);
     rq_done_imm(p.b, 0x7e91, len, tag);
     /* The STCRW took no receive WQE of a. */
     uz_cq_assert_empty(p.a->rcq, 5);
     g_assert_cmpuint(counter(e, 0, "rnr_naks_sent"), ==, 0);
 
     /* The next message of b has the next PSN and takes a's receive. */
-    pattern(msg, sizeof(msg), 0x601);
+    uz_pattern(msg, sizeof(msg), 0x601);
     uz_mr_write(p.dst, 32 * KIB, msg, sizeof(msg));
     sm = uz_mr_sge(p.dst, 32 * KIB, sizeof(msg));
     w = (UzWr) { .wr_id = 0x91, .opcode = UZ_WR_SEND,
                  .flags = UZ_WQE_F_SIGNALED, .sge = &sm, .num_sge = 1 };
     uz_post_send(p.b, &w);
-    sq_done(p.b, 0x91, UZ_WC_SEND, sizeof(msg));
+    uz_sq_done(p.b, 0x91, UZ_WC_SEND, sizeof(msg));
     uz_cq_wait(p.a->rcq, &c);
     uz_cqe_expect(&c, 0x7e90, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, p.a->qpn);
     g_assert_cmpuint(c.byte_len, ==, sizeof(msg));
@@ -1533,38 +1362,39 @@ static void case_wire(Env *e)
 
     /* The STCRW: BTH, CRWETH, no payload, ICRC. */
     f = wire_find(frames, n, UZ_BTH_OP_RC_STCRW, 0);
-    g_assert_cmpint(f->len, ==, OFF_BTH + 12 + 24 + 4);
+    g_assert_cmpint(f->len, ==, UZ_OFF_BTH + 12 + 24 + 4);
     expect_bth(f, p.a, rc.psn[1], true, 0);
-    g_assert_cmphex(ldq_be_p(f->data + OFF_BTH + 12), ==, tag);
-    g_assert_cmphex(ldq_be_p(f->data + OFF_BTH + 20), ==,
+    g_assert_cmphex(ldq_be_p(f->data + UZ_OFF_BTH + 12), ==, tag);
+    g_assert_cmphex(ldq_be_p(f->data + UZ_OFF_BTH + 20), ==,
                     uz_mr_va(p.dst, 1234));
-    g_assert_cmphex((uint32_t)ldl_be_p(f->data + OFF_BTH + 28), ==,
+    g_assert_cmphex((uint32_t)ldl_be_p(f->data + UZ_OFF_BTH + 28), ==,
                     p.dst->key);
-    g_assert_cmpuint(ldl_be_p(f->data + OFF_BTH + 32), ==, len + 66);
+    g_assert_cmpuint(ldl_be_p(f->data + UZ_OFF_BTH + 32), ==, len + 66);
     g_assert_cmpuint(counter(e, 1, "tx_pkts_crw"), ==, 1);
     g_assert_cmpuint(counter(e, 0, "rx_pkts_crw"), ==, 1);
 
     /* The write: First with the RETH, Middle, Last with immediate. */
     f = wire_find(frames, n, UZ_BTH_OP_WRITE_FIRST, 0);
-    g_assert_cmpint(f->len, ==, OFF_BTH + 12 + 16 + MTU + 4);
+    g_assert_cmpint(f->len, ==, UZ_OFF_BTH + 12 + 16 + MTU + 4);
     expect_bth(f, p.b, rc.psn[0], false, 0);
-    g_assert_cmphex(ldq_be_p(f->data + OFF_BTH + 12), ==,
+    g_assert_cmphex(ldq_be_p(f->data + UZ_OFF_BTH + 12), ==,
                     uz_mr_va(p.dst, 1234));
-    g_assert_cmphex((uint32_t)ldl_be_p(f->data + OFF_BTH + 20), ==,
+    g_assert_cmphex((uint32_t)ldl_be_p(f->data + UZ_OFF_BTH + 20), ==,
                     p.dst->key);
-    g_assert_cmpuint(ldl_be_p(f->data + OFF_BTH + 24), ==, len);
-    assert_bytes(f->data + OFF_BTH + 28, data, MTU, "First payload");
+    g_assert_cmpuint(ldl_be_p(f->data + UZ_OFF_BTH + 24), ==, len);
+    uz_assert_bytes(f->data + UZ_OFF_BTH + 28, data, MTU, "First payload");
     f = wire_find(frames, n, UZ_BTH_OP_WRITE_MIDDLE, 0);
-    g_assert_cmpint(f->len, ==, OFF_BTH + 12 + MTU + 4);
+    g_assert_cmpint(f->len, ==, UZ_OFF_BTH + 12 + MTU + 4);
     expect_bth(f, p.b, (rc.psn[0] + 1) & 0xffffff, false, 0);
-    assert_bytes(f->data + OFF_BTH + 12, data + MTU, MTU, "Middle payload");
+    uz_assert_bytes(f->data + UZ_OFF_BTH + 12, data + MTU, MTU,
+                    "Middle payload");
     f = wire_find(frames, n, UZ_BTH_OP_WRITE_LAST_IMM, 0);
-    g_assert_cmpint(f->len, ==, OFF_BTH + 12 + 4 + len - 2 * MTU + 4);
+    g_assert_cmpint(f->len, ==, UZ_OFF_BTH + 12 + 4 + len - 2 * MTU + 4);
     expect_bth(f, p.b, (rc.psn[0] + 2) & 0xffffff, true, 0);
-    g_assert_cmphex((uint32_t)ldl_be_p(f->data + OFF_BTH + 12), ==,
+    g_assert_cmphex((uint32_t)ldl_be_p(f->data + UZ_OFF_BTH + 12), ==,
                     (uint32_t)tag);
-    assert_bytes(f->data + OFF_BTH + 16, data + 2 * MTU, len - 2 * MTU,
-                 "Last payload");
+    uz_assert_bytes(f->data + UZ_OFF_BTH + 16, data + 2 * MTU, len - 2 * MTU,
+                    "Last payload");
 
     /* b's SEND: the PSN after the STCRW's. */
     f = wire_find(frames, n, UZ_BTH_OP_SEND_ONLY, 0);
@@ -1592,18 +1422,12 @@ static void case_no_time_limit(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    pattern(da, sizeof(da), 0x5a0);
-    pattern(db, sizeof(db), 0x5b0);
-    uz_mr_write(p.src, 0, da, sizeof(da));
-    uz_mr_write(p.src, 4 * KIB, db, sizeof(db));
+    sa = src_data(&p, 0, da, sizeof(da), 0x5a0);
+    sb = src_data(&p, 4 * KIB, db, sizeof(db), 0x5b0);
     uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
-    sa = uz_mr_sge(p.src, 0, sizeof(da));
-    sb = uz_mr_sge(p.src, 4 * KIB, sizeof(db));
     w = crw_wr(0x5a0, ta, &sa, 1);
     uz_post_send(p.a, &w);
-    w = stcrw_wr(0x5cb0, tb, p.dst, 8 * KIB, sizeof(db));
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5cb0, UZ_WC_STCRW, 0);
+    stcrw_done(&p, 0x5cb0, tb, 8 * KIB, sizeof(db));
     uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
 
     for (i = 0; i < 60; i++) {
@@ -1616,26 +1440,23 @@ static void case_no_time_limit(Env *e)
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
     g_assert_cmpuint(counter(e, 0, "retry_timeouts"), ==, 0);
     g_assert_cmpuint(counter(e, 1, "retry_timeouts"), ==, 0);
-    assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "targets while waiting");
+    uz_assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "targets while waiting");
 
     uz_post_recv(p.b, 0x7ea0, NULL, 0);
     uz_post_recv(p.b, 0x7eb0, NULL, 0);
-    w = stcrw_wr(0x5ca0, ta, p.dst, 1000, sizeof(da));
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5ca0, UZ_WC_STCRW, 0);
-    sq_done(p.a, 0x5a0, UZ_WC_CRW, sizeof(da));
+    stcrw_done(&p, 0x5ca0, ta, 1000, sizeof(da));
+    uz_sq_done(p.a, 0x5a0, UZ_WC_CRW, sizeof(da));
     rq_done_imm(p.b, 0x7ea0, sizeof(da), ta);
     w = crw_wr(0x5b0, tb, &sb, 1);
     uz_post_send(p.a, &w);
-    sq_done(p.a, 0x5b0, UZ_WC_CRW, sizeof(db));
+    uz_sq_done(p.a, 0x5b0, UZ_WC_CRW, sizeof(db));
     rq_done_imm(p.b, 0x7eb0, sizeof(db), tb);
-    assert_mr(p.dst, 1000, da, sizeof(da), "the parked CRW's data");
-    assert_mr(p.dst, 8 * KIB, db, sizeof(db), "at the parked offer");
-    assert_mr_fill(p.dst, 1000 + sizeof(da), GUARD,
-                   8 * KIB - 1000 - sizeof(da), "between the targets");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .offers = 1,
-                                        .crw_first = 1, .st_first = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_assert_mr(p.dst, 1000, da, sizeof(da), "the parked CRW's data");
+    uz_assert_mr(p.dst, 8 * KIB, db, sizeof(db), "at the parked offer");
+    uz_assert_mr_fill(p.dst, 1000 + sizeof(da), GUARD,
+                      8 * KIB - 1000 - sizeof(da), "between the targets");
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 1, .offers = 1,
+                                       .crw_first = 1, .st_first = 1 });
 }
 
 /* The target takes its receive WQE from an SRQ. */
@@ -1649,7 +1470,7 @@ static void case_target_srq(Env *e)
     p.b = uz_qp_create(&e->n[1], UZ_QPT_RC, NULL, NULL, srq, 0);
     p.src = uz_mr_reg(&e->n[0], 64 * KIB, UZ_ACCESS_ALL);
     p.dst = uz_mr_reg(&e->n[1], 64 * KIB, UZ_ACCESS_ALL);
-    pair_connect(&p, UZ_ACCESS_ALL, NULL);
+    uz_rc_connect(p.a, p.b, NULL);
     for (first = 0; first < 2; first++) {
         xchg_simple(e, &p, first, 5000, 1, 333, 5000, 0x5c0 + first);
     }
@@ -1675,24 +1496,19 @@ static void case_retransmit(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    pattern(d1, sizeof(d1), 0x5d0);
-    pattern(d2, sizeof(d2), 0x5d1);
-    uz_mr_write(p.src, 0, d1, sizeof(d1));
+    s1 = src_data(&p, 0, d1, sizeof(d1), 0x5d0);
+    uz_pattern(d2, sizeof(d2), 0x5d1);
     uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
-    s1 = uz_mr_sge(p.src, 0, sizeof(d1));
     sw = uz_mr_sge(p.src, 0, 64);
     w = crw_wr(0x5d0, tag_of(0x5d0), &s1, 1);
     uz_sq_post(p.a, &w);
-    w = crw_wr(0x5d1, tag_of(0x5d1), NULL, 0);
-    w.flags |= UZ_WQE_F_INLINE;
-    w.inline_data = d2;
-    w.inline_len = sizeof(d2);
+    w = crw_inline_wr(0x5d1, tag_of(0x5d1), d2, sizeof(d2));
     uz_sq_post(p.a, &w);
     w = write_wr(0x5d2, &sw, p.dst, 12 * KIB);
     uz_sq_post(p.a, &w);
     uz_sq_ring(p.a);
     /* The WRITE after them completed: their slots are the driver's. */
-    sq_done(p.a, 0x5d2, UZ_WC_RDMA_WRITE, 64);
+    uz_sq_done(p.a, 0x5d2, UZ_WC_RDMA_WRITE, 64);
     memset(junk, 0xff, sizeof(junk));
     for (i = 0; i < 2; i++) {
         qtest_memwrite(qts(e), p.a->sq + i * UZ_SQ_WQE_SIZE, junk,
@@ -1713,27 +1529,26 @@ static void case_retransmit(Env *e)
     drop_all(e, 0, false);
 
     cq_take_set(p.a->scq, ids, 2, c, MS);
-    expect_sq(&c[0], 0x5d0, UZ_WC_CRW, p.a, sizeof(d1));
-    expect_sq(&c[1], 0x5d1, UZ_WC_CRW, p.a, sizeof(d2));
+    uz_expect_sq(&c[0], 0x5d0, UZ_WC_CRW, p.a, sizeof(d1));
+    uz_expect_sq(&c[1], 0x5d1, UZ_WC_CRW, p.a, sizeof(d2));
     for (i = 0; i < 2; i++) {
         struct uz_cqe one;
 
         cq_wait_step(p.b->scq, &one, MS);
-        expect_sq(&one, 0x5cd0 + i, UZ_WC_STCRW, p.b, 0);
+        uz_expect_sq(&one, 0x5cd0 + i, UZ_WC_STCRW, p.b, 0);
     }
     rq_done_imm(p.b, 0x7ed0, sizeof(d1), tag_of(0x5d0));
     rq_done_imm(p.b, 0x7ed1, sizeof(d2), tag_of(0x5d1));
-    assert_mr_fill(p.dst, 0, GUARD, 100, "before the first target");
-    assert_mr(p.dst, 100, d1, sizeof(d1), "SGE CRW, sent again");
-    assert_mr_fill(p.dst, 100 + sizeof(d1), GUARD,
-                   8 * KIB - 100 - sizeof(d1), "between the targets");
-    assert_mr(p.dst, 8 * KIB, d2, sizeof(d2), "inline CRW, sent again");
-    assert_mr_fill(p.dst, 8 * KIB + sizeof(d2), GUARD,
-                   4 * KIB - sizeof(d2), "after the targets");
+    uz_assert_mr_fill(p.dst, 0, GUARD, 100, "before the first target");
+    uz_assert_mr(p.dst, 100, d1, sizeof(d1), "SGE CRW, sent again");
+    uz_assert_mr_fill(p.dst, 100 + sizeof(d1), GUARD,
+                      8 * KIB - 100 - sizeof(d1), "between the targets");
+    uz_assert_mr(p.dst, 8 * KIB, d2, sizeof(d2), "inline CRW, sent again");
+    uz_assert_mr_fill(p.dst, 8 * KIB + sizeof(d2), GUARD,
+                      4 * KIB - sizeof(d2), "after the targets");
     g_assert_cmpuint(counter(e, 0, "retransmits"), >, 0);
     g_assert_cmpuint(counter(e, 0, "duplicates"), >, 0);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 2, .crw_first = 2 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
     uz_cq_assert_empty(p.a->scq, 5);
     uz_cq_assert_empty(p.b->scq, 1);
     uz_cq_assert_empty(p.b->rcq, 1);
@@ -1751,7 +1566,7 @@ static void case_retransmit(Env *e)
 static void case_err_dup_tag(Env *e)
 {
     uint64_t tag = tag_of(0x700);
-    UzSge s, sw;
+    UzSge s;
     UzWr w;
     Snap snap;
     Pair p;
@@ -1759,96 +1574,92 @@ static void case_err_dup_tag(Env *e)
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
     s = uz_mr_sge(p.src, 0, 500);
-    sw = uz_mr_sge(p.src, 0, 64);
     w = crw_wr(0x101, tag, &s, 1);
-    uz_post_send(p.a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
+    crw_park(e, &p, &w);
     w = crw_wr(0x102, tag, &s, 1);
-    uz_sq_post(p.a, &w);
-    w = write_wr(0x103, &sw, p.dst, 0);
-    uz_sq_post(p.a, &w);
-    uz_sq_ring(p.a);
+    post_crw_then_write(&p, &w, 0);
 
-    sq_err(p.a, 0x102, UZ_WC_CRW, UZ_WC_STATUS_LOC_QP_OP_ERR,
-           UZ_VERR_CRW_DUP_TAG);
-    sq_err(p.a, 0x103, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    sq_err(p.a, 0x101, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    expect_qp_failed(p.a);
-    expect_post_flushed(p.a, p.src, p.dst, 0x104);
-    uz_cq_assert_empty(p.a->scq, 10);
-    g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .flushed = 1,
-                                        .errors = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    expect_crw_failed(&p, 0x102, UZ_WC_STATUS_LOC_QP_OP_ERR,
+                      UZ_VERR_CRW_DUP_TAG);
+    uz_sq_err(p.a, 0x101, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    expect_a_failed(&p, 0x104);
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 1, .flushed = 1,
+                                       .errors = 1 });
     check_fresh_pair(e);
 }
 
 /*
- * A second CRW with the tag of one whose write is being sent, held by
- * RNR NAKs (the target has no receive WQE): LOC_QP_OP_ERR/CRW_DUP_TAG,
- * in SQ order after the first CRW, which completes once a receive WQE is
- * posted.  The RNR waits need the clock: one step lets the requester
- * send the write again and reach the second CRW.  The CRW is refused
- * once, whatever the requester goes through afterwards.
+ * A CRW whose write has started no longer holds its tag (8.12).  a's
+ * first CRW is matched and its write held by RNR NAKs (b has no receive
+ * WQE); meanwhile the tag is used again, by a second CRW (@crw_again) or
+ * by a second STCRW from b.  The new CRW parks or the new offer is kept,
+ * the two meet, and both writes land once, each at its own target, with
+ * nothing refused.  The RNR waits need the clock.
  */
-static void dup_tag_writing(Env *e)
+static void tag_reuse(Env *e, bool crw_again)
 {
     uint64_t tag = tag_of(0x701);
     uint8_t data[100];
     struct uz_cqe c;
-    UzSge s, sw;
+    UzSge s;
     UzWr w;
     Snap snap;
     Pair p;
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    pattern(data, sizeof(data), 0x701);
-    uz_mr_write(p.src, 0, data, sizeof(data));
+    s = src_data(&p, 0, data, sizeof(data), 0x701);
     uz_mr_fill(p.dst, 0, GUARD, 4 * KIB);
-    s = uz_mr_sge(p.src, 0, sizeof(data));
-    sw = uz_mr_sge(p.src, 0, 64);
     w = crw_wr(0x111, tag, &s, 1);
-    uz_post_send(p.a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
-    w = stcrw_wr(0x5c11, tag, p.dst, 1000, sizeof(data));
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5c11, UZ_WC_STCRW, 0);
+    crw_park(e, &p, &w);
+    stcrw_done(&p, 0x5c11, tag, 1000, sizeof(data));
     uz_counter_wait(&e->n[0], "rnr_naks_rcvd", 1);
 
+    /* The requester reaches the second CRW after an RNR wait. */
     w = crw_wr(0x112, tag, &s, 1);
-    uz_sq_post(p.a, &w);
-    w = write_wr(0x113, &sw, p.dst, 2000);
-    uz_sq_post(p.a, &w);
-    uz_sq_ring(p.a);
-    qtest_clock_step(qts(e), MS);
-    uz_counter_wait(&e->n[0], "crw_errors", snap.c[0].errors + 1);
-    uz_cq_assert_empty(p.a->scq, 5);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .crw_first = 1,
-                                        .errors = 1 });
-
+    if (crw_again) {
+        uz_post_send(p.a, &w);
+        qtest_clock_step(qts(e), MS);
+        uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 2);
+        stcrw_done(&p, 0x5c12, tag, 2000, sizeof(data));
+    } else {
+        stcrw_done(&p, 0x5c12, tag, 2000, sizeof(data));
+        uz_counter_wait(&e->n[0], "crw_offers", snap.c[0].offers + 1);
+        uz_post_send(p.a, &w);
+        qtest_clock_step(qts(e), MS);
+        uz_counter_wait(&e->n[0], "crw_matched_stcrw_first",
+                        snap.c[0].st_first + 1);
+    }
     uz_post_recv(p.b, 0x7e11, NULL, 0);
+    uz_post_recv(p.b, 0x7e12, NULL, 0);
     uz_cq_wait_clock(p.a->scq, &c, MS, 1000);
-    expect_sq(&c, 0x111, UZ_WC_CRW, p.a, sizeof(data));
-    /* Refused once, though the rewind of the RNR wait passed it again. */
-    g_assert_cmpuint(counter(e, 0, "crw_errors") - snap.c[0].errors, ==, 1);
-    sq_err(p.a, 0x112, UZ_WC_CRW, UZ_WC_STATUS_LOC_QP_OP_ERR,
-           UZ_VERR_CRW_DUP_TAG);
-    sq_err(p.a, 0x113, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_expect_sq(&c, 0x111, UZ_WC_CRW, p.a, sizeof(data));
+    uz_cq_wait_clock(p.a->scq, &c, MS, 1000);
+    uz_expect_sq(&c, 0x112, UZ_WC_CRW, p.a, sizeof(data));
     rq_done_imm(p.b, 0x7e11, sizeof(data), tag);
-    assert_mr_fill(p.dst, 0, GUARD, 1000, "before the first CRW's write");
-    assert_mr(p.dst, 1000, data, sizeof(data), "the first CRW's write");
-    assert_mr_fill(p.dst, 1000 + sizeof(data), GUARD, 4 * KIB - 1100,
-                   "after it");
-    expect_qp_failed(p.a);
-    uz_cq_assert_empty(p.a->scq, 10);
+    rq_done_imm(p.b, 0x7e12, sizeof(data), tag);
+    uz_assert_mr_fill(p.dst, 0, GUARD, 1000, "before the first write");
+    uz_assert_mr(p.dst, 1000, data, sizeof(data), "the first write");
+    uz_assert_mr_fill(p.dst, 1100, GUARD, 900, "between the writes");
+    uz_assert_mr(p.dst, 2000, data, sizeof(data), "the second write");
+    uz_assert_mr_fill(p.dst, 2100, GUARD, 4 * KIB - 2100, "after them");
+    uz_cq_assert_empty(p.a->scq, 5);
+    g_assert_cmpint(uz_qp_state(p.a), ==, UZ_QPS_RTS);
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
-    check_fresh_pair(e);
+    snap_expect_a(e, &snap, crw_again ?
+                  (CrwCnt) { .parked = 2, .crw_first = 2 } :
+                  (CrwCnt) { .parked = 1, .crw_first = 1, .offers = 1,
+                             .st_first = 1 });
 }
 
-static void case_err_dup_tag_writing(Env *e)
+static void case_tag_reuse_crw(Env *e)
 {
-    dup_tag_writing(e);
+    tag_reuse(e, true);
+}
+
+static void case_tag_reuse_stcrw(Env *e)
+{
+    tag_reuse(e, false);
 }
 
 /*
@@ -1903,16 +1714,15 @@ static void case_err_malformed(Env *e)
         uz_sq_post(qp, &w);
         uz_sq_post(qp, &next);
         uz_sq_ring(qp);
-        sq_err(qp, w.wr_id, wc, UZ_WC_STATUS_LOC_QP_OP_ERR,
-               UZ_VERR_BAD_WQE);
-        sq_err(qp, next.wr_id, UZ_WC_SEND, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+        uz_sq_err(qp, w.wr_id, wc, UZ_WC_STATUS_LOC_QP_OP_ERR,
+                  UZ_VERR_BAD_WQE);
+        uz_sq_err(qp, next.wr_id, UZ_WC_SEND, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
         expect_qp_failed(qp);
         uz_cq_assert_empty(qp->scq, 10);
         if (peer) {
             g_assert_cmpint(uz_qp_state(peer), ==, UZ_QPS_RTS);
         }
-        snap_expect(e, &snap, 0, (CrwCnt) { 0 });
-        snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+        snap_expect_a(e, &snap, (CrwCnt) { 0 });
     }
     check_fresh_pair(e);
 }
@@ -1947,28 +1757,25 @@ static void case_err_retry_exhausted(Env *e)
         if (!rnr) {
             uz_post_recv(p.b, 0x7ee8, NULL, 0);
         }
-        w = stcrw_wr(0x5ce8 + rnr, tag, p.dst, 0, 2000);
-        uz_post_send(p.b, &w);
-        sq_done(p.b, 0x5ce8 + rnr, UZ_WC_STCRW, 0);
+        stcrw_done(&p, 0x5ce8 + rnr, tag, 0, 2000);
         if (!rnr) {
             drop_all(e, 0, true);
         }
         w = crw_wr(0x3e8 + rnr, tag, &s, 1);
         uz_post_send(p.a, &w);
         uz_cq_wait_clock(p.a->scq, &c, MS, 1000);
-        expect_err(&c, 0x3e8 + rnr, UZ_WC_CRW, rnr ?
-                   UZ_WC_STATUS_RNR_RETRY_EXC_ERR :
-                   UZ_WC_STATUS_RETRY_EXC_ERR, 0, p.a);
+        uz_expect_err(&c, 0x3e8 + rnr, UZ_WC_CRW, rnr ?
+                      UZ_WC_STATUS_RNR_RETRY_EXC_ERR :
+                      UZ_WC_STATUS_RETRY_EXC_ERR, 0, p.a);
         expect_qp_failed(p.a);
         uz_cq_assert_empty(p.a->scq, 10);
         if (!rnr) {
             drop_all(e, 0, false);
-            assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
+            uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
         }
         g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
         uz_cq_assert_empty(p.b->rcq, 1);
-        snap_expect(e, &snap, 0, (CrwCnt) { .offers = 1, .st_first = 1 });
-        snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+        snap_expect_a(e, &snap, (CrwCnt) { .offers = 1, .st_first = 1 });
     }
     check_fresh_pair(e);
 }
@@ -1981,8 +1788,7 @@ static void case_err_retry_exhausted(Env *e)
 static void case_err_table_full(Env *e)
 {
     uint64_t ids[4] = { 0x200, 0x201, 0x202, 0x203 };
-    struct uz_cqe c[4];
-    UzSge s, sw;
+    UzSge s;
     UzWr w;
     Snap snap;
     Pair p;
@@ -1991,7 +1797,6 @@ static void case_err_table_full(Env *e)
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
     s = uz_mr_sge(p.src, 0, 300);
-    sw = uz_mr_sge(p.src, 0, 64);
     for (i = 0; i < 4; i++) {
         w = crw_wr(0x200 + i, tag_of(0x710 + i), &s, 1);
         w.flags = i == 2 ? 0 : UZ_WQE_F_SIGNALED;
@@ -2001,26 +1806,14 @@ static void case_err_table_full(Env *e)
     uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 4);
     uz_cq_assert_empty(p.a->scq, 5);
     w = crw_wr(0x204, tag_of(0x714), &s, 1);
-    uz_sq_post(p.a, &w);
-    w = write_wr(0x205, &sw, p.dst, 0);
-    uz_sq_post(p.a, &w);
-    uz_sq_ring(p.a);
+    post_crw_then_write(&p, &w, 0);
 
-    sq_err(p.a, 0x204, UZ_WC_CRW, UZ_WC_STATUS_LOC_QP_OP_ERR,
-           UZ_VERR_CRW_TABLE_FULL);
-    sq_err(p.a, 0x205, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    cq_take_set(p.a->scq, ids, 4, c, 0);
-    for (i = 0; i < 4; i++) {
-        expect_err(&c[i], ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
-                   p.a);
-    }
-    expect_qp_failed(p.a);
-    expect_post_flushed(p.a, p.src, p.dst, 0x206);
-    uz_cq_assert_empty(p.a->scq, 10);
-    g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 4, .flushed = 4,
-                                        .errors = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    expect_crw_failed(&p, 0x204, UZ_WC_STATUS_LOC_QP_OP_ERR,
+                      UZ_VERR_CRW_TABLE_FULL);
+    expect_crws_flushed(&p, ids, 4);
+    expect_a_failed(&p, 0x206);
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 4, .flushed = 4,
+                                       .errors = 1 });
     check_fresh_pair(e);
 }
 
@@ -2033,7 +1826,7 @@ static void case_err_table_full(Env *e)
 static void case_err_table_full_offers(Env *e)
 {
     uint8_t data[400];
-    UzSge s, sw;
+    UzSge s;
     UzWr w;
     Snap snap;
     Pair p;
@@ -2049,47 +1842,36 @@ static void case_err_table_full_offers(Env *e)
     }
     uz_sq_ring(p.b);
     for (i = 0; i < 4; i++) {
-        sq_done(p.b, 0x5c20 + i, UZ_WC_STCRW, 0);
+        uz_sq_done(p.b, 0x5c20 + i, UZ_WC_STCRW, 0);
     }
     snap_expect(e, &snap, 0, (CrwCnt) { .offers = 4 });
 
-    pattern(data, sizeof(data), 0x722);
-    uz_mr_write(p.src, 0, data, sizeof(data));
-    s = uz_mr_sge(p.src, 0, sizeof(data));
-    sw = uz_mr_sge(p.src, 0, 64);
+    s = src_data(&p, 0, data, sizeof(data), 0x722);
     uz_post_recv(p.b, 0x7e22, NULL, 0);
     w = crw_wr(0x222, tag_of(0x722), &s, 1);
     uz_post_send(p.a, &w);
-    sq_done(p.a, 0x222, UZ_WC_CRW, sizeof(data));
+    uz_sq_done(p.a, 0x222, UZ_WC_CRW, sizeof(data));
     rq_done_imm(p.b, 0x7e22, sizeof(data), tag_of(0x722));
-    assert_mr(p.dst, 4 * KIB, data, sizeof(data), "matched in a full table");
+    uz_assert_mr(p.dst, 4 * KIB, data, sizeof(data), "matched in a full table");
 
     w = crw_wr(0x230, tag_of(0x730), &s, 1);
-    uz_post_send(p.a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
+    crw_park(e, &p, &w);
     w = crw_wr(0x231, tag_of(0x731), &s, 1);
-    uz_sq_post(p.a, &w);
-    w = write_wr(0x232, &sw, p.dst, 15 * KIB);
-    uz_sq_post(p.a, &w);
-    uz_sq_ring(p.a);
-    sq_err(p.a, 0x231, UZ_WC_CRW, UZ_WC_STATUS_LOC_QP_OP_ERR,
-           UZ_VERR_CRW_TABLE_FULL);
-    sq_err(p.a, 0x232, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    sq_err(p.a, 0x230, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    expect_qp_failed(p.a);
-    uz_cq_assert_empty(p.a->scq, 10);
-    g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
+    post_crw_then_write(&p, &w, 15 * KIB);
+    expect_crw_failed(&p, 0x231, UZ_WC_STATUS_LOC_QP_OP_ERR,
+                      UZ_VERR_CRW_TABLE_FULL);
+    uz_sq_err(p.a, 0x230, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    expect_a_failed(&p, 0);
     /* Nothing reached the other offered buffers. */
     for (i = 0; i < 4; i++) {
         if (i != 2) {
-            assert_mr_fill(p.dst, i * 2 * KIB, GUARD, 2 * KIB,
-                           "an offer never used");
+            uz_assert_mr_fill(p.dst, i * 2 * KIB, GUARD, 2 * KIB,
+                              "an offer never used");
         }
     }
-    snap_expect(e, &snap, 0, (CrwCnt) { .offers = 4, .st_first = 1,
-                                        .parked = 1, .flushed = 1,
-                                        .errors = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .offers = 4, .st_first = 1,
+                                       .parked = 1, .flushed = 1,
+                                       .errors = 1 });
     check_fresh_pair(e);
 }
 
@@ -2104,8 +1886,8 @@ static void expect_stcrw_refused(Env *e, Pair *p, uint64_t st_id,
     g_autofree char *who = g_strdup_printf("QP %u: ", p->a->qpn);
     g_autofree char *what = g_strdup_printf("detail %u)", detail);
 
-    sq_err(p->b, st_id, UZ_WC_STCRW, UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
-    sq_err(p->b, st_id + 1, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_sq_err(p->b, st_id, UZ_WC_STCRW, UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+    uz_sq_err(p->b, st_id + 1, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
     expect_qp_failed(p->b);
     expect_qp_failed(p->a);
     expect_log_line(e, who, what);
@@ -2128,59 +1910,21 @@ static void post_stcrw_then_write(Pair *p, uint64_t st_id, uint64_t tag)
 static void case_err_stcrw_dup(Env *e)
 {
     uint64_t tag = tag_of(0x740);
-    UzWr w;
     Snap snap;
     Pair p;
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
     uz_post_recv(p.a, 0x7e40, NULL, 0);
-    w = stcrw_wr(0x340, tag, p.dst, 0, 100);
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x340, UZ_WC_STCRW, 0);
+    stcrw_done(&p, 0x340, tag, 0, 100);
     post_stcrw_then_write(&p, 0x341, tag);
     expect_stcrw_refused(e, &p, 0x341, UZ_VERR_CRW_DUP_TAG);
     /* a's receive WQE is flushed; the offer goes without a CQE. */
-    rq_flushed(p.a, 0x7e40);
+    uz_rq_flushed(p.a, 0x7e40);
     uz_cq_assert_empty(p.a->scq, 10);
     uz_cq_assert_empty(p.a->rcq, 1);
     expect_post_flushed(p.b, p.dst, p.src, 0x343);
-    snap_expect(e, &snap, 0, (CrwCnt) { .offers = 1, .errors = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
-    check_fresh_pair(e);
-}
-
-/*
- * A second STCRW for a tag whose CRW write is being sent (held by RNR
- * NAKs; the clock does not move): refused; a's CRW is flushed.
- */
-static void case_err_stcrw_dup_writing(Env *e)
-{
-    uint64_t tag = tag_of(0x741);
-    UzSge s;
-    UzWr w;
-    Snap snap;
-    Pair p;
-
-    pair_make(e, &p, NULL);
-    snap_take(e, &snap);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
-    s = uz_mr_sge(p.src, 0, 100);
-    w = crw_wr(0x350, tag, &s, 1);
-    uz_post_send(p.a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
-    w = stcrw_wr(0x351, tag, p.dst, 0, 100);
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x351, UZ_WC_STCRW, 0);
-    uz_counter_wait(&e->n[0], "rnr_naks_rcvd", 1);
-    post_stcrw_then_write(&p, 0x352, tag);
-    expect_stcrw_refused(e, &p, 0x352, UZ_VERR_CRW_DUP_TAG);
-    sq_err(p.a, 0x350, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    uz_cq_assert_empty(p.a->scq, 10);
-    assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "the target");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .crw_first = 1,
-                                        .flushed = 1, .errors = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .offers = 1, .errors = 1 });
     check_fresh_pair(e);
 }
 
@@ -2193,7 +1937,6 @@ static void case_err_stcrw_dup_writing(Env *e)
 static void case_err_stcrw_full(Env *e)
 {
     uint64_t ids[4] = { 0x360, 0x361, 0x362, 0x363 };
-    struct uz_cqe c[4];
     UzSge s;
     UzWr w;
     Snap snap;
@@ -2211,23 +1954,16 @@ static void case_err_stcrw_full(Env *e)
     uz_sq_ring(p.a);
     uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 4);
     for (i = 0; i < 2; i++) {
-        w = stcrw_wr(0x5c60 + i, tag_of(0x760 + i), p.dst, i * KIB, 100);
-        uz_post_send(p.b, &w);
-        sq_done(p.b, 0x5c60 + i, UZ_WC_STCRW, 0);
+        stcrw_done(&p, 0x5c60 + i, tag_of(0x760 + i), i * KIB, 100);
         uz_counter_wait(&e->n[0], "rnr_naks_rcvd", 1);
     }
     post_stcrw_then_write(&p, 0x364, tag_of(0x764));
     expect_stcrw_refused(e, &p, 0x364, UZ_VERR_CRW_TABLE_FULL);
-    cq_take_set(p.a->scq, ids, 4, c, 0);
-    for (i = 0; i < 4; i++) {
-        expect_err(&c[i], ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
-                   p.a);
-    }
+    expect_crws_flushed(&p, ids, 4);
     uz_cq_assert_empty(p.a->scq, 10);
-    assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "no write happened");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 4, .crw_first = 2,
-                                        .flushed = 4, .errors = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "no write happened");
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 4, .crw_first = 2,
+                                       .flushed = 4, .errors = 1 });
     check_fresh_pair(e);
 }
 
@@ -2282,40 +2018,35 @@ static void remote_case(Env *e, int how, bool crw_first)
     uz_post_recv(p.b, 0x7e80, NULL, 0);
     uz_post_recv(p.b, 0x7e81, NULL, 0);
     if (crw_first) {
-        uz_post_send(p.a, &crw);
-        uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
+        crw_park(e, &p, &crw);
         /* It does not block: a WRITE after it completes. */
         w = write_wr(0x381, &sw, p.dst, 15 * KIB);
         uz_post_send(p.a, &w);
-        sq_done(p.a, 0x381, UZ_WC_RDMA_WRITE, 64);
+        uz_sq_done(p.a, 0x381, UZ_WC_RDMA_WRITE, 64);
         uz_post_send(p.b, &st);
-        sq_done(p.b, 0x5c80, UZ_WC_STCRW, 0);
+        uz_sq_done(p.b, 0x5c80, UZ_WC_STCRW, 0);
     } else {
         uz_post_send(p.b, &st);
-        sq_done(p.b, 0x5c80, UZ_WC_STCRW, 0);
-        uz_sq_post(p.a, &crw);
-        w = write_wr(0x381, &sw, p.dst, 15 * KIB);
-        uz_sq_post(p.a, &w);
-        uz_sq_ring(p.a);
+        uz_sq_done(p.b, 0x5c80, UZ_WC_STCRW, 0);
+        post_crw_then_write(&p, &crw, 15 * KIB);
     }
-    sq_err(p.a, 0x380, UZ_WC_CRW, UZ_WC_STATUS_REM_ACCESS_ERR, 0);
+    uz_sq_err(p.a, 0x380, UZ_WC_CRW, UZ_WC_STATUS_REM_ACCESS_ERR, 0);
     if (!crw_first) {
-        sq_err(p.a, 0x381, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+        uz_sq_err(p.a, 0x381, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
     }
     expect_qp_failed(p.a);
     expect_qp_failed(p.b);
-    rq_flushed(p.b, 0x7e80);
-    rq_flushed(p.b, 0x7e81);
+    uz_rq_flushed(p.b, 0x7e80);
+    uz_rq_flushed(p.b, 0x7e81);
     expect_post_flushed(p.a, p.src, p.dst, 0x382);
     uz_cq_assert_empty(p.a->scq, 10);
     uz_cq_assert_empty(p.b->rcq, 1);
     uz_cq_assert_empty(p.b->scq, 1);
-    assert_mr_fill(dst, 0, GUARD, MIN(dst->len, 15 * KIB), "the target");
+    uz_assert_mr_fill(dst, 0, GUARD, MIN(dst->len, 15 * KIB), "the target");
     g_assert_cmpuint(counter(e, 0, "nak_rem_access_rcvd"), ==, 1);
-    snap_expect(e, &snap, 0, crw_first ?
-                (CrwCnt) { .parked = 1, .crw_first = 1 } :
-                (CrwCnt) { .offers = 1, .st_first = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, crw_first ?
+                  (CrwCnt) { .parked = 1, .crw_first = 1 } :
+                  (CrwCnt) { .offers = 1, .st_first = 1 });
     check_fresh_pair(e);
 }
 
@@ -2357,8 +2088,8 @@ static void case_err_too_long(Env *e)
         uint64_t tag = tag_of(0x790 + first);
         uint32_t len = first ? 3000 : 1;
         uint64_t tx_write;
-        UzSge s, sw;
-        UzWr crw, st, w;
+        UzSge s;
+        UzWr crw;
         Snap snap;
         Pair p;
 
@@ -2367,41 +2098,30 @@ static void case_err_too_long(Env *e)
         tx_write = counter(e, 0, "tx_pkts_write");
         uz_mr_fill(p.dst, 0, GUARD, 8 * KIB);
         s = uz_mr_sge(p.src, 0, len);
-        sw = uz_mr_sge(p.src, 0, 64);
         crw = crw_wr(0x390, tag, &s, 1);
         if (first) {
             crw.flags = 0;      /* an error completes anyway */
         }
-        st = stcrw_wr(0x5c90, tag, p.dst, 100, len - 1);
-        w = write_wr(0x391, &sw, p.dst, 7 * KIB);
         uz_post_recv(p.b, 0x7e90, NULL, 0);
         if (first) {
-            uz_post_send(p.a, &crw);
-            uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
-            uz_post_send(p.b, &st);
-            sq_done(p.b, 0x5c90, UZ_WC_STCRW, 0);
-            sq_err(p.a, 0x390, UZ_WC_CRW, UZ_WC_STATUS_LOC_LEN_ERR, 0);
+            crw_park(e, &p, &crw);
+            stcrw_done(&p, 0x5c90, tag, 100, len - 1);
+            uz_sq_err(p.a, 0x390, UZ_WC_CRW, UZ_WC_STATUS_LOC_LEN_ERR, 0);
             expect_post_flushed(p.a, p.src, p.dst, 0x391);
         } else {
-            uz_post_send(p.b, &st);
-            sq_done(p.b, 0x5c90, UZ_WC_STCRW, 0);
-            uz_sq_post(p.a, &crw);
-            uz_sq_post(p.a, &w);
-            uz_sq_ring(p.a);
-            sq_err(p.a, 0x390, UZ_WC_CRW, UZ_WC_STATUS_LOC_LEN_ERR, 0);
-            sq_err(p.a, 0x391, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR,
-                   0);
+            stcrw_done(&p, 0x5c90, tag, 100, len - 1);
+            post_crw_then_write(&p, &crw, 7 * KIB);
+            expect_crw_failed(&p, 0x390, UZ_WC_STATUS_LOC_LEN_ERR, 0);
         }
         expect_qp_failed(p.a);
         uz_cq_assert_empty(p.a->scq, 10);
         g_assert_cmpuint(counter(e, 0, "tx_pkts_write"), ==, tx_write);
         g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
         uz_cq_assert_empty(p.b->rcq, 1);
-        assert_mr_fill(p.dst, 0, GUARD, 8 * KIB, "the target");
-        snap_expect(e, &snap, 0, first ?
-                    (CrwCnt) { .parked = 1, .crw_first = 1 } :
-                    (CrwCnt) { .offers = 1, .st_first = 1 });
-        snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+        uz_assert_mr_fill(p.dst, 0, GUARD, 8 * KIB, "the target");
+        snap_expect_a(e, &snap, first ?
+                      (CrwCnt) { .parked = 1, .crw_first = 1 } :
+                      (CrwCnt) { .offers = 1, .st_first = 1 });
     }
     check_fresh_pair(e);
 }
@@ -2441,15 +2161,12 @@ static void case_err_local(Env *e)
         w = write_wr(0x3b0 + i, &sw, p.dst, 0);
         uz_sq_post(p.a, &w);
         uz_sq_ring(p.a);
-        sq_err(p.a, 0x3a0 + i, UZ_WC_CRW, UZ_WC_STATUS_LOC_PROT_ERR,
-               bad[i].verr);
-        sq_err(p.a, 0x3b0 + i, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR,
-               0);
-        expect_qp_failed(p.a);
-        uz_cq_assert_empty(p.a->scq, 10);
-        g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
-        snap_expect(e, &snap, 0, (CrwCnt) { 0 });
-        snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+        uz_sq_err(p.a, 0x3a0 + i, UZ_WC_CRW, UZ_WC_STATUS_LOC_PROT_ERR,
+                  bad[i].verr);
+        uz_sq_err(p.a, 0x3b0 + i, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR,
+                  0);
+        expect_a_failed(&p, 0);
+        snap_expect_a(e, &snap, (CrwCnt) { 0 });
     }
 
     /* The MR goes away while the CRW is parked. */
@@ -2459,25 +2176,21 @@ static void case_err_local(Env *e)
     gone = uz_mr_reg(&e->n[0], 4 * KIB, UZ_ACCESS_ALL);
     s = uz_mr_sge(gone, 0, 200);
     w = crw_wr(0x3c0, tag_of(0x7c0), &s, 1);
-    uz_post_send(p.a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
+    crw_park(e, &p, &w);
     cmd_obj(&e->n[0], UZ_CMD_DEREG_MR, gone->key);
     uz_mr_fill(p.dst, 0, GUARD, 4 * KIB);
     uz_post_recv(p.b, 0x7ec0, NULL, 0);
-    w = stcrw_wr(0x5cc0, tag_of(0x7c0), p.dst, 0, 200);
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5cc0, UZ_WC_STCRW, 0);
-    sq_err(p.a, 0x3c0, UZ_WC_CRW, UZ_WC_STATUS_LOC_PROT_ERR,
-           UZ_VERR_BAD_LKEY);
+    stcrw_done(&p, 0x5cc0, tag_of(0x7c0), 0, 200);
+    uz_sq_err(p.a, 0x3c0, UZ_WC_CRW, UZ_WC_STATUS_LOC_PROT_ERR,
+              UZ_VERR_BAD_LKEY);
     expect_qp_failed(p.a);
     expect_post_flushed(p.a, p.src, p.dst, 0x3c1);
     uz_cq_assert_empty(p.a->scq, 10);
     g_assert_cmpuint(counter(e, 0, "tx_pkts_write"), ==, tx_write);
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
     uz_cq_assert_empty(p.b->rcq, 1);
-    assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .crw_first = 1 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 1, .crw_first = 1 });
     check_fresh_pair(e);
 }
 
@@ -2495,7 +2208,6 @@ static void case_flush_err(Env *e)
 {
     PairOpts o = { .a_shared_cq = true };
     uint64_t ids[3] = { 0x401, 0x402, 0x403 };
-    struct uz_cqe c[3];
     UzSge s;
     UzWr w;
     Snap snap;
@@ -2512,30 +2224,23 @@ static void case_flush_err(Env *e)
         uz_sq_post(p.a, &w);
     }
     uz_sq_ring(p.a);
-    w = stcrw_wr(0x5c40, tag_of(0x810), p.dst, 0, 100);
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5c40, UZ_WC_STCRW, 0);
+    stcrw_done(&p, 0x5c40, tag_of(0x810), 0, 100);
     uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 3);
     uz_cq_assert_empty(p.a->scq, 5);
 
     uz_qp_set_state(p.a, UZ_QPS_ERR);
-    rq_flushed(p.a, 0x7e40);
-    cq_take_set(p.a->scq, ids, 3, c, 0);
-    for (i = 0; i < 3; i++) {
-        expect_err(&c[i], ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
-                   p.a);
-    }
+    uz_rq_flushed(p.a, 0x7e40);
+    expect_crws_flushed(&p, ids, 3);
     uz_cq_assert_empty(p.a->scq, 10);
-    g_assert_cmpint(events_count(p.a->n, &p.a->n->async_eq, UZ_EQE_QP_FATAL,
-                                 p.a->qpn, 5), ==, 0);
+    g_assert_cmpint(uz_events_count(p.a->n, &p.a->n->async_eq, UZ_EQE_QP_FATAL,
+                                    p.a->qpn, 5), ==, 0);
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 3, .offers = 1,
                                         .flushed = 3 });
     uz_qp_set_state(p.a, UZ_QPS_RESET);
     cmd_obj(&e->n[0], UZ_CMD_DESTROY_QP, p.a->qpn);
     uz_cq_assert_empty(p.a->scq, 10);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 3, .offers = 1,
-                                        .flushed = 3 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 3, .offers = 1,
+                                       .flushed = 3 });
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
     check_fresh_pair(e);
 }
@@ -2579,10 +2284,10 @@ static void case_flush_err_in_sq(Env *e)
     uz_cq_assert_empty(p.a->scq, 5);
 
     uz_qp_set_state(p.a, UZ_QPS_ERR);
-    sq_err(p.a, 0x411, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    sq_err(p.a, 0x412, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    sq_err(p.a, 0x413, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    rq_flushed(p.a, 0x7e41);
+    uz_sq_err(p.a, 0x411, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_sq_err(p.a, 0x412, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_sq_err(p.a, 0x413, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_rq_flushed(p.a, 0x7e41);
     uz_cq_assert_empty(p.a->scq, 10);
     uz_qp_set_state(p.a, UZ_QPS_RESET);
     cmd_obj(&e->n[0], UZ_CMD_DESTROY_QP, p.a->qpn);
@@ -2597,18 +2302,14 @@ static void case_flush_err_in_sq(Env *e)
  */
 static void park_crw(Env *e, Pair *p, uint64_t id, uint32_t t, bool writing)
 {
-    uint64_t parked = counter(e, 0, "crw_parked");
     uint64_t rnr = counter(e, 0, "rnr_naks_rcvd");
     UzSge s = uz_mr_sge(p->src, 0, 300);
     UzWr w = crw_wr(id, tag_of(t), &s, 1);
 
     w.flags = id & 1 ? 0 : UZ_WQE_F_SIGNALED;
-    uz_post_send(p->a, &w);
-    uz_counter_wait(&e->n[0], "crw_parked", parked + 1);
+    crw_park(e, p, &w);
     if (writing) {
-        w = stcrw_wr(id ^ 0x5c0000, tag_of(t), p->dst, 0, 300);
-        uz_post_send(p->b, &w);
-        sq_done(p->b, id ^ 0x5c0000, UZ_WC_STCRW, 0);
+        stcrw_done(p, id ^ 0x5c0000, tag_of(t), 0, 300);
         uz_counter_wait(&e->n[0], "rnr_naks_rcvd", rnr + 1);
     }
 }
@@ -2625,9 +2326,9 @@ static void case_flush_err_writing(Env *e)
     park_crw(e, &p, 0x420, 0x830, true);
     uz_cq_assert_empty(p.a->scq, 5);
     uz_qp_set_state(p.a, UZ_QPS_ERR);
-    sq_err(p.a, 0x420, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_sq_err(p.a, 0x420, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
     uz_cq_assert_empty(p.a->scq, 10);
-    assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
+    uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .crw_first = 1,
                                         .flushed = 1 });
     uz_qp_set_state(p.a, UZ_QPS_RESET);
@@ -2662,34 +2363,27 @@ static void case_flush_reset(Env *e)
     park_crw(e, &p, 0x431, 0x841, false);
     park_crw(e, &p, 0x432, 0x842, true);
     /* Matched while the requester waits: READY, not started. */
-    w = stcrw_wr(0x5c31, tag_of(0x841), p.dst, 4 * KIB, 300);
-    uz_post_send(p.b, &w);
-    sq_done(p.b, 0x5c31, UZ_WC_STCRW, 0);
+    stcrw_done(&p, 0x5c31, tag_of(0x841), 4 * KIB, 300);
     uz_cq_assert_empty(p.a->scq, 5);
     uz_qp_set_state(p.a, UZ_QPS_RESET);
-    cq_take_set(p.a->scq, ids, 3, c, 0);
-    for (i = 0; i < 3; i++) {
-        expect_err(&c[i], ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
-                   p.a);
-    }
+    expect_crws_flushed(&p, ids, 3);
     uz_cq_assert_empty(p.a->scq, 10);
     uz_cq_assert_empty(p.a->rcq, 1);
     g_assert_cmpint(uz_qp_state(p.a), ==, UZ_QPS_RESET);
-    g_assert_cmpint(events_count(p.a->n, &p.a->n->async_eq, UZ_EQE_QP_FATAL,
-                                 p.a->qpn, 5), ==, 0);
+    g_assert_cmpint(uz_events_count(p.a->n, &p.a->n->async_eq, UZ_EQE_QP_FATAL,
+                                    p.a->qpn, 5), ==, 0);
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 3, .crw_first = 2,
                                         .flushed = 3 });
-    assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "no write happened");
+    uz_assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "no write happened");
 
     /* Reconnected: four entries free, nothing stale. */
     uz_qp_set_state(p.b, UZ_QPS_RESET);
-    pair_connect(&p, UZ_ACCESS_ALL, NULL);
+    uz_rc_connect(p.a, p.b, NULL);
     snap_take(e, &snap);
     for (i = 0; i < 4; i++) {
-        UzSge s = uz_mr_sge(p.src, i * KIB, sizeof(data[i]));
+        UzSge s = src_data(&p, i * KIB, data[i], sizeof(data[i]),
+                           0x850 + i);
 
-        pattern(data[i], sizeof(data[i]), 0x850 + i);
-        uz_mr_write(p.src, i * KIB, data[i], sizeof(data[i]));
         w = crw_wr(0x440 + i, tag_of(0x850 + i), &s, 1);
         uz_sq_post(p.a, &w);
         uz_post_recv(p.b, 0x7e50 + i, NULL, 0);
@@ -2703,23 +2397,22 @@ static void case_flush_reset(Env *e)
     }
     uz_sq_ring(p.b);
     for (i = 0; i < 4; i++) {
-        sq_done(p.b, 0x5c50 + i, UZ_WC_STCRW, 0);
+        uz_sq_done(p.b, 0x5c50 + i, UZ_WC_STCRW, 0);
         rq_done_imm(p.b, 0x7e50 + i, sizeof(data[i]), tag_of(0x850 + i));
         ids[i] = 0x440 + i;
     }
     cq_take_set(p.a->scq, ids, 4, c, 0);
     for (i = 0; i < 4; i++) {
-        expect_sq(&c[i], ids[i], UZ_WC_CRW, p.a, sizeof(data[i]));
-        assert_mr(p.dst, 8 * KIB + i * KIB, data[i], sizeof(data[i]),
-                  "after the reset");
-        assert_mr_fill(p.dst, 8 * KIB + i * KIB + sizeof(data[i]), GUARD,
-                       KIB - sizeof(data[i]), "after a target");
+        uz_expect_sq(&c[i], ids[i], UZ_WC_CRW, p.a, sizeof(data[i]));
+        uz_assert_mr(p.dst, 8 * KIB + i * KIB, data[i], sizeof(data[i]),
+                     "after the reset");
+        uz_assert_mr_fill(p.dst, 8 * KIB + i * KIB + sizeof(data[i]), GUARD,
+                          KIB - sizeof(data[i]), "after a target");
     }
-    assert_mr_fill(p.dst, 0, GUARD, 8 * KIB, "no stale write");
+    uz_assert_mr_fill(p.dst, 0, GUARD, 8 * KIB, "no stale write");
     uz_cq_assert_empty(p.a->scq, 10);
     uz_cq_assert_empty(p.b->rcq, 1);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 4, .crw_first = 4 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 4, .crw_first = 4 });
     cmd_obj(&e->n[0], UZ_CMD_DESTROY_QP, p.a->qpn);
     uz_cq_assert_empty(p.a->scq, 10);
     check_fresh_pair(e);
@@ -2754,12 +2447,11 @@ static void case_flush_destroy(Env *e)
         g_assert_cmpint(i, <, 3);
         g_assert(!seen[i]);
         seen[i] = true;
-        expect_err(&c, ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0, p.a);
+        uz_expect_err(&c, ids[i], UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0, p.a);
     }
     uz_cq_assert_empty(p.a->scq, 10);
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 3, .crw_first = 1,
-                                        .flushed = 3 });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    snap_expect_a(e, &snap, (CrwCnt) { .parked = 3, .crw_first = 1,
+                                       .flushed = 3 });
     check_fresh_pair(e);
 }
 
@@ -2773,7 +2465,6 @@ static void case_flush_offers_forgotten(Env *e)
     uint8_t data[800];
     int via_err;
 
-    pattern(data, sizeof(data), 0x860);
     for (via_err = 0; via_err < 2; via_err++) {
         uint64_t tag = tag_of(0x860 + via_err);
         UzSge s;
@@ -2784,9 +2475,7 @@ static void case_flush_offers_forgotten(Env *e)
         pair_make(e, &p, NULL);
         snap_take(e, &snap);
         uz_mr_fill(p.dst, 0, GUARD, 8 * KIB);
-        w = stcrw_wr(0x5c60, tag, p.dst, 0, sizeof(data));
-        uz_post_send(p.b, &w);
-        sq_done(p.b, 0x5c60, UZ_WC_STCRW, 0);
+        stcrw_done(&p, 0x5c60, tag, 0, sizeof(data));
         snap_expect(e, &snap, 0, (CrwCnt) { .offers = 1 });
         if (via_err) {
             uz_qp_set_state(p.a, UZ_QPS_ERR);
@@ -2795,26 +2484,21 @@ static void case_flush_offers_forgotten(Env *e)
         uz_qp_set_state(p.a, UZ_QPS_RESET);
         uz_qp_set_state(p.b, UZ_QPS_RESET);
         uz_cq_assert_empty(p.a->scq, 5);
-        pair_connect(&p, UZ_ACCESS_ALL, NULL);
+        uz_rc_connect(p.a, p.b, NULL);
 
-        uz_mr_write(p.src, 0, data, sizeof(data));
-        s = uz_mr_sge(p.src, 0, sizeof(data));
+        s = src_data(&p, 0, data, sizeof(data), 0x860);
         w = crw_wr(0x460, tag, &s, 1);
         uz_post_recv(p.b, 0x7e60, NULL, 0);
-        uz_post_send(p.a, &w);
-        uz_counter_wait(&e->n[0], "crw_parked", snap.c[0].parked + 1);
+        crw_park(e, &p, &w);
         uz_cq_assert_empty(p.a->scq, 5);
         uz_cq_assert_empty(p.b->rcq, 1);
-        w = stcrw_wr(0x5c61, tag, p.dst, 4 * KIB, sizeof(data));
-        uz_post_send(p.b, &w);
-        sq_done(p.b, 0x5c61, UZ_WC_STCRW, 0);
-        sq_done(p.a, 0x460, UZ_WC_CRW, sizeof(data));
+        stcrw_done(&p, 0x5c61, tag, 4 * KIB, sizeof(data));
+        uz_sq_done(p.a, 0x460, UZ_WC_CRW, sizeof(data));
         rq_done_imm(p.b, 0x7e60, sizeof(data), tag);
-        assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the forgotten offer");
-        assert_mr(p.dst, 4 * KIB, data, sizeof(data), "the new offer");
-        snap_expect(e, &snap, 0, (CrwCnt) { .offers = 1, .parked = 1,
-                                            .crw_first = 1 });
-        snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+        uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the forgotten offer");
+        uz_assert_mr(p.dst, 4 * KIB, data, sizeof(data), "the new offer");
+        snap_expect_a(e, &snap, (CrwCnt) { .offers = 1, .parked = 1,
+                                           .crw_first = 1 });
     }
 }
 
@@ -2864,7 +2548,7 @@ static void case_loss(Env *e)
             lens[k] = (i * 7919u + 13) % (LOSS_MAX + 1);
             tags[k] = tag_of(0x900 + i);
             crw_ids[k] = 0xc900 + i;
-            pattern(data + k * LOSS_MAX, lens[k], 0x900 + i);
+            uz_pattern(data + k * LOSS_MAX, lens[k], 0x900 + i);
             uz_mr_write(p.src, k * LOSS_SLOT, data + k * LOSS_MAX, lens[k]);
             uz_post_recv(p.b, 0x7e900 + i, NULL, 0);
         }
@@ -2888,8 +2572,8 @@ static void case_loss(Env *e)
         uz_sq_ring(p.b);
         for (k = half; k < LOSS_BATCH; k++) {
             cq_wait_step(p.b->scq, &c[0], LOSS_STEP);
-            expect_sq(&c[0], 0x5c900 + b * LOSS_BATCH + k, UZ_WC_STCRW,
-                      p.b, 0);
+            uz_expect_sq(&c[0], 0x5c900 + b * LOSS_BATCH + k, UZ_WC_STCRW,
+                         p.b, 0);
         }
         /* The other halves. */
         for (k = 0; k < half; k++) {
@@ -2909,12 +2593,12 @@ static void case_loss(Env *e)
 
         cq_take_set(p.a->scq, crw_ids, LOSS_BATCH, c, LOSS_STEP);
         for (k = 0; k < LOSS_BATCH; k++) {
-            expect_sq(&c[k], crw_ids[k], UZ_WC_CRW, p.a, lens[k]);
+            uz_expect_sq(&c[k], crw_ids[k], UZ_WC_CRW, p.a, lens[k]);
         }
         for (k = 0; k < half; k++) {
             cq_wait_step(p.b->scq, &c[0], LOSS_STEP);
-            expect_sq(&c[0], 0x5c900 + b * LOSS_BATCH + k, UZ_WC_STCRW,
-                      p.b, 0);
+            uz_expect_sq(&c[0], 0x5c900 + b * LOSS_BATCH + k, UZ_WC_STCRW,
+                         p.b, 0);
         }
         for (k = 0; k < LOSS_BATCH; k++) {
             int i;
@@ -2933,11 +2617,11 @@ static void case_loss(Env *e)
         for (k = 0; k < LOSS_BATCH; k++) {
             uint64_t off = k * LOSS_SLOT;
 
-            assert_mr_fill(p.dst, off, GUARD, 64, "before a target");
-            assert_mr(p.dst, off + 64, data + k * LOSS_MAX, lens[k],
-                      "data over a lossy link");
-            assert_mr_fill(p.dst, off + 64 + lens[k], GUARD,
-                           LOSS_SLOT - 64 - lens[k], "after a target");
+            uz_assert_mr_fill(p.dst, off, GUARD, 64, "before a target");
+            uz_assert_mr(p.dst, off + 64, data + k * LOSS_MAX, lens[k],
+                         "data over a lossy link");
+            uz_assert_mr_fill(p.dst, off + 64 + lens[k], GUARD,
+                              LOSS_SLOT - 64 - lens[k], "after a target");
         }
     }
     /* Let stray retransmissions and duplicates settle, then: nothing. */
@@ -2950,11 +2634,10 @@ static void case_loss(Env *e)
     uz_cq_assert_empty(p.b->rcq, 1);
     g_assert_cmpint(uz_qp_state(p.a), ==, UZ_QPS_RTS);
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
-    snap_expect(e, &snap, 0, (CrwCnt) {
+    snap_expect_a(e, &snap, (CrwCnt) {
         .parked = LOSS_PAIRS / 2, .offers = LOSS_PAIRS / 2,
         .crw_first = LOSS_PAIRS / 2, .st_first = LOSS_PAIRS / 2,
     });
-    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
     g_test_message("drops %" PRIu64 "+%" PRIu64 ", retransmits %" PRIu64
                    "+%" PRIu64, counter(e, 0, "fault_drops"),
                    counter(e, 1, "fault_drops"),
@@ -2994,13 +2677,13 @@ static const Case cases[] = {
     { "target-srq", case_target_srq },
     { "retransmit", case_retransmit },
     { "err/dup-tag", case_err_dup_tag },
-    { "err/dup-tag-writing", case_err_dup_tag_writing },
+    { "tag-reuse/crw", case_tag_reuse_crw },
+    { "tag-reuse/stcrw", case_tag_reuse_stcrw },
     { "err/malformed", case_err_malformed },
     { "err/retry-exhausted", case_err_retry_exhausted },
     { "err/table-full", case_err_table_full, SMALL_TABLE },
     { "err/table-full-offers", case_err_table_full_offers, SMALL_TABLE },
     { "err/stcrw-dup", case_err_stcrw_dup },
-    { "err/stcrw-dup-writing", case_err_stcrw_dup_writing },
     { "err/stcrw-table-full", case_err_stcrw_full, SMALL_TABLE },
     { "err/remote-rkey", case_err_remote_rkey },
     { "err/remote-rkey-offer-first", case_err_remote_rkey_offer_first },
@@ -3021,26 +2704,10 @@ static const Case cases[] = {
 static void run_case(gconstpointer data)
 {
     const Case *c = data;
-    g_autofree char *extra = NULL;
-    Env e = { .sock = -1 };
+    Env e;
 
-    if (c->wire) {
-        int sv[2];
-
-        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
-        extra = g_strdup_printf("-netdev socket,fd=%d,id=ws "
-                                "-netdev hubport,id=hw,hubid=0,netdev=ws "
-                                "%s", sv[1], c->extra ? c->extra : "");
-        env_start(&e, extra);
-        close(sv[1]);
-        e.sock = sv[0];
-    } else {
-        env_start(&e, c->extra);
-    }
+    env_start(&e, c->extra, c->wire);
     c->fn(&e);
-    if (e.sock >= 0) {
-        close(e.sock);
-    }
     env_stop(&e);
 }
 

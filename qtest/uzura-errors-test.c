@@ -40,15 +40,6 @@ static void env_stop(Env *e)
     uz_machine_stop(&e->m);
 }
 
-static void pattern(uint8_t *buf, size_t len, uint32_t seed)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        buf[i] = (uint8_t)(i * 13 + (i >> 8) * 7 + seed);
-    }
-}
-
 /* The QPs and MRs of a pair, QPs left in RESET. */
 static void pair_create(Env *e, Pair *p)
 {
@@ -64,100 +55,6 @@ static void pair_init(Env *e, Pair *p, const UzRcOpts *o)
 {
     pair_create(e, p);
     uz_rc_connect(p->q[0], p->q[1], o);
-}
-
-/* RC RESET -> INIT with remote rights @access. */
-static void rc_init_access(UzQp *qp, uint32_t access)
-{
-    struct uz_qp_attr a = {
-        .state = UZ_QPS_INIT, .pkey_index = 0, .port = 1,
-        .access_flags = cpu_to_le32(access),
-    };
-
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE |
-                                 UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT |
-                                 UZ_QP_ATTR_ACCESS, &a), ==, UZ_CMD_OK);
-}
-
-/* uz_rc_connect() with the responder rights of @b limited to @access_b. */
-static void rc_connect_access(UzQp *a, UzQp *b, uint32_t access_b)
-{
-    static const UzRcOpts o = UZ_RC_OPTS_DEFAULT;
-
-    rc_init_access(a, UZ_ACCESS_ALL);
-    rc_init_access(b, access_b);
-    uz_rc_rtr(a, b, o.psn[1], &o);
-    uz_rc_rtr(b, a, o.psn[0], &o);
-    uz_rc_rts(a, o.psn[0], &o);
-    uz_rc_rts(b, o.psn[1], &o);
-}
-
-/* uz_mr_reg() in PD @pdn. */
-static UzMr *mr_reg_pd(UzNode *n, uint32_t pdn, uint64_t len, uint32_t access)
-{
-    uint64_t iova = n->next_iova;
-
-    n->next_iova += ROUND_UP(len, UZ_PAGE_SIZE) + 16 * UZ_PAGE_SIZE;
-    return uz_mr_reg_full(n, pdn, iova, len, access);
-}
-
-/* The CQE opcode of a send work request (8.5, 8.9). */
-static uint8_t wc_opcode(uint8_t wr_opcode)
-{
-    switch (wr_opcode) {
-    case UZ_WR_RDMA_WRITE:
-    case UZ_WR_RDMA_WRITE_IMM:
-        return UZ_WC_RDMA_WRITE;
-    case UZ_WR_RDMA_READ:
-        return UZ_WC_RDMA_READ;
-    case UZ_WR_ATOMIC_CMP_SWP:
-        return UZ_WC_COMP_SWAP;
-    case UZ_WR_ATOMIC_FETCH_ADD:
-        return UZ_WC_FETCH_ADD;
-    case UZ_WR_CRW:
-        return UZ_WC_CRW;
-    case UZ_WR_STCRW:
-        return UZ_WC_STCRW;
-    default:
-        /* SEND, SEND_IMM, SEND_INV; an unknown opcode flushes as SEND. */
-        return UZ_WC_SEND;
-    }
-}
-
-/*
- * Take up to @max CQEs with one read of the ring and one doorbell; returns
- * how many, in host order as uz_cq_poll() gives them.
- */
-static int cq_poll_many(UzCq *cq, struct uz_cqe *out, int max)
-{
-    uint32_t size = 1u << cq->log_depth;
-    uint32_t pos = cq->ci & (size - 1);
-    uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-    struct uz_cqe buf[32];
-    int n = MIN(MIN(max, (int)ARRAY_SIZE(buf)), (int)(size - pos));
-    int got;
-
-    qtest_memread(cq->n->d.qts, cq->ring + pos * sizeof(buf[0]), buf,
-                  n * sizeof(buf[0]));
-    for (got = 0; got < n; got++) {
-        struct uz_cqe *c = &buf[got];
-
-        if ((c->flags & UZ_CQE_PHASE) != phase) {
-            break;
-        }
-        c->wr_id = le64_to_cpu(c->wr_id);
-        c->byte_len = le32_to_cpu(c->byte_len);
-        c->imm_data = be32_to_cpu(c->imm_data);
-        c->qpn = le32_to_cpu(c->qpn);
-        c->src_qp = le32_to_cpu(c->src_qp);
-        c->pkey_index = le16_to_cpu(c->pkey_index);
-        out[got] = *c;
-    }
-    if (got) {
-        cq->ci = (cq->ci + got) & UZ_DB_CI_MASK;
-        uz_ring(&cq->n->d, cq->db, cq->ci);
-    }
-    return got;
 }
 
 /*
@@ -208,7 +105,7 @@ static void check_pair_works(Pair *p, uint32_t seed)
     UzWr wr;
 
     /* SEND */
-    pattern(data, len, seed);
+    uz_pattern(data, len, seed);
     uz_mr_write(ma, 0, data, len);
     uz_mr_fill(mb, 0, 0, 2 * len);
     r = uz_mr_sge(mb, 0, 2 * len);
@@ -228,7 +125,7 @@ static void check_pair_works(Pair *p, uint32_t seed)
     g_assert(!memcmp(data, out, len));
 
     /* RDMA WRITE */
-    pattern(data, len, seed + 1);
+    uz_pattern(data, len, seed + 1);
     uz_mr_write(ma, 0, data, len);
     wr = (UzWr) { .wr_id = 0xc000 + seed, .opcode = UZ_WR_RDMA_WRITE,
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
@@ -400,7 +297,7 @@ static void case_local_other_pd(Env *e)
     UzMr *mr;
 
     g_assert_cmpint(pd2, !=, e->n[0].pdn);
-    mr = mr_reg_pd(&e->n[0], pd2, 4096, UZ_ACCESS_ALL);
+    mr = uz_mr_reg_pd(&e->n[0], pd2, 4096, UZ_ACCESS_ALL);
     pair_init(e, &p, NULL);
     check_bad_send_sge(e, &p, uz_mr_sge(mr, 0, 64), UZ_VERR_PD);
 }
@@ -419,7 +316,7 @@ static void case_local_access(Env *e)
 
     pair_init(e, &p, NULL);
     /* Local reads are always allowed: a WRITE from it works. */
-    pattern(data, sizeof(data), 9);
+    uz_pattern(data, sizeof(data), 9);
     uz_mr_write(ro, 0, data, sizeof(data));
     s = uz_mr_sge(ro, 0, sizeof(data));
     wr = (UzWr) { .wr_id = 0x1100, .opcode = UZ_WR_RDMA_WRITE,
@@ -609,7 +506,7 @@ static void case_inline_too_long(Env *e)
     UzWr wr;
     int i;
 
-    pattern(data, sizeof(data), 3);
+    uz_pattern(data, sizeof(data), 3);
     for (i = 0; i < ARRAY_SIZE(lens); i++) {
         pair_init(e, &p, NULL);
         wr = (UzWr) { .wr_id = 0x2300 + i * 16, .opcode = UZ_WR_RDMA_WRITE,
@@ -710,7 +607,7 @@ static void case_unimplemented(Env *e)
     wr = (UzWr) { .wr_id = 0x2700, .opcode = UZ_WR_SEND_INV,
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
                   .imm = p.mr[1]->key };
-    check_malformed_wr(e, &p, &wr, wc_opcode(UZ_WR_SEND_INV));
+    check_malformed_wr(e, &p, &wr, uz_wc_opcode(UZ_WR_SEND_INV));
 }
 
 /* An STCRW offers a buffer: local data makes it malformed. */
@@ -726,7 +623,7 @@ static void case_stcrw_with_data(Env *e)
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
                   .remote_addr = uz_mr_va(p.mr[1], 0),
                   .rkey = p.mr[1]->key, .tag = 7, .crw_length = 64 };
-    check_malformed_wr(e, &p, &wr, wc_opcode(UZ_WR_STCRW));
+    check_malformed_wr(e, &p, &wr, uz_wc_opcode(UZ_WR_STCRW));
 }
 
 /* ------------------------------------------------------------------ */
@@ -743,7 +640,7 @@ static void check_remote(Env *e, Pair *p, uint8_t opcode, uint64_t raddr,
                 .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
                 .imm = 0x1234, .remote_addr = raddr, .rkey = rkey,
                 .compare_add = 5, .swap = 6 };
-    Expect x = { .opcode = wc_opcode(opcode), .status = status,
+    Expect x = { .opcode = uz_wc_opcode(opcode), .status = status,
                  .verr = 0, .peer = PEER_ERR };
 
     check_bad_wr(e, p, &wr, &x);
@@ -818,7 +715,7 @@ static void case_remote_mr_access(Env *e)
 static void case_remote_other_pd(Env *e)
 {
     uint32_t pd2 = uz_pd_alloc(&e->n[1]);
-    UzMr *mr = mr_reg_pd(&e->n[1], pd2, 4096, UZ_ACCESS_ALL);
+    UzMr *mr = uz_mr_reg_pd(&e->n[1], pd2, 4096, UZ_ACCESS_ALL);
     Pair p;
 
     pair_init(e, &p, NULL);
@@ -843,7 +740,7 @@ static void case_remote_qp_access(Env *e)
 
     for (i = 0; i < ARRAY_SIZE(c); i++) {
         pair_create(e, &p);
-        rc_connect_access(p.q[0], p.q[1], c[i].access);
+        uz_rc_connect_access(p.q[0], p.q[1], c[i].access, NULL);
         check_remote(e, &p, c[i].opcode, uz_mr_va(p.mr[1], 64),
                      p.mr[1]->key, UZ_WC_STATUS_REM_ACCESS_ERR);
     }
@@ -1013,7 +910,7 @@ static void case_remote_nak_after_read(Env *e)
     UzWr wr;
 
     pair_init(e, &p, NULL);
-    pattern(data, sizeof(data), 77);
+    uz_pattern(data, sizeof(data), 77);
     uz_mr_write(p.mr[1], 4096, data, sizeof(data));
     uz_mr_write(p.mr[1], 8192, &v, 8);
     uz_mr_fill(p.mr[0], 0, 0, 256);
@@ -1085,7 +982,7 @@ static void case_rnr_wait(Env *e)
     int i;
 
     pair_init(e, &p, NULL);
-    pattern(data, len, 21);
+    uz_pattern(data, len, 21);
     uz_mr_write(p.mr[0], 0, data, len);
     s = uz_mr_sge(p.mr[0], 0, len);
     wr = (UzWr) { .wr_id = 0x4000, .opcode = UZ_WR_SEND_IMM,
@@ -1137,7 +1034,7 @@ static void check_rnr_exhaust(Env *e, uint8_t retry, uint8_t opcode,
 {
     UzRcOpts o = UZ_RC_OPTS_DEFAULT;
     uint64_t rnr0 = uz_counter(&e->m, 0, "rnr_naks_rcvd");
-    Expect x = { .opcode = wc_opcode(opcode),
+    Expect x = { .opcode = uz_wc_opcode(opcode),
                  .status = UZ_WC_STATUS_RNR_RETRY_EXC_ERR,
                  .peer = PEER_RTS, .step_ns = MS };
     Pair p;
@@ -1221,8 +1118,8 @@ static void case_retry_recover(Env *e)
     int i;
 
     pair_init(e, &p, NULL);
-    pattern(wdata, wlen, 31);
-    pattern(sdata, slen, 32);
+    uz_pattern(wdata, wlen, 31);
+    uz_pattern(sdata, slen, 32);
     uz_mr_write(p.mr[0], 0, wdata, wlen);
     uz_mr_write(p.mr[0], 32768, sdata, slen);
     uz_mr_fill(p.mr[1], 0, 0, MR_LEN);
@@ -1339,7 +1236,7 @@ static void case_flush(Env *e)
     uz_qp_set_state(p.q[0], UZ_QPS_ERR);
     for (i = 0; i < 10; i++) {
         uz_cq_wait(p.q[0]->scq, &c);
-        uz_cqe_expect(&c, 0x6000 + i, wc_opcode(ops[i]),
+        uz_cqe_expect(&c, 0x6000 + i, uz_wc_opcode(ops[i]),
                       UZ_WC_STATUS_WR_FLUSH_ERR, 0, p.q[0]->qpn);
     }
     for (i = 0; i < 2; i++) {
@@ -1752,7 +1649,7 @@ static bool fz_drain_peer(Fuzz *f)
     bool err = false;
     int n, i;
 
-    while ((n = cq_poll_many(f->qb->rcq, c, ARRAY_SIZE(c)))) {
+    while ((n = uz_cq_poll_many(f->qb->rcq, c, ARRAY_SIZE(c)))) {
         for (i = 0; i < n; i++) {
             g_assert_cmphex(c[i].wr_id, ==, f->recv_expect);
             g_assert_cmpint(c[i].qpn, ==, f->qb->qpn);
@@ -1826,7 +1723,7 @@ static void fz_batch(Fuzz *f, int n)
     uz_sq_ring(qa);
 
     while (got < n) {
-        k = cq_poll_many(qa->scq, c, n - got);
+        k = uz_cq_poll_many(qa->scq, c, n - got);
         if (!k) {
             if (++idle % FUZZ_IDLE_POLLS) {
                 uz_poll_pause(&qa->n->d);
@@ -1872,7 +1769,7 @@ static void fz_batch(Fuzz *f, int n)
                 g_assert(!w->malformed);
                 g_assert(w->opcode <= UZ_WR_ATOMIC_FETCH_ADD &&
                          w->opcode != UZ_WR_SEND_INV);
-                g_assert_cmphex(e->opcode, ==, wc_opcode(w->opcode));
+                g_assert_cmphex(e->opcode, ==, uz_wc_opcode(w->opcode));
                 g_assert_cmpint(e->vendor_err, ==, 0);
                 if (w->opcode == UZ_WR_RDMA_READ ||
                     uz_wr_is_atomic(w->opcode)) {
@@ -1882,7 +1779,7 @@ static void fz_batch(Fuzz *f, int n)
             case UZ_WC_STATUS_WR_FLUSH_ERR:
                 /* The first error of a batch is the QP's own. */
                 g_assert_cmpint(first_err, >=, 0);
-                g_assert_cmphex(e->opcode, ==, wc_opcode(w->opcode));
+                g_assert_cmphex(e->opcode, ==, uz_wc_opcode(w->opcode));
                 g_assert_cmpint(e->vendor_err, ==, 0);
                 break;
             default:
@@ -1934,7 +1831,7 @@ static void case_fuzz(Env *e)
     f.qb = uz_qp_create(b, UZ_QPT_RC, NULL, NULL, NULL, 0);
     f.ma = uz_mr_reg(a, MR_LEN, UZ_ACCESS_ALL);
     f.ma_ro = uz_mr_reg(a, 4096, UZ_ACCESS_REMOTE_READ);
-    f.ma_pd = mr_reg_pd(a, pd2, 4096, UZ_ACCESS_ALL);
+    f.ma_pd = uz_mr_reg_pd(a, pd2, 4096, UZ_ACCESS_ALL);
     f.mb = uz_mr_reg(b, MR_LEN, UZ_ACCESS_ALL);
     f.mb_ro = uz_mr_reg(b, 4096, UZ_ACCESS_LOCAL_WRITE |
                         UZ_ACCESS_REMOTE_READ);

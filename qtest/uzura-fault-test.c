@@ -278,23 +278,10 @@ static uint64_t delta(const Counters *c0, const Counters *c1, int nic, int k)
 /* Data                                                               */
 /* ------------------------------------------------------------------ */
 
-static void pattern(uint8_t *buf, size_t len, uint32_t seed)
-{
-    uint32_t x = (seed * 2654435761u + 0x9e3779b9u) | 1;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = x >> 24;
-    }
-}
-
 /* A SEND's or WRITE's bytes: its flow and sequence number, a pattern. */
 static void payload(const Flow *f, const Msg *m, uint8_t *buf)
 {
-    pattern(buf, m->len, (f->id << 24) ^ m->seq);
+    uz_pattern(buf, m->len, (f->id << 24) ^ m->seq);
     stl_le_p(buf, (f->id << 24) | m->seq);
 }
 
@@ -330,23 +317,6 @@ static const char *op_name(uint8_t op)
         return "CMP_SWP";
     default:
         return "FETCH_ADD";
-    }
-}
-
-static uint8_t wc_opcode(uint8_t op)
-{
-    switch (op) {
-    case UZ_WR_RDMA_WRITE:
-    case UZ_WR_RDMA_WRITE_IMM:
-        return UZ_WC_RDMA_WRITE;
-    case UZ_WR_RDMA_READ:
-        return UZ_WC_RDMA_READ;
-    case UZ_WR_ATOMIC_CMP_SWP:
-        return UZ_WC_COMP_SWAP;
-    case UZ_WR_ATOMIC_FETCH_ADD:
-        return UZ_WC_FETCH_ADD;
-    default:
-        return UZ_WC_SEND;
     }
 }
 
@@ -401,7 +371,7 @@ static void flow_init(Run *t, Flow *f, int id, const UzRcOpts *o)
     f->lmr = uz_mr_reg(a, L_LEN, UZ_ACCESS_ALL);
     f->rmr = uz_mr_reg(b, R_LEN, UZ_ACCESS_ALL);
     f->rsrc = g_malloc(RSRC_LEN);
-    pattern(f->rsrc, RSRC_LEN, 0x5a5a0000u + id);
+    uz_pattern(f->rsrc, RSRC_LEN, 0x5a5a0000u + id);
     uz_mr_write(f->rmr, R_RSRC, f->rsrc, RSRC_LEN);
     /* FETCH_ADDs carry out of the low word soon. */
     f->fadd = 0xfffffffff0000000ull + id;
@@ -556,45 +526,6 @@ static bool flow_done(const Flow *f)
     return f->sq_got == f->n && f->rq_got == f->nrecv;
 }
 
-/*
- * Take up to @max CQEs with one read of the ring and one doorbell, in
- * host order as uz_cq_poll() gives them.
- */
-static int cq_poll_many(UzCq *cq, struct uz_cqe *out, int max)
-{
-    uint32_t size = 1u << cq->log_depth;
-    uint32_t pos = cq->ci & (size - 1);
-    uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-    struct uz_cqe buf[BATCH_MAX];
-    int n = MIN(MIN(max, (int)ARRAY_SIZE(buf)), (int)(size - pos));
-    int got;
-
-    if (n <= 0) {
-        return 0;
-    }
-    qtest_memread(cq->n->d.qts, cq->ring + pos * sizeof(buf[0]), buf,
-                  n * sizeof(buf[0]));
-    for (got = 0; got < n; got++) {
-        struct uz_cqe *c = &buf[got];
-
-        if ((c->flags & UZ_CQE_PHASE) != phase) {
-            break;
-        }
-        c->wr_id = le64_to_cpu(c->wr_id);
-        c->byte_len = le32_to_cpu(c->byte_len);
-        c->imm_data = be32_to_cpu(c->imm_data);
-        c->qpn = le32_to_cpu(c->qpn);
-        c->src_qp = le32_to_cpu(c->src_qp);
-        c->pkey_index = le16_to_cpu(c->pkey_index);
-        out[got] = *c;
-    }
-    if (got) {
-        cq->ci = (cq->ci + got) & UZ_DB_CI_MASK;
-        uz_ring(&cq->n->d, cq->db, cq->ci);
-    }
-    return got;
-}
-
 static void sq_check(Flow *f, const struct uz_cqe *c)
 {
     const Msg *m = &f->m[f->sq_got];
@@ -609,7 +540,7 @@ static void sq_check(Flow *f, const struct uz_cqe *c)
                 " (retries exhausted: see uzura_req_timeout in a trace)" :
                 "");
     }
-    uz_cqe_expect(c, sq_id(f, m->seq), wc_opcode(m->op),
+    uz_cqe_expect(c, sq_id(f, m->seq), uz_wc_opcode(m->op),
                   UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, f->req->qpn);
     g_assert_cmpuint(c->byte_len, ==, m->len);
     g_assert_cmphex(c->wc_flags, ==, 0);
@@ -642,12 +573,12 @@ static bool flow_poll(Flow *f)
     int k, i;
     bool moved = false;
 
-    k = cq_poll_many(f->req->scq, c, f->n - f->sq_got);
+    k = uz_cq_poll_many(f->req->scq, c, f->n - f->sq_got);
     for (i = 0; i < k; i++, f->sq_got++) {
         sq_check(f, &c[i]);
         moved = true;
     }
-    k = cq_poll_many(f->resp->rcq, c, f->nrecv - f->rq_got);
+    k = uz_cq_poll_many(f->resp->rcq, c, f->nrecv - f->rq_got);
     for (i = 0; i < k; i++, f->rq_got++) {
         rq_check(f, &c[i]);
         moved = true;
@@ -1060,7 +991,7 @@ static void check_fresh_pair(Run *t)
     struct uz_cqe c;
 
     uz_rc_connect(qa, qb, NULL);
-    pattern(data, sizeof(data), 0xf5e5);
+    uz_pattern(data, sizeof(data), 0xf5e5);
     uz_mr_write(ma, 0, data, sizeof(data));
     uz_post_recv(qb, 0xf7e7, &r, 1);
     uz_post_send(qa, &wr);
@@ -1103,7 +1034,7 @@ static void check_exhaust(Run *t, int nic)
     o.timeout = TIMEOUT;
     o.retry_cnt = EXH_RETRY;
     uz_rc_connect(qa, qb, &o);
-    pattern(data, sizeof(data), 0xe0 + nic);
+    uz_pattern(data, sizeof(data), 0xe0 + nic);
     uz_mr_write(ma, 0, data, sizeof(data));
     uz_mr_write(mb, 8192, &v, 8);
     uz_post_recv(qb, 0xe100, &r, 1);
@@ -1131,7 +1062,7 @@ static void check_exhaust(Run *t, int nic)
                   UZ_VERR_NONE, qa->qpn);
     for (i = 1; i < 4; i++) {
         uz_cq_wait(qa->scq, &c);
-        uz_cqe_expect(&c, 0xe000 + i, wc_opcode(ops[i]),
+        uz_cqe_expect(&c, 0xe000 + i, uz_wc_opcode(ops[i]),
                       UZ_WC_STATUS_WR_FLUSH_ERR, UZ_VERR_NONE, qa->qpn);
     }
     g_assert_cmpint(uz_qp_state(qa), ==, UZ_QPS_ERR);

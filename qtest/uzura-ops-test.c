@@ -46,128 +46,6 @@ static void rc_pair(Ops *t, UzQp **qa, UzQp **qb, uint8_t flags_a)
 }
 
 /* ------------------------------------------------------------------ */
-/* Data                                                               */
-/* ------------------------------------------------------------------ */
-
-static void pattern(uint8_t *buf, size_t len, uint32_t seed)
-{
-    uint32_t x = (seed * 2654435761u + 0x9e3779b9u) | 1;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = x >> 24;
-    }
-}
-
-static void assert_bytes(const uint8_t *got, const uint8_t *want, size_t len,
-                         const char *what)
-{
-    size_t i;
-
-    if (!len || !memcmp(got, want, len)) {
-        return;
-    }
-    for (i = 0; i < len; i++) {
-        if (got[i] != want[i]) {
-            g_error("%s: byte %zu of %zu is 0x%x, expected 0x%x", what, i,
-                    len, got[i], want[i]);
-        }
-    }
-}
-
-/* The @len bytes at @off of @mr are @want. */
-static void assert_mr(UzMr *mr, uint64_t off, const uint8_t *want,
-                      size_t len, const char *what)
-{
-    g_autofree uint8_t *got = g_malloc(len + 1);
-
-    uz_mr_read(mr, off, got, len);
-    assert_bytes(got, want, len, what);
-}
-
-/* The @len bytes at @off of @mr all are @byte. */
-static void assert_mr_fill(UzMr *mr, uint64_t off, uint8_t byte, size_t len,
-                           const char *what)
-{
-    g_autofree uint8_t *want = g_malloc(len + 1);
-
-    memset(want, byte, len);
-    assert_mr(mr, off, want, len, what);
-}
-
-/* ------------------------------------------------------------------ */
-/* Completions                                                        */
-/* ------------------------------------------------------------------ */
-
-/* A successful send-side CQE: RC has no immediate, no flags, no src_qp. */
-static void expect_sq(const struct uz_cqe *c, uint64_t wr_id, uint8_t op,
-                      UzQp *qp, uint32_t byte_len)
-{
-    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qp->qpn);
-    g_assert_cmpuint(c->byte_len, ==, byte_len);
-    g_assert_cmphex(c->wc_flags, ==, 0);
-    g_assert_cmphex(c->imm_data, ==, 0);
-    g_assert_cmpuint(c->src_qp, ==, 0);
-}
-
-/* A successful receive CQE. */
-static void expect_rq(const struct uz_cqe *c, uint64_t wr_id, uint8_t op,
-                      uint32_t qpn, uint32_t byte_len, uint8_t wc_flags,
-                      uint32_t imm, uint32_t src_qp)
-{
-    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qpn);
-    g_assert_cmpuint(c->byte_len, ==, byte_len);
-    g_assert_cmphex(c->wc_flags, ==, wc_flags);
-    g_assert_cmphex(c->imm_data, ==, (wc_flags & UZ_WC_F_IMM) ? imm : 0);
-    g_assert_cmpuint(c->src_qp, ==, src_qp);
-}
-
-/* Wait for the next send CQE of @qp and check it. */
-static void sq_done(UzQp *qp, uint64_t wr_id, uint8_t op, uint32_t byte_len)
-{
-    struct uz_cqe c;
-
-    uz_cq_wait(qp->scq, &c);
-    expect_sq(&c, wr_id, op, qp, byte_len);
-}
-
-/* Wait for the next RC receive CQE of @qp and check it. */
-static void rq_done(UzQp *qp, uint64_t wr_id, uint8_t op, uint32_t byte_len,
-                    uint8_t wc_flags, uint32_t imm)
-{
-    struct uz_cqe c;
-
-    uz_cq_wait(qp->rcq, &c);
-    expect_rq(&c, wr_id, op, qp->qpn, byte_len, wc_flags, imm, 0);
-}
-
-/* Poll @eq for @polls turns; count events of @type about @handle. */
-static int events_count(UzNode *n, UzEq *eq, uint8_t type, uint32_t handle,
-                        int polls)
-{
-    struct uz_eqe eqe;
-    int count = 0;
-    int i;
-
-    for (i = 0; i < polls; i++) {
-        while (uz_eq_next(&n->d, eq, &eqe)) {
-            uz_ring(&n->d, eq->db, eq->ci);
-            if (eqe.type == type && le32_to_cpu(eqe.handle) == handle) {
-                count++;
-            } else {
-                g_test_message("uz%d: EQ %u: event 0x%x handle %u", n->idx,
-                               eq->eqn, eqe.type, le32_to_cpu(eqe.handle));
-            }
-        }
-        uz_poll_pause(&n->d);
-    }
-    return count;
-}
-
-/* ------------------------------------------------------------------ */
 /* 1. RC SEND                                                         */
 /* ------------------------------------------------------------------ */
 
@@ -200,17 +78,17 @@ static void test_rc_send(void)
 
             g_test_message("SEND%s of %zu bytes", imm ? " with imm" : "",
                            len);
-            pattern(buf, len, id);
+            uz_pattern(buf, len, id);
             uz_mr_write(ma, 5, buf, len);
             uz_mr_fill(mb, 0, GUARD, len + 256 + 3);
             uz_post_recv(qb, 0x7ec0000ull | id, &r, 1);
             uz_post_send(qa, &wr);
-            sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
-            rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV, len,
-                    imm ? UZ_WC_F_IMM : 0, immv);
-            assert_mr(mb, 3, buf, len, "received data");
-            assert_mr_fill(mb, 0, GUARD, 3, "before the receive buffer");
-            assert_mr_fill(mb, 3 + len, GUARD, 256, "after the message");
+            uz_sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
+            uz_rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV, len,
+                       imm ? UZ_WC_F_IMM : 0, immv);
+            uz_assert_mr(mb, 3, buf, len, "received data");
+            uz_assert_mr_fill(mb, 0, GUARD, 3, "before the receive buffer");
+            uz_assert_mr_fill(mb, 3 + len, GUARD, 256, "after the message");
         }
     }
     uz_cq_assert_empty(qa->scq, 10);
@@ -249,7 +127,7 @@ static void sgl_case(Ops *t, UzQp *qa, UzQp *qb, const UzSge *s, int ns,
     }
     g_assert_cmpuint(total, <=, room);
     msg = g_malloc(total);
-    pattern(msg, total, seed);
+    uz_pattern(msg, total, seed);
     uz_sges_write(&t->a, s, ns, msg);
 
     /* What the receive MRs must hold afterwards: guard, data where due. */
@@ -270,11 +148,11 @@ static void sgl_case(Ops *t, UzQp *qa, UzQp *qb, const UzSge *s, int ns,
 
     uz_post_recv(qb, 0x7e00 + seed, r, nr);
     uz_post_send(qa, &wr);
-    sq_done(qa, wr.wr_id, UZ_WC_SEND, total);
-    rq_done(qb, 0x7e00 + seed, UZ_WC_RECV, total,
-            with_imm ? UZ_WC_F_IMM : 0, immv);
-    assert_mr(mb1, 0, img1, mb1->len, "first receive MR");
-    assert_mr(mb2, 0, img2, mb2->len, "second receive MR");
+    uz_sq_done(qa, wr.wr_id, UZ_WC_SEND, total);
+    uz_rq_done(qb, 0x7e00 + seed, UZ_WC_RECV, total,
+               with_imm ? UZ_WC_F_IMM : 0, immv);
+    uz_assert_mr(mb1, 0, img1, mb1->len, "first receive MR");
+    uz_assert_mr(mb2, 0, img2, mb2->len, "second receive MR");
 }
 
 static void inline_case(Ops *t, UzQp *qa, UzQp *qb, UzMr *mb, uint32_t len,
@@ -291,16 +169,16 @@ static void inline_case(Ops *t, UzQp *qa, UzQp *qb, UzMr *mb, uint32_t len,
     bool imm = opcode == UZ_WR_SEND_IMM;
 
     g_assert_cmpuint(len, <=, sizeof(data));
-    pattern(data, len, 1000 + len + opcode);
+    uz_pattern(data, len, 1000 + len + opcode);
     uz_mr_fill(mb, 0, GUARD, 1024);
     uz_post_recv(qb, 0x2000 + len, &r, 1);
     uz_post_send(qa, &wr);
-    sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
-    rq_done(qb, 0x2000 + len, UZ_WC_RECV, len, imm ? UZ_WC_F_IMM : 0, immv);
-    assert_mr_fill(mb, 0, GUARD, 7, "before the inline message");
-    assert_mr(mb, 7, data, len, "inline message");
-    assert_mr_fill(mb, 7 + len, GUARD, 1024 - 7 - len,
-                   "after the inline message");
+    uz_sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
+    uz_rq_done(qb, 0x2000 + len, UZ_WC_RECV, len, imm ? UZ_WC_F_IMM : 0, immv);
+    uz_assert_mr_fill(mb, 0, GUARD, 7, "before the inline message");
+    uz_assert_mr(mb, 7, data, len, "inline message");
+    uz_assert_mr_fill(mb, 7 + len, GUARD, 1024 - 7 - len,
+                      "after the inline message");
 }
 
 static void test_rc_sgl(void)
@@ -366,7 +244,7 @@ static void test_rc_sgl(void)
     inline_case(&t, qa, qb, mb1, UZ_SQ_MAX_INLINE, UZ_WR_SEND_IMM);
 
     /* An inline RDMA WRITE. */
-    pattern(data, sizeof(data), 77);
+    uz_pattern(data, sizeof(data), 77);
     uz_mr_fill(mb1, 0, GUARD, 1024);
     wr = (UzWr) {
         .wr_id = 0x3000, .opcode = UZ_WR_RDMA_WRITE,
@@ -375,10 +253,10 @@ static void test_rc_sgl(void)
         .remote_addr = uz_mr_va(mb1, 13), .rkey = mb1->key,
     };
     uz_post_send(qa, &wr);
-    sq_done(qa, 0x3000, UZ_WC_RDMA_WRITE, 150);
-    assert_mr_fill(mb1, 0, GUARD, 13, "before the inline write");
-    assert_mr(mb1, 13, data, 150, "inline write");
-    assert_mr_fill(mb1, 163, GUARD, 1024 - 163, "after the inline write");
+    uz_sq_done(qa, 0x3000, UZ_WC_RDMA_WRITE, 150);
+    uz_assert_mr_fill(mb1, 0, GUARD, 13, "before the inline write");
+    uz_assert_mr(mb1, 13, data, 150, "inline write");
+    uz_assert_mr_fill(mb1, 163, GUARD, 1024 - 163, "after the inline write");
 
     uz_cq_assert_empty(qa->scq, 10);
     uz_cq_assert_empty(qb->rcq, 10);
@@ -418,7 +296,7 @@ static void test_rc_write(void)
 
             g_test_message("WRITE%s of %zu bytes", imm ? " with imm" : "",
                            len);
-            pattern(buf, len, 100 + id);
+            uz_pattern(buf, len, 100 + id);
             uz_mr_write(ma, 3, buf, len);
             uz_mr_fill(mb, roff - 64, GUARD, len + 128);
             if (imm) {
@@ -426,16 +304,16 @@ static void test_rc_write(void)
                 uz_post_recv(qb, 0x7ec0000ull | id, NULL, 0);
             }
             uz_post_send(qa, &wr);
-            sq_done(qa, wr.wr_id, UZ_WC_RDMA_WRITE, len);
+            uz_sq_done(qa, wr.wr_id, UZ_WC_RDMA_WRITE, len);
             if (imm) {
-                rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV_RDMA_WITH_IMM, len,
-                        UZ_WC_F_IMM, immv);
+                uz_rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV_RDMA_WITH_IMM, len,
+                           UZ_WC_F_IMM, immv);
             } else {
                 uz_cq_assert_empty(qb->rcq, 5);
             }
-            assert_mr(mb, roff, buf, len, "written data");
-            assert_mr_fill(mb, roff - 64, GUARD, 64, "before the target");
-            assert_mr_fill(mb, roff + len, GUARD, 64, "after the target");
+            uz_assert_mr(mb, roff, buf, len, "written data");
+            uz_assert_mr_fill(mb, roff - 64, GUARD, 64, "before the target");
+            uz_assert_mr_fill(mb, roff + len, GUARD, 64, "after the target");
         }
     }
     uz_cq_assert_empty(qa->scq, 10);
@@ -487,7 +365,7 @@ static void test_rc_read(void)
 
             uz_mr_fill(mr, o - 1, GUARD, s[i].length + 2);
         }
-        pattern(buf, len, 200 + k);
+        uz_pattern(buf, len, 200 + k);
         uz_mr_write(mb, roff, buf, len);
         wr = (UzWr) {
             .wr_id = 0x7ead00 + k, .opcode = UZ_WR_RDMA_READ,
@@ -495,18 +373,19 @@ static void test_rc_read(void)
             .remote_addr = uz_mr_va(mb, roff), .rkey = mb->key,
         };
         uz_post_send(qa, &wr);
-        sq_done(qa, wr.wr_id, UZ_WC_RDMA_READ, len);
+        uz_sq_done(qa, wr.wr_id, UZ_WC_RDMA_READ, len);
         for (i = 0, off = 0; i < ns; i++) {
             UzMr *mr = uz_mr_by_key(&t.a, s[i].lkey);
             uint64_t o = s[i].addr - mr->iova;
 
-            assert_mr(mr, o, buf + off, s[i].length, "read data");
-            assert_mr_fill(mr, o - 1, GUARD, 1, "before a read SGE");
-            assert_mr_fill(mr, o + s[i].length, GUARD, 1, "after a read SGE");
+            uz_assert_mr(mr, o, buf + off, s[i].length, "read data");
+            uz_assert_mr_fill(mr, o - 1, GUARD, 1, "before a read SGE");
+            uz_assert_mr_fill(mr, o + s[i].length, GUARD, 1,
+                              "after a read SGE");
             off += s[i].length;
         }
         /* The source is left alone. */
-        assert_mr(mb, roff, buf, len, "read source");
+        uz_assert_mr(mb, roff, buf, len, "read source");
     }
     uz_cq_assert_empty(qa->scq, 10);
     uz_cq_assert_empty(qb->rcq, 1);
@@ -536,16 +415,16 @@ static void atomic_case(UzQp *qa, UzMr *ma, UzMr *mb, uint64_t roff,
     uz_mr_fill(mb, roff - 8, GUARD, 24);
     uz_mr_write(mb, roff, &v, 8);
     uz_post_send(qa, &wr);
-    sq_done(qa, wr_id, opcode == UZ_WR_ATOMIC_CMP_SWP ? UZ_WC_COMP_SWAP :
-                                                        UZ_WC_FETCH_ADD, 8);
+    uz_sq_done(qa, wr_id, opcode == UZ_WR_ATOMIC_CMP_SWP ? UZ_WC_COMP_SWAP :
+                                                           UZ_WC_FETCH_ADD, 8);
     uz_mr_read(ma, loff, &got, 8);
     g_assert_cmphex(le64_to_cpu(got), ==, initial);
     uz_mr_read(mb, roff, &got, 8);
     g_assert_cmphex(le64_to_cpu(got), ==, expect_remote);
-    assert_mr_fill(ma, loff - 8, GUARD, 8, "before the atomic result");
-    assert_mr_fill(ma, loff + 8, GUARD, 8, "after the atomic result");
-    assert_mr_fill(mb, roff - 8, GUARD, 8, "before the atomic target");
-    assert_mr_fill(mb, roff + 8, GUARD, 8, "after the atomic target");
+    uz_assert_mr_fill(ma, loff - 8, GUARD, 8, "before the atomic result");
+    uz_assert_mr_fill(ma, loff + 8, GUARD, 8, "after the atomic result");
+    uz_assert_mr_fill(mb, roff - 8, GUARD, 8, "before the atomic target");
+    uz_assert_mr_fill(mb, roff + 8, GUARD, 8, "after the atomic target");
 }
 
 static void test_rc_atomic(void)
@@ -596,8 +475,8 @@ static void test_rc_atomic(void)
         }
         uz_sq_ring(qa);
         for (i = 0; i < 4; i++) {
-            sq_done(qa, 0x40 + i, i == 2 ? UZ_WC_COMP_SWAP : UZ_WC_FETCH_ADD,
-                    8);
+            uz_sq_done(qa, 0x40 + i, i == 2 ? UZ_WC_COMP_SWAP : UZ_WC_FETCH_ADD,
+                       8);
         }
         /* 1000 +10 -> 1010 +11 -> 1021; cmp 1030 fails; +13 -> 1034. */
         uz_mr_read(ma, 256, &got, 8);
@@ -637,7 +516,7 @@ static void test_signalling(void)
     rc_pair(&t, &qs, &qsb, UZ_QPF_SIG_ALL);
     ma = uz_mr_reg(&t.a, 256 * 1024, UZ_ACCESS_ALL);
     mb = uz_mr_reg(&t.b, 256 * 1024, UZ_ACCESS_ALL);
-    pattern(buf, sizeof(buf), 6);
+    uz_pattern(buf, sizeof(buf), 6);
     uz_mr_write(ma, 0, buf, sizeof(buf));
 
     /*
@@ -657,11 +536,11 @@ static void test_signalling(void)
             uz_sq_post(qa, &wr);
         }
         uz_sq_ring(qa);
-        sq_done(qa, 0x600 + round * 64 + 63, UZ_WC_RDMA_WRITE, 64);
+        uz_sq_done(qa, 0x600 + round * 64 + 63, UZ_WC_RDMA_WRITE, 64);
         uz_cq_assert_empty(qa->scq, 20);
         for (i = 0; i < 64; i++) {
-            assert_mr(mb, i * 64, buf + i * 13 + round, 64,
-                      "unsignalled write");
+            uz_assert_mr(mb, i * 64, buf + i * 13 + round, 64,
+                         "unsignalled write");
         }
     }
 
@@ -681,10 +560,10 @@ static void test_signalling(void)
         uz_sq_post(qa, &wr);
     }
     uz_sq_ring(qa);
-    sq_done(qa, 0x692, UZ_WC_SEND, 102);
+    uz_sq_done(qa, 0x692, UZ_WC_SEND, 102);
     for (i = 0; i < 3; i++) {
-        rq_done(qb, 0x6a0 + i, UZ_WC_RECV, 100 + i, 0, 0);
-        assert_mr(mb, 8192 + i * 256, buf + 100 * i, 100 + i, "sent data");
+        uz_rq_done(qb, 0x6a0 + i, UZ_WC_RECV, 100 + i, 0, 0);
+        uz_assert_mr(mb, 8192 + i * 256, buf + 100 * i, 100 + i, "sent data");
     }
     uz_cq_assert_empty(qa->scq, 20);
 
@@ -701,8 +580,8 @@ static void test_signalling(void)
     }
     uz_sq_ring(qs);
     for (i = 0; i < 4; i++) {
-        sq_done(qs, 0x6c0 + i, UZ_WC_RDMA_WRITE, 32);
-        assert_mr(mb, 16384 + 32 * i, buf + 7 * i, 32, "SIG_ALL write");
+        uz_sq_done(qs, 0x6c0 + i, UZ_WC_RDMA_WRITE, 32);
+        uz_assert_mr(mb, 16384 + 32 * i, buf + 7 * i, 32, "SIG_ALL write");
     }
     uz_cq_assert_empty(qs->scq, 20);
 
@@ -710,8 +589,8 @@ static void test_signalling(void)
      * A fenced WRITE after a READ of the same remote buffer: the READ
      * sees the old data, the WRITE completes after it and its data stays.
      */
-    pattern(old, 65536, 61);
-    pattern(new, 65536, 62);
+    uz_pattern(old, 65536, 61);
+    uz_pattern(new, 65536, 62);
     uz_mr_write(mb, 65536, old, 65536);
     uz_mr_write(ma, 65536, new, 65536);
     uz_mr_fill(ma, 131072, GUARD, 65536);
@@ -731,10 +610,10 @@ static void test_signalling(void)
     };
     uz_sq_post(qa, &wr);
     uz_sq_ring(qa);
-    sq_done(qa, 0x6f0, UZ_WC_RDMA_READ, 65536);
-    sq_done(qa, 0x6f1, UZ_WC_RDMA_WRITE, 65536);
-    assert_mr(ma, 131072, old, 65536, "READ before the fenced WRITE");
-    assert_mr(mb, 65536, new, 65536, "fenced WRITE");
+    uz_sq_done(qa, 0x6f0, UZ_WC_RDMA_READ, 65536);
+    uz_sq_done(qa, 0x6f1, UZ_WC_RDMA_WRITE, 65536);
+    uz_assert_mr(ma, 131072, old, 65536, "READ before the fenced WRITE");
+    uz_assert_mr(mb, 65536, new, 65536, "fenced WRITE");
 
     /* A fenced signalled WRITE behind unsignalled READs and an atomic. */
     uz_mr_write(mb, 65536, old, 65536);
@@ -765,11 +644,11 @@ static void test_signalling(void)
     };
     uz_sq_post(qa, &wr);
     uz_sq_ring(qa);
-    sq_done(qa, 0x704, UZ_WC_FETCH_ADD, 8);
-    sq_done(qa, 0x705, UZ_WC_RDMA_WRITE, 65536);
+    uz_sq_done(qa, 0x704, UZ_WC_FETCH_ADD, 8);
+    uz_sq_done(qa, 0x705, UZ_WC_RDMA_WRITE, 65536);
     uz_cq_assert_empty(qa->scq, 20);
-    assert_mr(ma, 131072, old, 65536, "READs before the fenced WRITE");
-    assert_mr(mb, 65536, new, 65536, "second fenced WRITE");
+    uz_assert_mr(ma, 131072, old, 65536, "READs before the fenced WRITE");
+    uz_assert_mr(mb, 65536, new, 65536, "second fenced WRITE");
     ops_stop(&t);
 }
 
@@ -793,10 +672,10 @@ static void solicit_one(UzQp *qa, UzQp *qb, UzMr *ma, UzMr *mb,
 
     uz_post_recv(qb, wr_id + 0x100, &r, 1);
     uz_post_send(qa, &wr);
-    sq_done(qa, wr_id, write ? UZ_WC_RDMA_WRITE : UZ_WC_SEND, 300);
-    rq_done(qb, wr_id + 0x100,
-            write ? UZ_WC_RECV_RDMA_WITH_IMM : UZ_WC_RECV, 300,
-            opcode == UZ_WR_SEND ? 0 : UZ_WC_F_IMM, 0x50110000u | wr_id);
+    uz_sq_done(qa, wr_id, write ? UZ_WC_RDMA_WRITE : UZ_WC_SEND, 300);
+    uz_rq_done(qb, wr_id + 0x100,
+               write ? UZ_WC_RECV_RDMA_WITH_IMM : UZ_WC_RECV, 300,
+               opcode == UZ_WR_SEND ? 0 : UZ_WC_F_IMM, 0x50110000u | wr_id);
 }
 
 static void test_solicited(void)
@@ -811,7 +690,7 @@ static void test_solicited(void)
     rc_pair(&t, &qa, &qb, 0);
     ma = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
     mb = uz_mr_reg(&t.b, 4096, UZ_ACCESS_ALL);
-    pattern(buf, sizeof(buf), 7);
+    uz_pattern(buf, sizeof(buf), 7);
     uz_mr_write(ma, 0, buf, sizeof(buf));
     cq = qb->rcq;
     uz_eq_drain(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION);
@@ -819,49 +698,49 @@ static void test_solicited(void)
     /* Armed for solicited: an unsolicited SEND raises no event. */
     uz_cq_arm(cq, UZ_DB_ARM_SOLICITED);
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND, 0, 1);
-    assert_mr(mb, 0, buf, 300, "unsolicited SEND");
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 0);
+    uz_assert_mr(mb, 0, buf, 300, "unsolicited SEND");
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 0);
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND_IMM, 0, 2);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 0);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 0);
 
     /* A solicited SEND raises exactly one event, about this CQ. */
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND, UZ_WQE_F_SOLICITED, 3);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 1);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 1);
     g_assert_cmpint(uz_eq_drain(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION), ==,
                     0);
 
     /* Disarmed by that event: another solicited SEND raises none. */
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND, UZ_WQE_F_SOLICITED, 4);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 0);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 0);
 
     /* A solicited WRITE with immediate counts as solicited. */
     uz_cq_arm(cq, UZ_DB_ARM_SOLICITED);
     solicit_one(qa, qb, ma, mb, UZ_WR_RDMA_WRITE_IMM, 0, 5);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 0);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 0);
     solicit_one(qa, qb, ma, mb, UZ_WR_RDMA_WRITE_IMM, UZ_WQE_F_SOLICITED, 6);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 1);
-    assert_mr(mb, 2048, buf, 300, "solicited WRITE with immediate");
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 1);
+    uz_assert_mr(mb, 2048, buf, 300, "solicited WRITE with immediate");
 
     /* Armed for any completion: the unsolicited one raises the event. */
     uz_cq_arm(cq, UZ_DB_ARM);
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND, 0, 7);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 1);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 1);
 
     /* Both bits: UZ_DB_ARM wins. */
     uz_cq_arm(cq, UZ_DB_ARM | UZ_DB_ARM_SOLICITED);
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND, 0, 8);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 1);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 1);
     solicit_one(qa, qb, ma, mb, UZ_WR_SEND, UZ_WQE_F_SOLICITED, 9);
-    g_assert_cmpint(events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
-                                 cq->cqn, 100), ==, 0);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.comp_eq, UZ_EQE_COMPLETION,
+                                    cq->cqn, 100), ==, 0);
 
     /* The sender's CQs were never armed. */
     g_assert_cmpint(uz_eq_drain(&t.a, &t.a.comp_eq, UZ_EQE_COMPLETION), ==,
@@ -932,22 +811,22 @@ static void ud_xfer(UdSide *s, UdSide *r, uint32_t dqpn, uint32_t qkey,
     size_t i;
 
     g_assert_cmpuint(len, <=, sizeof(data));
-    pattern(data, len, seed);
+    uz_pattern(data, len, seed);
     uz_mr_write(s->mr, 11, data, len);
     uz_mr_fill(r->mr, 0, GUARD, sizeof(got));
     uz_post_recv(r->qp, 0xe000 + seed, &rs, 1);
     uz_post_send(s->qp, &wr);
     uz_cq_wait(s->qp->scq, &c);
-    expect_sq(&c, wr.wr_id, UZ_WC_SEND, s->qp, len);
+    uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, s->qp, len);
     uz_cq_wait(r->qp->rcq, &c);
-    expect_rq(&c, 0xe000 + seed, UZ_WC_RECV, r->qp->qpn, 40 + len,
-              UZ_WC_F_GRH | UZ_WC_F_IPV4 | (imm ? UZ_WC_F_IMM : 0), immv,
-              s->qp->qpn);
+    uz_expect_rq(&c, 0xe000 + seed, UZ_WC_RECV, r->qp->qpn, 40 + len,
+                 UZ_WC_F_GRH | UZ_WC_F_IPV4 | (imm ? UZ_WC_F_IMM : 0), immv,
+                 s->qp->qpn);
     uz_mr_read(r->mr, 0, got, sizeof(got));
     /* IPv4 + UDP + BTH + DETH (+ ImmDt) + padded payload + ICRC. */
     check_grh(got, s->n->idx, r->n->idx,
               20 + 8 + 12 + 8 + (imm ? 4 : 0) + ROUND_UP(len, 4) + 4);
-    assert_bytes(got + 40, data, len, "UD payload");
+    uz_assert_bytes(got + 40, data, len, "UD payload");
     for (i = 40 + len; i < sizeof(got); i++) {
         g_assert_cmphex(got[i], ==, GUARD);
     }
@@ -972,26 +851,26 @@ static void qkey_drop(Ops *t, UdSide *a, UdSide *b, UzQp *sender,
     };
     struct uz_cqe c;
 
-    pattern(data, sizeof(data), id);
+    uz_pattern(data, sizeof(data), id);
     uz_mr_write(a->mr, 0, data, sizeof(data));
     uz_mr_fill(b->mr, 0, GUARD, 40 + 1024);
     uz_post_recv(b->qp, 0xf80 + id, &rs, 1);
     uz_post_send(sender, &wr);
     uz_cq_wait(sender->scq, &c);
-    expect_sq(&c, wr.wr_id, UZ_WC_SEND, sender, sizeof(data));
+    uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, sender, sizeof(data));
     uz_counter_wait(b->n, "rx_qkey_errors", before + 1);
     uz_cq_assert_empty(b->qp->rcq, 50);
-    assert_mr_fill(b->mr, 0, GUARD, 40 + 1024, "buffer of a dropped packet");
+    uz_assert_mr_fill(b->mr, 0, GUARD, 40 + 1024, "buffer of a dropped packet");
 
     wr.wr_id = 0xf40 + id;
     wr.remote_qkey = QKEY;
     uz_post_send(a->qp, &wr);
     uz_cq_wait(a->qp->scq, &c);
-    expect_sq(&c, wr.wr_id, UZ_WC_SEND, a->qp, sizeof(data));
+    uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, a->qp, sizeof(data));
     uz_cq_wait(b->qp->rcq, &c);
-    expect_rq(&c, 0xf80 + id, UZ_WC_RECV, b->qp->qpn, 40 + sizeof(data),
-              UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, a->qp->qpn);
-    assert_mr(b->mr, 40, data, sizeof(data), "UD payload after a drop");
+    uz_expect_rq(&c, 0xf80 + id, UZ_WC_RECV, b->qp->qpn, 40 + sizeof(data),
+                 UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, a->qp->qpn);
+    uz_assert_mr(b->mr, 40, data, sizeof(data), "UD payload after a drop");
     g_assert_cmpuint(uz_counter(&t->m, b->n->idx, "rx_qkey_errors"), ==,
                      before + 1);
 }
@@ -1038,7 +917,7 @@ static void test_ud(void)
         };
 
         ss = uz_mr_sge(a.mr, 5, sizeof(data));
-        pattern(data, sizeof(data), 9);
+        uz_pattern(data, sizeof(data), 9);
         uz_mr_write(a.mr, 5, data, sizeof(data));
         uz_mr_fill(b.mr, 0, GUARD, 2048);
         uz_post_recv(b.qp, 0xe009, rs, 3);
@@ -1050,18 +929,18 @@ static void test_ud(void)
         };
         uz_post_send(a.qp, &wr);
         uz_cq_wait(a.qp->scq, &c);
-        expect_sq(&c, 0xd009, UZ_WC_SEND, a.qp, sizeof(data));
+        uz_expect_sq(&c, 0xd009, UZ_WC_SEND, a.qp, sizeof(data));
         uz_cq_wait(b.qp->rcq, &c);
-        expect_rq(&c, 0xe009, UZ_WC_RECV, b.qp->qpn, sizeof(got),
-                  UZ_WC_F_GRH | UZ_WC_F_IPV4 | UZ_WC_F_IMM, 0x99, a.qp->qpn);
+        uz_expect_rq(&c, 0xe009, UZ_WC_RECV, b.qp->qpn, sizeof(got),
+                     UZ_WC_F_GRH | UZ_WC_F_IPV4 | UZ_WC_F_IMM, 0x99, a.qp->qpn);
         rs[2].length = sizeof(got) - 24 - 30;
         uz_sges_read(&t.b, rs, 3, got);
         check_grh(got, 0, 1, 20 + 8 + 12 + 8 + 4 + sizeof(data) + 4);
-        assert_bytes(got + 40, data, sizeof(data), "split UD payload");
-        assert_mr_fill(b.mr, 24, GUARD, 100 - 24, "between receive SGEs");
-        assert_mr_fill(b.mr, 130, GUARD, 200 - 130, "between receive SGEs");
-        assert_mr_fill(b.mr, 200 + rs[2].length, GUARD, 1000,
-                       "after the split UD payload");
+        uz_assert_bytes(got + 40, data, sizeof(data), "split UD payload");
+        uz_assert_mr_fill(b.mr, 24, GUARD, 100 - 24, "between receive SGEs");
+        uz_assert_mr_fill(b.mr, 130, GUARD, 200 - 130, "between receive SGEs");
+        uz_assert_mr_fill(b.mr, 200 + rs[2].length, GUARD, 1000,
+                          "after the split UD payload");
     }
 
     /* The GSI QPs: QP1 on both NICs, Q_Key 0x80010000. */
@@ -1127,7 +1006,7 @@ static void send_plain(UzQp *qa, UzMr *ma, uint32_t len, uint32_t seed,
         .sge = &s, .num_sge = 1,
     };
 
-    pattern(data, len, seed);
+    uz_pattern(data, len, seed);
     uz_mr_write(ma, 1, data, len);
     uz_post_send(qa, &wr);
 }
@@ -1169,13 +1048,13 @@ static void test_srq(void)
         uint32_t len = 100 + i * 50;
 
         send_plain(qa, i % 2 ? ma2 : ma1, len, 300 + i, 0x900 + i);
-        sq_done(qa, 0x900 + i, UZ_WC_SEND, len);
+        uz_sq_done(qa, 0x900 + i, UZ_WC_SEND, len);
         uz_cq_wait(rcq, &c);
-        expect_rq(&c, 0x5000 + i, UZ_WC_RECV, qb->qpn, len, 0, 0, 0);
-        pattern(data, len, 300 + i);
-        assert_mr(mb, i * 1024 + 3, data, len, "SRQ receive");
-        assert_mr_fill(mb, i * 1024 + 3 + len, GUARD, 1024 - 3 - len,
-                       "after an SRQ receive");
+        uz_expect_rq(&c, 0x5000 + i, UZ_WC_RECV, qb->qpn, len, 0, 0, 0);
+        uz_pattern(data, len, 300 + i);
+        uz_assert_mr(mb, i * 1024 + 3, data, len, "SRQ receive");
+        uz_assert_mr_fill(mb, i * 1024 + 3 + len, GUARD, 1024 - 3 - len,
+                          "after an SRQ receive");
     }
 
     /* Both at once: each CQE names the QP that received into that WQE. */
@@ -1195,14 +1074,14 @@ static void test_srq(void)
             who = c.qpn == qb2->qpn;
             g_assert(!seen[who]);
             seen[who] = true;
-            expect_rq(&c, c.wr_id, UZ_WC_RECV, who ? qb2->qpn : qb1->qpn,
-                      who ? 300 : 200, 0, 0, 0);
-            pattern(data, who ? 300 : 200, 400 + 2 * k + who);
-            assert_mr(mb, idx * 1024 + 3, data, who ? 300 : 200,
-                      "concurrent SRQ receive");
+            uz_expect_rq(&c, c.wr_id, UZ_WC_RECV, who ? qb2->qpn : qb1->qpn,
+                         who ? 300 : 200, 0, 0, 0);
+            uz_pattern(data, who ? 300 : 200, 400 + 2 * k + who);
+            uz_assert_mr(mb, idx * 1024 + 3, data, who ? 300 : 200,
+                         "concurrent SRQ receive");
         }
-        sq_done(qa1, 0xa00 + 2 * k, UZ_WC_SEND, 200);
-        sq_done(qa2, 0xa01 + 2 * k, UZ_WC_SEND, 300);
+        uz_sq_done(qa1, 0xa00 + 2 * k, UZ_WC_SEND, 200);
+        uz_sq_done(qa2, 0xa01 + 2 * k, UZ_WC_SEND, 300);
     }
     uz_cq_assert_empty(rcq, 20);
     uz_cq_assert_empty(qb1->scq, 1);
@@ -1225,21 +1104,21 @@ static void test_srq(void)
         if (i == 6) {
             /* Re-arm; no event for the WQEs already below the limit. */
             g_assert_cmpint(uz_srq_modify(srq2, 4), ==, UZ_CMD_OK);
-            g_assert_cmpint(events_count(&t.b, &t.b.async_eq,
-                                         UZ_EQE_SRQ_LIMIT, srq2->srqn, 50),
+            g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq,
+                                            UZ_EQE_SRQ_LIMIT, srq2->srqn, 50),
                             ==, 0);
         }
         send_plain(qa3, ma1, 64, 500 + i, 0xb00 + i);
-        sq_done(qa3, 0xb00 + i, UZ_WC_SEND, 64);
-        rq_done(qb3, 0x6000 + i, UZ_WC_RECV, 64, 0, 0);
+        uz_sq_done(qa3, 0xb00 + i, UZ_WC_SEND, 64);
+        uz_rq_done(qb3, 0x6000 + i, UZ_WC_RECV, 64, 0, 0);
         g_test_message("SRQ limit 4, %d posted: %d event(s) expected",
                        remaining, want);
-        g_assert_cmpint(events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
-                                     srq2->srqn, 50), ==, want);
+        g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
+                                        srq2->srqn, 50), ==, want);
     }
     /* The first SRQ never had a limit. */
-    g_assert_cmpint(events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
-                                 srq->srqn, 10), ==, 0);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
+                                    srq->srqn, 10), ==, 0);
     ops_stop(&t);
 }
 
@@ -1295,7 +1174,7 @@ static void test_races(void)
             uz_post_send(qa[i % 2], &wr);
         }
         for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
-            sq_done(qa[i % 2], 0xfa000 + i, UZ_WC_FETCH_ADD, 8);
+            uz_sq_done(qa[i % 2], 0xfa000 + i, UZ_WC_FETCH_ADD, 8);
         }
     }
     uz_mr_read(mb, 4096, &v, 8);
@@ -1329,7 +1208,7 @@ static void test_races(void)
         UzQp *qr = qa[r % 2], *qw = qa[(r + 1) % 2];
 
         for (p = 0; p < 4; p++) {
-            pattern(pat, 65536, 1000 + r * 4 + p);
+            uz_pattern(pat, 65536, 1000 + r * 4 + p);
             uz_mr_write(mw, 65536 * p, pat, 65536);
         }
         for (p = 0; p < 8; p++) {
@@ -1354,13 +1233,13 @@ static void test_races(void)
             }
         }
         for (p = 0; p < 4; p++) {
-            sq_done(qw, 0x3e170 + p, UZ_WC_RDMA_WRITE, 65536);
+            uz_sq_done(qw, 0x3e170 + p, UZ_WC_RDMA_WRITE, 65536);
         }
         for (p = 0; p < 8; p++) {
-            sq_done(qr, 0x4ead0 + p, UZ_WC_RDMA_READ, 65536);
+            uz_sq_done(qr, 0x4ead0 + p, UZ_WC_RDMA_READ, 65536);
         }
         /* The WRITEs of one QP land in order: the last one stays. */
-        assert_mr(mb, 65536, pat, 65536, "last WRITE");
+        uz_assert_mr(mb, 65536, pat, 65536, "last WRITE");
     }
     for (i = 0; i < 2; i++) {
         uz_cq_assert_empty(qa[i]->scq, 5);
@@ -1388,7 +1267,7 @@ static void test_not_before_rts(void)
     qb = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, NULL, 0);
     ma = uz_mr_reg(&t.a, 16384, UZ_ACCESS_ALL);
     mb = uz_mr_reg(&t.b, 16384, UZ_ACCESS_ALL);
-    pattern(data, sizeof(data), 11);
+    uz_pattern(data, sizeof(data), 11);
     uz_mr_write(ma, 0, data, sizeof(data));
     uz_mr_write(mb, 8192, data, sizeof(data));
     uz_mr_fill(mb, 0, GUARD, 8192);
@@ -1440,28 +1319,28 @@ static void test_not_before_rts(void)
     uz_cq_assert_empty(qa->rcq, 1);
     uz_cq_assert_empty(qb->scq, 1);
     uz_cq_assert_empty(qb->rcq, 1);
-    assert_mr_fill(mb, 0, GUARD, 8192, "target before RTS");
-    assert_mr_fill(ma, 8192, GUARD, 8192, "target before RTS");
+    uz_assert_mr_fill(mb, 0, GUARD, 8192, "target before RTS");
+    uz_assert_mr_fill(ma, 8192, GUARD, 8192, "target before RTS");
 
     /* qa to RTS: its three WQEs run; qb, in RTR, receives and answers. */
     uz_rc_rts(qa, o.psn[0], &o);
-    sq_done(qa, 1, UZ_WC_RDMA_WRITE, 1500);
-    sq_done(qa, 2, UZ_WC_SEND, 1200);
-    sq_done(qa, 3, UZ_WC_SEND, 2000);
-    rq_done(qb, 0xb0, UZ_WC_RECV, 1200, UZ_WC_F_IMM, 0x1234);
-    rq_done(qb, 0xb1, UZ_WC_RECV, 2000, 0, 0);
-    assert_mr(mb, 4096, data, 1500, "WRITE posted in INIT");
-    assert_mr(mb, 0, data + 1, 1200, "SEND posted in INIT");
-    assert_mr(mb, 2048, data + 2, 2000, "SEND posted in RTR");
+    uz_sq_done(qa, 1, UZ_WC_RDMA_WRITE, 1500);
+    uz_sq_done(qa, 2, UZ_WC_SEND, 1200);
+    uz_sq_done(qa, 3, UZ_WC_SEND, 2000);
+    uz_rq_done(qb, 0xb0, UZ_WC_RECV, 1200, UZ_WC_F_IMM, 0x1234);
+    uz_rq_done(qb, 0xb1, UZ_WC_RECV, 2000, 0, 0);
+    uz_assert_mr(mb, 4096, data, 1500, "WRITE posted in INIT");
+    uz_assert_mr(mb, 0, data + 1, 1200, "SEND posted in INIT");
+    uz_assert_mr(mb, 2048, data + 2, 2000, "SEND posted in RTR");
     uz_cq_assert_empty(qb->scq, 100);
     uz_cq_assert_empty(qa->rcq, 1);
-    assert_mr_fill(ma, 8192, GUARD, 8192, "qb's SEND before its RTS");
+    uz_assert_mr_fill(ma, 8192, GUARD, 8192, "qb's SEND before its RTS");
 
     /* qb to RTS: its SEND, posted in INIT, runs. */
     uz_rc_rts(qb, o.psn[1], &o);
-    sq_done(qb, 0xbb, UZ_WC_SEND, 999);
-    rq_done(qa, 0xa0, UZ_WC_RECV, 999, 0, 0);
-    assert_mr(ma, 8192, data, 999, "SEND of qb");
+    uz_sq_done(qb, 0xbb, UZ_WC_SEND, 999);
+    uz_rq_done(qa, 0xa0, UZ_WC_RECV, 999, 0, 0);
+    uz_assert_mr(ma, 8192, data, 999, "SEND of qb");
     uz_cq_assert_empty(qa->scq, 10);
     uz_cq_assert_empty(qb->rcq, 1);
     ops_stop(&t);
@@ -1492,7 +1371,7 @@ static void test_many_qps(void)
     }
     ma = uz_mr_reg(&t.a, NPAIRS * (WLEN + SLEN), UZ_ACCESS_ALL);
     mb = uz_mr_reg(&t.b, NPAIRS * (WLEN + SLEN + 64), UZ_ACCESS_ALL);
-    pattern(buf, NPAIRS * (WLEN + SLEN), 12);
+    uz_pattern(buf, NPAIRS * (WLEN + SLEN), 12);
     uz_mr_write(ma, 0, buf, NPAIRS * (WLEN + SLEN));
     uz_mr_fill(mb, 0, GUARD, NPAIRS * (WLEN + SLEN + 64));
 
@@ -1530,17 +1409,17 @@ static void test_many_qps(void)
             while (uz_cq_poll(qa[i]->scq, &c)) {
                 g_assert_cmpint(sq_got[i], <, 2);
                 if (sq_got[i] == 0) {
-                    expect_sq(&c, 0x100 + i, UZ_WC_RDMA_WRITE, qa[i], WLEN);
+                    uz_expect_sq(&c, 0x100 + i, UZ_WC_RDMA_WRITE, qa[i], WLEN);
                 } else {
-                    expect_sq(&c, 0x200 + i, UZ_WC_SEND, qa[i], SLEN);
+                    uz_expect_sq(&c, 0x200 + i, UZ_WC_SEND, qa[i], SLEN);
                 }
                 sq_got[i]++;
                 left--;
             }
             while (uz_cq_poll(qb[i]->rcq, &c)) {
                 g_assert_cmpint(rq_got[i], <, 1);
-                expect_rq(&c, 0x8000 + i, UZ_WC_RECV, qb[i]->qpn, SLEN, 0,
-                          0, 0);
+                uz_expect_rq(&c, 0x8000 + i, UZ_WC_RECV, qb[i]->qpn, SLEN, 0,
+                             0, 0);
                 rq_got[i]++;
                 left--;
             }
@@ -1549,11 +1428,11 @@ static void test_many_qps(void)
     }
     g_assert_cmpint(left, ==, 0);
     for (i = 0; i < NPAIRS; i++) {
-        assert_mr(mb, i * WLEN, buf + i * WLEN, WLEN, "write of a pair");
-        assert_mr(mb, rsend + i * (SLEN + 64), buf + NPAIRS * WLEN + i * SLEN,
-                  SLEN, "send of a pair");
-        assert_mr_fill(mb, rsend + i * (SLEN + 64) + SLEN, GUARD, 64,
-                       "after a send");
+        uz_assert_mr(mb, i * WLEN, buf + i * WLEN, WLEN, "write of a pair");
+        uz_assert_mr(mb, rsend + i * (SLEN + 64),
+                     buf + NPAIRS * WLEN + i * SLEN, SLEN, "send of a pair");
+        uz_assert_mr_fill(mb, rsend + i * (SLEN + 64) + SLEN, GUARD, 64,
+                          "after a send");
         uz_cq_assert_empty(qa[i]->scq, 1);
         uz_cq_assert_empty(qb[i]->rcq, 1);
     }

@@ -4,7 +4,9 @@
  * brought up the way a kernel driver does it: admin queue, an async EQ, a
  * completion EQ and a PD.  On top of it: CQs, MRs with page lists, QPs and
  * SRQs whose rings live in guest memory, WQE building and posting, and the
- * RC and UD state transitions that connect QPs of two NICs on one hub.
+ * RC and UD state transitions that connect QPs of two NICs on one hub;
+ * and the checks the tests share: of CQEs, and of MR contents against
+ * pattern data.
  *
  * The helpers allocate their objects and the node owns them: everything is
  * freed by uz_node_stop().  Fields of the helpers' own structures are in
@@ -285,7 +287,7 @@ static inline bool uz_event_seen(UzNode *n, UzEq *eq, uint8_t type,
             if (eqe.type == type && le32_to_cpu(eqe.handle) == handle) {
                 return true;
             }
-            g_test_message("uz%d: EQ %u: event %#x handle %u", n->idx,
+            g_test_message("uz%d: EQ %u: event 0x%x handle %u", n->idx,
                            eq->eqn, eqe.type, le32_to_cpu(eqe.handle));
         }
         uz_poll_pause(&n->d);
@@ -297,8 +299,31 @@ static inline void uz_event_wait(UzNode *n, UzEq *eq, uint8_t type,
                                  uint32_t handle)
 {
     if (!uz_event_seen(n, eq, type, handle, UZ_POLL_LIMIT)) {
-        g_error("uz%d: no event %#x for handle %u", n->idx, type, handle);
+        g_error("uz%d: no event 0x%x for handle %u", n->idx, type, handle);
     }
+}
+
+/* Poll @eq for @polls turns; count events of @type about @handle. */
+static inline int uz_events_count(UzNode *n, UzEq *eq, uint8_t type,
+                                  uint32_t handle, int polls)
+{
+    struct uz_eqe eqe;
+    int count = 0;
+    int i;
+
+    for (i = 0; i < polls; i++) {
+        while (uz_eq_next(&n->d, eq, &eqe)) {
+            uz_ring(&n->d, eq->db, eq->ci);
+            if (eqe.type == type && le32_to_cpu(eqe.handle) == handle) {
+                count++;
+            } else {
+                g_test_message("uz%d: EQ %u: event 0x%x handle %u", n->idx,
+                               eq->eqn, eqe.type, le32_to_cpu(eqe.handle));
+            }
+        }
+        uz_poll_pause(&n->d);
+    }
+    return count;
 }
 
 /* Consume every event written so far; returns how many of @type. */
@@ -337,6 +362,17 @@ static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
     return cq;
 }
 
+/* A CQE as the device wrote it into host order, imm_data as a number. */
+static inline void uz_cqe_to_host(struct uz_cqe *cqe)
+{
+    cqe->wr_id = le64_to_cpu(cqe->wr_id);
+    cqe->byte_len = le32_to_cpu(cqe->byte_len);
+    cqe->imm_data = be32_to_cpu(cqe->imm_data);
+    cqe->qpn = le32_to_cpu(cqe->qpn);
+    cqe->src_qp = le32_to_cpu(cqe->src_qp);
+    cqe->pkey_index = le16_to_cpu(cqe->pkey_index);
+}
+
 /*
  * Take the next CQE if the device wrote it: its phase bit is 1 on the
  * first pass of the ring, 0 on the second, and so on.  The CQE comes back
@@ -354,15 +390,45 @@ static inline bool uz_cq_poll(UzCq *cq, struct uz_cqe *cqe)
     if ((cqe->flags & UZ_CQE_PHASE) != phase) {
         return false;
     }
-    cqe->wr_id = le64_to_cpu(cqe->wr_id);
-    cqe->byte_len = le32_to_cpu(cqe->byte_len);
-    cqe->imm_data = be32_to_cpu(cqe->imm_data);
-    cqe->qpn = le32_to_cpu(cqe->qpn);
-    cqe->src_qp = le32_to_cpu(cqe->src_qp);
-    cqe->pkey_index = le16_to_cpu(cqe->pkey_index);
+    uz_cqe_to_host(cqe);
     cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
     uz_ring(&cq->n->d, cq->db, cq->ci);
     return true;
+}
+
+/*
+ * Take up to @max CQEs (at most 32, and none past the end of the ring)
+ * with one read of the ring and one doorbell; returns how many, in host
+ * order as uz_cq_poll() gives them.
+ */
+static inline int uz_cq_poll_many(UzCq *cq, struct uz_cqe *out, int max)
+{
+    uint32_t size = 1u << cq->log_depth;
+    uint32_t pos = cq->ci & (size - 1);
+    uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+    struct uz_cqe buf[32];
+    int n = MIN(MIN(max, (int)ARRAY_SIZE(buf)), (int)(size - pos));
+    int got;
+
+    if (n <= 0) {
+        return 0;
+    }
+    qtest_memread(cq->n->d.qts, cq->ring + pos * sizeof(buf[0]), buf,
+                  n * sizeof(buf[0]));
+    for (got = 0; got < n; got++) {
+        struct uz_cqe *c = &buf[got];
+
+        if ((c->flags & UZ_CQE_PHASE) != phase) {
+            break;
+        }
+        uz_cqe_to_host(c);
+        out[got] = *c;
+    }
+    if (got) {
+        cq->ci = (cq->ci + got) & UZ_DB_CI_MASK;
+        uz_ring(&cq->n->d, cq->db, cq->ci);
+    }
+    return got;
 }
 
 static inline void uz_cq_wait(UzCq *cq, struct uz_cqe *cqe)
@@ -408,8 +474,8 @@ static inline void uz_cq_assert_empty(UzCq *cq, int polls)
 
     for (i = 0; i < polls; i++) {
         if (uz_cq_poll(cq, &cqe)) {
-            g_error("uz%d: unexpected CQE on CQ %u: wr_id %#" PRIx64
-                    " opcode %#x status %u", cq->n->idx, cq->cqn,
+            g_error("uz%d: unexpected CQE on CQ %u: wr_id 0x%" PRIx64
+                    " opcode 0x%x status %u", cq->n->idx, cq->cqn,
                     cqe.wr_id, cqe.opcode, cqe.status);
         }
         uz_poll_pause(&cq->n->d);
@@ -437,6 +503,81 @@ static inline void uz_cqe_expect(const struct uz_cqe *c, uint64_t wr_id,
     g_assert_cmpint(c->pkey_index, ==, 0);
     g_assert_cmpint(c->reserved_8, ==, 0);
     g_assert_cmphex(c->flags & ~UZ_CQE_PHASE, ==, 0);
+}
+
+/* A successful send-side CQE: RC has no immediate, no flags, no src_qp. */
+static inline void uz_expect_sq(const struct uz_cqe *c, uint64_t wr_id,
+                                uint8_t op, UzQp *qp, uint32_t byte_len)
+{
+    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qp->qpn);
+    g_assert_cmpuint(c->byte_len, ==, byte_len);
+    g_assert_cmphex(c->wc_flags, ==, 0);
+    g_assert_cmphex(c->imm_data, ==, 0);
+    g_assert_cmpuint(c->src_qp, ==, 0);
+}
+
+/* A successful receive CQE; imm_data is checked with UZ_WC_F_IMM only. */
+static inline void uz_expect_rq(const struct uz_cqe *c, uint64_t wr_id,
+                                uint8_t op, uint32_t qpn, uint32_t byte_len,
+                                uint8_t wc_flags, uint32_t imm,
+                                uint32_t src_qp)
+{
+    uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qpn);
+    g_assert_cmpuint(c->byte_len, ==, byte_len);
+    g_assert_cmphex(c->wc_flags, ==, wc_flags);
+    g_assert_cmphex(c->imm_data, ==, (wc_flags & UZ_WC_F_IMM) ? imm : 0);
+    g_assert_cmpuint(c->src_qp, ==, src_qp);
+}
+
+/* An RC error or flush CQE: no flags, no immediate, no src_qp. */
+static inline void uz_expect_err(const struct uz_cqe *c, uint64_t wr_id,
+                                 uint8_t op, uint8_t status, uint8_t verr,
+                                 UzQp *qp)
+{
+    uz_cqe_expect(c, wr_id, op, status, verr, qp->qpn);
+    g_assert_cmphex(c->wc_flags, ==, 0);
+    g_assert_cmphex(c->imm_data, ==, 0);
+    g_assert_cmpuint(c->src_qp, ==, 0);
+}
+
+/* Wait for the next send CQE of @qp and check it: uz_expect_sq(). */
+static inline void uz_sq_done(UzQp *qp, uint64_t wr_id, uint8_t op,
+                              uint32_t byte_len)
+{
+    struct uz_cqe c;
+
+    uz_cq_wait(qp->scq, &c);
+    uz_expect_sq(&c, wr_id, op, qp, byte_len);
+}
+
+/* Wait for the next RC receive CQE of @qp and check it: uz_expect_rq(). */
+static inline void uz_rq_done(UzQp *qp, uint64_t wr_id, uint8_t op,
+                              uint32_t byte_len, uint8_t wc_flags,
+                              uint32_t imm)
+{
+    struct uz_cqe c;
+
+    uz_cq_wait(qp->rcq, &c);
+    uz_expect_rq(&c, wr_id, op, qp->qpn, byte_len, wc_flags, imm, 0);
+}
+
+/* Wait for the next send CQE of @qp and check it: uz_expect_err(). */
+static inline void uz_sq_err(UzQp *qp, uint64_t wr_id, uint8_t op,
+                             uint8_t status, uint8_t verr)
+{
+    struct uz_cqe c;
+
+    uz_cq_wait(qp->scq, &c);
+    uz_expect_err(&c, wr_id, op, status, verr, qp);
+}
+
+/* Wait for the next receive CQE of @qp: receive WQE @wr_id flushed. */
+static inline void uz_rq_flushed(UzQp *qp, uint64_t wr_id)
+{
+    struct uz_cqe c;
+
+    uz_cq_wait(qp->rcq, &c);
+    uz_expect_err(&c, wr_id, UZ_WC_RECV, UZ_WC_STATUS_WR_FLUSH_ERR, 0, qp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -503,14 +644,21 @@ static inline UzMr *uz_mr_reg_full(UzNode *n, uint32_t pdn, uint64_t iova,
     return mr;
 }
 
-/* An MR in the node's PD at the next free, page-aligned iova. */
-static inline UzMr *uz_mr_reg(UzNode *n, uint64_t len, uint32_t access)
+/* An MR in PD @pdn at the next free, page-aligned iova. */
+static inline UzMr *uz_mr_reg_pd(UzNode *n, uint32_t pdn, uint64_t len,
+                                 uint32_t access)
 {
     uint64_t iova = n->next_iova;
 
     /* Leave unmapped pages between MRs. */
     n->next_iova += ROUND_UP(len, UZ_PAGE_SIZE) + 16 * UZ_PAGE_SIZE;
-    return uz_mr_reg_full(n, n->pdn, iova, len, access);
+    return uz_mr_reg_full(n, pdn, iova, len, access);
+}
+
+/* An MR in the node's PD at the next free, page-aligned iova. */
+static inline UzMr *uz_mr_reg(UzNode *n, uint64_t len, uint32_t access)
+{
+    return uz_mr_reg_pd(n, n->pdn, len, access);
 }
 
 /* A DMA MR (UZ_MR_F_DMA): iova = guest physical address, no page list. */
@@ -540,7 +688,7 @@ static inline UzMr *uz_mr_by_key(UzNode *n, uint32_t key)
             return mr;
         }
     }
-    g_error("uz%d: no MR with key %#x", n->idx, key);
+    g_error("uz%d: no MR with key 0x%x", n->idx, key);
 }
 
 /* Point page @k of the MR at @gpa, in the device's page list too. */
@@ -644,6 +792,57 @@ static inline void uz_sges_write(UzNode *n, const UzSge *sge, int nsge,
         uz_mr_write(mr, sge[i].addr - mr->iova, data, sge[i].length);
         data += sge[i].length;
     }
+}
+
+/* Fill @buf with @len pseudo-random bytes, a sequence that @seed picks. */
+static inline void uz_pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+    uint32_t x = (seed * 2654435761u + 0x9e3779b9u) | 1;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = x >> 24;
+    }
+}
+
+/* The @len bytes at @got are @want; names the first byte that is not. */
+static inline void uz_assert_bytes(const uint8_t *got, const uint8_t *want,
+                                   size_t len, const char *what)
+{
+    size_t i;
+
+    if (!len || !memcmp(got, want, len)) {
+        return;
+    }
+    for (i = 0; i < len; i++) {
+        if (got[i] != want[i]) {
+            g_error("%s: byte %zu of %zu is 0x%x, expected 0x%x", what, i,
+                    len, got[i], want[i]);
+        }
+    }
+}
+
+/* The @len bytes at @off of @mr are @want. */
+static inline void uz_assert_mr(UzMr *mr, uint64_t off, const uint8_t *want,
+                                size_t len, const char *what)
+{
+    g_autofree uint8_t *got = g_malloc(len + 1);
+
+    uz_mr_read(mr, off, got, len);
+    uz_assert_bytes(got, want, len, what);
+}
+
+/* The @len bytes at @off of @mr all are @byte. */
+static inline void uz_assert_mr_fill(UzMr *mr, uint64_t off, uint8_t byte,
+                                     size_t len, const char *what)
+{
+    g_autofree uint8_t *want = g_malloc(len + 1);
+
+    memset(want, byte, len);
+    uz_assert_mr(mr, off, want, len, what);
 }
 
 /* UZ_CMD_INVALIDATE_XLAT of [iova, iova + len) of MR @key; 0: whole MR. */
@@ -779,17 +978,23 @@ static inline void uz_qp_set_state(UzQp *qp, uint8_t state)
     }
 }
 
-/* RC RESET -> INIT: every remote access allowed. */
-static inline void uz_rc_init(UzQp *qp)
+/* RC RESET -> INIT with remote rights @access. */
+static inline void uz_rc_init_access(UzQp *qp, uint32_t access)
 {
     struct uz_qp_attr a = {
         .state = UZ_QPS_INIT, .pkey_index = 0, .port = 1,
-        .access_flags = cpu_to_le32(UZ_ACCESS_ALL),
+        .access_flags = cpu_to_le32(access),
     };
 
     g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE |
                                  UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT |
                                  UZ_QP_ATTR_ACCESS, &a), ==, UZ_CMD_OK);
+}
+
+/* RC RESET -> INIT: every remote access allowed. */
+static inline void uz_rc_init(UzQp *qp)
+{
+    uz_rc_init_access(qp, UZ_ACCESS_ALL);
 }
 
 /* RC INIT -> RTR towards @peer, expecting its first PSN @rq_psn. */
@@ -830,18 +1035,28 @@ static inline void uz_rc_rts(UzQp *qp, uint32_t sq_psn, const UzRcOpts *o)
                     UZ_CMD_OK);
 }
 
-/* Connect RC QPs @a and @b, both in RESET; @o NULL: the defaults. */
-static inline void uz_rc_connect(UzQp *a, UzQp *b, const UzRcOpts *o)
+/*
+ * Connect RC QPs @a and @b, both in RESET, @b accepting only the remote
+ * rights @b_access; @o NULL: the defaults.
+ */
+static inline void uz_rc_connect_access(UzQp *a, UzQp *b, uint32_t b_access,
+                                        const UzRcOpts *o)
 {
     static const UzRcOpts defaults = UZ_RC_OPTS_DEFAULT;
 
     o = o ? o : &defaults;
     uz_rc_init(a);
-    uz_rc_init(b);
+    uz_rc_init_access(b, b_access);
     uz_rc_rtr(a, b, o->psn[1], o);
     uz_rc_rtr(b, a, o->psn[0], o);
     uz_rc_rts(a, o->psn[0], o);
     uz_rc_rts(b, o->psn[1], o);
+}
+
+/* Connect RC QPs @a and @b, both in RESET; @o NULL: the defaults. */
+static inline void uz_rc_connect(UzQp *a, UzQp *b, const UzRcOpts *o)
+{
+    uz_rc_connect_access(a, b, UZ_ACCESS_ALL, o);
 }
 
 /* UD or GSI RESET -> INIT -> RTR -> RTS with Q_Key @qkey. */
@@ -886,6 +1101,29 @@ static inline bool uz_wr_is_atomic(uint8_t opcode)
 {
     return opcode == UZ_WR_ATOMIC_CMP_SWP ||
            opcode == UZ_WR_ATOMIC_FETCH_ADD;
+}
+
+/* The CQE opcode of a send work request (8.5, 8.9). */
+static inline uint8_t uz_wc_opcode(uint8_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case UZ_WR_RDMA_WRITE:
+    case UZ_WR_RDMA_WRITE_IMM:
+        return UZ_WC_RDMA_WRITE;
+    case UZ_WR_RDMA_READ:
+        return UZ_WC_RDMA_READ;
+    case UZ_WR_ATOMIC_CMP_SWP:
+        return UZ_WC_COMP_SWAP;
+    case UZ_WR_ATOMIC_FETCH_ADD:
+        return UZ_WC_FETCH_ADD;
+    case UZ_WR_CRW:
+        return UZ_WC_CRW;
+    case UZ_WR_STCRW:
+        return UZ_WC_STCRW;
+    default:
+        /* SEND, SEND_IMM, SEND_INV; an unknown opcode flushes as SEND. */
+        return UZ_WC_SEND;
+    }
 }
 
 /*

@@ -7,13 +7,8 @@
  * a bit flipped, cut short, or with headers that make no sense.  Every
  * bad frame must be dropped and counted, and the QP must keep working.
  */
-#include <sys/socket.h>
 #include "uzura-verbs.h"
-
-#define OFF_IP      14
-#define OFF_UDP     34
-#define OFF_BTH     42
-#define MAX_FRAME   9100
+#include "uzura-wire.h"
 
 typedef struct Wire {
     UzMachine m;
@@ -23,62 +18,14 @@ typedef struct Wire {
     int sock;                   /* our end of the hub's socket port */
 } Wire;
 
-typedef struct Frame {
-    uint8_t data[MAX_FRAME];
-    size_t len;
-} Frame;
-
-/* CRC-32 of IEEE 802.3, as zlib's crc32() computes it. */
-static uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n)
+static void fix_icrc(UzFrame *fr)
 {
-    int k;
-
-    crc = ~crc;
-    while (n--) {
-        crc ^= *p++;
-        for (k = 0; k < 8; k++) {
-            crc = (crc & 1) ? (crc >> 1) ^ 0xedb88320u : crc >> 1;
-        }
-    }
-    return ~crc;
-}
-
-/* The ICRC of spec 9.7, computed independently of the device. */
-static uint32_t icrc(const uint8_t *f, size_t len)
-{
-    static const uint8_t ones[8] = {
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-    };
-    uint8_t pseudo[40];
-    uint32_t crc;
-
-    memcpy(pseudo, f + OFF_IP, sizeof(pseudo));
-    pseudo[1] = 0xff;
-    pseudo[8] = 0xff;
-    pseudo[10] = pseudo[11] = 0xff;
-    pseudo[26] = pseudo[27] = 0xff;
-    pseudo[32] = 0xff;
-    crc = crc32_ieee(0, ones, sizeof(ones));
-    crc = crc32_ieee(crc, pseudo, sizeof(pseudo));
-    return crc32_ieee(crc, f + OFF_BTH + 12, len - 4 - OFF_BTH - 12);
-}
-
-static void fix_icrc(Frame *fr)
-{
-    stl_le_p(fr->data + fr->len - 4, icrc(fr->data, fr->len));
+    stl_le_p(fr->data + fr->len - 4, uz_icrc(fr->data, fr->len));
 }
 
 static void wire_start(Wire *w)
 {
-    int sv[2];
-    g_autofree char *extra = NULL;
-
-    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
-    extra = g_strdup_printf("-netdev socket,fd=%d,id=ws "
-                            "-netdev hubport,id=hw,hubid=0,netdev=ws", sv[1]);
-    uz_machine_start(&w->m, 2, extra);
-    close(sv[1]);
-    w->sock = sv[0];
+    w->sock = uz_wire_machine_start(&w->m, 2, NULL);
     uz_node_start(&w->a, &w->m, 0);
     uz_node_start(&w->b, &w->m, 1);
     w->qa = uz_qp_create(&w->a, UZ_QPT_RC, NULL, NULL, NULL, 0);
@@ -96,43 +43,6 @@ static void wire_stop(Wire *w)
     uz_machine_stop(&w->m);
 }
 
-/* Next frame the hub sent us, or false when none came in a while. */
-static bool wire_recv(Wire *w, Frame *fr)
-{
-    uint8_t hdr[4];
-    size_t got = 0, want = 4;
-    uint8_t *dst = hdr;
-    int i;
-
-    for (i = 0; i < 2000; i++) {
-        ssize_t n = recv(w->sock, dst + got, want - got, MSG_DONTWAIT);
-
-        if (n > 0) {
-            got += n;
-            if (got < want) {
-                continue;
-            }
-            if (dst == hdr) {
-                fr->len = ldl_be_p(hdr);
-                g_assert_cmpint(fr->len, <=, MAX_FRAME);
-                dst = fr->data;
-                want = fr->len;
-                got = 0;
-                if (want) {
-                    continue;
-                }
-            }
-            return true;
-        }
-        if (dst == hdr && !got && i > 200) {
-            return false;
-        }
-        uz_poll_pause(&w->a.d);
-    }
-    g_assert(dst == hdr && !got);
-    return false;
-}
-
 static void wire_send(Wire *w, const uint8_t *data, size_t len)
 {
     uint8_t hdr[4];
@@ -144,27 +54,17 @@ static void wire_send(Wire *w, const uint8_t *data, size_t len)
 }
 
 /* The first RoCE frame on the link with BTH opcode @op. */
-static void wire_capture(Wire *w, uint8_t op, Frame *out)
+static void wire_capture(Wire *w, uint8_t op, UzFrame *out)
 {
-    Frame fr;
+    UzFrame fr;
 
-    while (wire_recv(w, &fr)) {
-        if (fr.len > OFF_BTH && lduw_be_p(fr.data + OFF_UDP + 2) == 4791 &&
-            fr.data[OFF_BTH] == op) {
+    while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
+        if (uz_frame_is_roce(&fr) && fr.data[UZ_OFF_BTH] == op) {
             *out = fr;
             return;
         }
     }
     g_error("no frame with opcode 0x%02x on the link", op);
-}
-
-static void wire_drain(Wire *w)
-{
-    Frame fr;
-
-    while (wire_recv(w, &fr)) {
-        continue;
-    }
 }
 
 /* An RDMA WRITE of @len bytes of @byte from a to b at offset @off. */
@@ -191,18 +91,6 @@ static void expect_write_done(Wire *w, uint64_t wr_id)
                   w->qa->qpn);
 }
 
-/* Every byte of b's MR at [off, off + len) is @byte. */
-static void expect_bytes(Wire *w, uint32_t off, uint32_t len, uint8_t byte)
-{
-    g_autofree uint8_t *buf = g_malloc(len);
-    uint32_t i;
-
-    uz_mr_read(w->mb, off, buf, len);
-    for (i = 0; i < len; i++) {
-        g_assert_cmphex(buf[i], ==, byte);
-    }
-}
-
 /*
  * The frames the NIC sends are RoCEv2 as the spec says: addresses,
  * lengths, IPv4 checksum, BTH, RETH, pad and an ICRC that an independent
@@ -211,7 +99,7 @@ static void expect_bytes(Wire *w, uint32_t off, uint32_t len, uint8_t byte)
 static void test_frame_format(void)
 {
     Wire w;
-    Frame req, ack;
+    UzFrame req, ack;
     uint8_t mac_a[6], mac_b[6], ip_a[4], ip_b[4];
     uint32_t sum = 0;
     int i;
@@ -230,50 +118,51 @@ static void test_frame_format(void)
     g_assert(!memcmp(req.data, mac_b, 6));
     g_assert(!memcmp(req.data + 6, mac_a, 6));
     g_assert_cmphex(lduw_be_p(req.data + 12), ==, 0x0800);
-    g_assert_cmphex(req.data[OFF_IP], ==, 0x45);
-    g_assert_cmpint(lduw_be_p(req.data + OFF_IP + 2), ==, req.len - OFF_IP);
-    g_assert_cmphex(req.data[OFF_IP + 9], ==, 17);
-    g_assert(!memcmp(req.data + OFF_IP + 12, ip_a, 4));
-    g_assert(!memcmp(req.data + OFF_IP + 16, ip_b, 4));
+    g_assert_cmphex(req.data[UZ_OFF_IP], ==, 0x45);
+    g_assert_cmpint(lduw_be_p(req.data + UZ_OFF_IP + 2), ==,
+                    req.len - UZ_OFF_IP);
+    g_assert_cmphex(req.data[UZ_OFF_IP + 9], ==, 17);
+    g_assert(!memcmp(req.data + UZ_OFF_IP + 12, ip_a, 4));
+    g_assert(!memcmp(req.data + UZ_OFF_IP + 16, ip_b, 4));
     for (i = 0; i < 20; i += 2) {
-        sum += lduw_be_p(req.data + OFF_IP + i);
+        sum += lduw_be_p(req.data + UZ_OFF_IP + i);
     }
     while (sum >> 16) {
         sum = (sum & 0xffff) + (sum >> 16);
     }
     g_assert_cmphex(sum, ==, 0xffff);
-    g_assert_cmpint(lduw_be_p(req.data + OFF_UDP + 2), ==, UZ_ROCE_UDP_PORT);
-    g_assert_cmpint(lduw_be_p(req.data + OFF_UDP + 4), ==,
-                    req.len - OFF_UDP);
+    g_assert_cmpint(lduw_be_p(req.data + UZ_OFF_UDP + 2), ==, UZ_ROCE_UDP_PORT);
+    g_assert_cmpint(lduw_be_p(req.data + UZ_OFF_UDP + 4), ==,
+                    req.len - UZ_OFF_UDP);
 
     /* BTH: opcode, pad 3, P_Key, destination QP, AckReq, PSN */
-    g_assert_cmphex(req.data[OFF_BTH + 1], ==, 3 << 4);
-    g_assert_cmphex(lduw_be_p(req.data + OFF_BTH + 2), ==, 0xffff);
-    g_assert_cmpint(ldl_be_p(req.data + OFF_BTH + 4), ==, w.qb->qpn);
-    g_assert_cmphex(req.data[OFF_BTH + 8], ==, 0x80);
-    g_assert_cmphex(ldl_be_p(req.data + OFF_BTH + 8) & 0xffffff, ==,
+    g_assert_cmphex(req.data[UZ_OFF_BTH + 1], ==, 3 << 4);
+    g_assert_cmphex(lduw_be_p(req.data + UZ_OFF_BTH + 2), ==, 0xffff);
+    g_assert_cmpint(ldl_be_p(req.data + UZ_OFF_BTH + 4), ==, w.qb->qpn);
+    g_assert_cmphex(req.data[UZ_OFF_BTH + 8], ==, 0x80);
+    g_assert_cmphex(ldl_be_p(req.data + UZ_OFF_BTH + 8) & 0xffffff, ==,
                     0xfffffa);
     /* RETH, 13 bytes of payload, 3 of pad, ICRC */
-    g_assert_cmphex(ldq_be_p(req.data + OFF_BTH + 12), ==,
+    g_assert_cmphex(ldq_be_p(req.data + UZ_OFF_BTH + 12), ==,
                     uz_mr_va(w.mb, 64));
-    g_assert_cmphex((uint32_t)ldl_be_p(req.data + OFF_BTH + 20), ==,
+    g_assert_cmphex((uint32_t)ldl_be_p(req.data + UZ_OFF_BTH + 20), ==,
                     w.mb->key);
-    g_assert_cmpint(ldl_be_p(req.data + OFF_BTH + 24), ==, 13);
-    g_assert_cmpint(req.len, ==, OFF_BTH + 12 + 16 + 16 + 4);
-    g_assert_cmphex(req.data[OFF_BTH + 28], ==, 0xab);
+    g_assert_cmpint(ldl_be_p(req.data + UZ_OFF_BTH + 24), ==, 13);
+    g_assert_cmpint(req.len, ==, UZ_OFF_BTH + 12 + 16 + 16 + 4);
+    g_assert_cmphex(req.data[UZ_OFF_BTH + 28], ==, 0xab);
     g_assert_cmphex((uint32_t)ldl_le_p(req.data + req.len - 4), ==,
-                    icrc(req.data, req.len));
+                    uz_icrc(req.data, req.len));
 
     /* The ACK: AETH with an ACK syndrome for the same PSN */
     g_assert(!memcmp(ack.data, mac_a, 6));
-    g_assert_cmpint(ldl_be_p(ack.data + OFF_BTH + 4), ==, w.qa->qpn);
-    g_assert_cmphex(ldl_be_p(ack.data + OFF_BTH + 8) & 0xffffff, ==,
+    g_assert_cmpint(ldl_be_p(ack.data + UZ_OFF_BTH + 4), ==, w.qa->qpn);
+    g_assert_cmphex(ldl_be_p(ack.data + UZ_OFF_BTH + 8) & 0xffffff, ==,
                     0xfffffa);
-    g_assert_cmphex(ack.data[OFF_BTH + 12] & UZ_AETH_TYPE_MASK, ==,
+    g_assert_cmphex(ack.data[UZ_OFF_BTH + 12] & UZ_AETH_TYPE_MASK, ==,
                     UZ_AETH_ACK);
-    g_assert_cmpint(ack.len, ==, OFF_BTH + 12 + 4 + 4);
+    g_assert_cmpint(ack.len, ==, UZ_OFF_BTH + 12 + 4 + 4);
     g_assert_cmphex((uint32_t)ldl_le_p(ack.data + ack.len - 4), ==,
-                    icrc(ack.data, ack.len));
+                    uz_icrc(ack.data, ack.len));
     wire_stop(&w);
 }
 
@@ -285,7 +174,7 @@ static void test_frame_format(void)
 static void test_bad_frames(void)
 {
     Wire w;
-    Frame req, bad;
+    UzFrame req, bad;
     uint64_t icrc_err, malformed, no_qp, dups;
     GRand *rnd = g_rand_new_with_seed(4791);
     int i;
@@ -294,7 +183,7 @@ static void test_bad_frames(void)
     post_write(&w, 1, 0, 100, 0x11);
     wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &req);
     expect_write_done(&w, 1);
-    wire_drain(&w);
+    uz_wire_drain(w.sock, &w.a.d);
     /* Memory changes after the write: a replay must not undo this. */
     uz_mr_fill(w.mb, 0, 0x22, 100);
 
@@ -302,36 +191,36 @@ static void test_bad_frames(void)
     wire_send(&w, req.data, req.len);
     g_assert_cmpint(uz_counter_wait(&w.b, "duplicates", dups + 1), ==,
                     dups + 1);
-    expect_bytes(&w, 0, 100, 0x22);
+    uz_assert_mr_fill(w.mb, 0, 0x22, 100, "after the duplicate");
 
     /* A flipped payload bit: the ICRC catches it. */
     icrc_err = uz_counter(&w.m, 1, "icrc_errors");
     bad = req;
-    bad.data[OFF_BTH + 28 + 7] ^= 0x10;
+    bad.data[UZ_OFF_BTH + 28 + 7] ^= 0x10;
     wire_send(&w, bad.data, bad.len);
     g_assert_cmpint(uz_counter_wait(&w.b, "icrc_errors", icrc_err + 1), ==,
                     icrc_err + 1);
 
     /* Cut short: the IPv4 length runs past the frame. */
     malformed = uz_counter(&w.m, 1, "rx_malformed");
-    wire_send(&w, req.data, OFF_BTH + 20);
+    wire_send(&w, req.data, UZ_OFF_BTH + 20);
     /* An IPv4 header checksum that is wrong. */
     bad = req;
-    bad.data[OFF_IP + 8] ^= 1;
+    bad.data[UZ_OFF_IP + 8] ^= 1;
     wire_send(&w, bad.data, bad.len);
     /* An opcode no one speaks (UC SEND Only), with a good ICRC. */
     bad = req;
-    bad.data[OFF_BTH] = 0x24;
+    bad.data[UZ_OFF_BTH] = 0x24;
     fix_icrc(&bad);
     wire_send(&w, bad.data, bad.len);
     /* A P_Key other than the default, with a good ICRC. */
     bad = req;
-    bad.data[OFF_BTH + 3] = 0x01;
+    bad.data[UZ_OFF_BTH + 3] = 0x01;
     fix_icrc(&bad);
     wire_send(&w, bad.data, bad.len);
     /* An ACK with a payload: the length does not fit the opcode. */
     bad = req;
-    bad.data[OFF_BTH] = UZ_BTH_OP_ACK;
+    bad.data[UZ_OFF_BTH] = UZ_BTH_OP_ACK;
     fix_icrc(&bad);
     wire_send(&w, bad.data, bad.len);
     g_assert_cmpint(uz_counter_wait(&w.b, "rx_malformed", malformed + 5), ==,
@@ -340,7 +229,7 @@ static void test_bad_frames(void)
     /* A QP that does not exist. */
     no_qp = uz_counter(&w.m, 1, "rx_no_qp");
     bad = req;
-    stl_be_p(bad.data + OFF_BTH + 4, 0x00abcdef);
+    stl_be_p(bad.data + UZ_OFF_BTH + 4, 0x00abcdef);
     fix_icrc(&bad);
     wire_send(&w, bad.data, bad.len);
     g_assert_cmpint(uz_counter_wait(&w.b, "rx_no_qp", no_qp + 1), ==,
@@ -351,38 +240,38 @@ static void test_bad_frames(void)
      * without a correct ICRC: nothing may crash, hang or write memory.
      */
     for (i = 0; i < 300; i++) {
-        uint32_t j, len = OFF_BTH + g_rand_int_range(rnd, 0, 200);
+        uint32_t j, len = UZ_OFF_BTH + g_rand_int_range(rnd, 0, 200);
 
         bad = req;
-        for (j = OFF_BTH; j < len; j++) {
+        for (j = UZ_OFF_BTH; j < len; j++) {
             bad.data[j] = g_rand_int(rnd);
         }
         if (g_rand_boolean(rnd)) {
-            stl_be_p(bad.data + OFF_BTH + 4, w.qb->qpn);
+            stl_be_p(bad.data + UZ_OFF_BTH + 4, w.qb->qpn);
         }
-        stw_be_p(bad.data + OFF_IP + 2, len - OFF_IP);
-        stw_be_p(bad.data + OFF_UDP + 4, len - OFF_UDP);
-        stw_be_p(bad.data + OFF_IP + 10, 0);
+        stw_be_p(bad.data + UZ_OFF_IP + 2, len - UZ_OFF_IP);
+        stw_be_p(bad.data + UZ_OFF_UDP + 4, len - UZ_OFF_UDP);
+        stw_be_p(bad.data + UZ_OFF_IP + 10, 0);
         {
             uint32_t sum = 0;
             int k;
 
             for (k = 0; k < 20; k += 2) {
-                sum += lduw_be_p(bad.data + OFF_IP + k);
+                sum += lduw_be_p(bad.data + UZ_OFF_IP + k);
             }
             while (sum >> 16) {
                 sum = (sum & 0xffff) + (sum >> 16);
             }
-            stw_be_p(bad.data + OFF_IP + 10, ~sum);
+            stw_be_p(bad.data + UZ_OFF_IP + 10, ~sum);
         }
         bad.len = len;
-        if (len >= OFF_BTH + 16 && g_rand_boolean(rnd)) {
+        if (len >= UZ_OFF_BTH + 16 && g_rand_boolean(rnd)) {
             fix_icrc(&bad);
         }
         wire_send(&w, bad.data, bad.len);
     }
-    wire_drain(&w);
-    expect_bytes(&w, 0, 100, 0x22);
+    uz_wire_drain(w.sock, &w.a.d);
+    uz_assert_mr_fill(w.mb, 0, 0x22, 100, "after the garbage");
     g_assert_cmpint(uz_counter(&w.m, 1, "rx_malformed") +
                     uz_counter(&w.m, 1, "icrc_errors") +
                     uz_counter(&w.m, 1, "rx_no_qp") +
@@ -398,7 +287,7 @@ static void test_bad_frames(void)
     uz_rc_connect(w.qa, w.qb, NULL);
     post_write(&w, 2, 200, 3000, 0x33);
     expect_write_done(&w, 2);
-    expect_bytes(&w, 200, 3000, 0x33);
+    uz_assert_mr_fill(w.mb, 200, 0x33, 3000, "a fresh pair's WRITE");
     g_rand_free(rnd);
     wire_stop(&w);
 }
@@ -411,7 +300,7 @@ static void test_bad_frames(void)
 static void test_sequence_nak(void)
 {
     Wire w;
-    Frame req, nak, ahead;
+    UzFrame req, nak, ahead;
     uint64_t naks;
     uint32_t psn;
 
@@ -419,30 +308,30 @@ static void test_sequence_nak(void)
     post_write(&w, 1, 0, 64, 0x11);
     wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &req);
     expect_write_done(&w, 1);
-    wire_drain(&w);
-    psn = ldl_be_p(req.data + OFF_BTH + 8) & 0xffffff;
+    uz_wire_drain(w.sock, &w.a.d);
+    psn = ldl_be_p(req.data + UZ_OFF_BTH + 8) & 0xffffff;
 
     naks = uz_counter(&w.m, 1, "nak_seq_sent");
     ahead = req;
-    stl_be_p(ahead.data + OFF_BTH + 8, 0x80000000u | ((psn + 5) & 0xffffff));
-    ahead.data[OFF_BTH + 28] = 0x99;
+    stl_be_p(ahead.data + UZ_OFF_BTH + 8, 0x80000000u | ((psn + 5) & 0xffffff));
+    ahead.data[UZ_OFF_BTH + 28] = 0x99;
     fix_icrc(&ahead);
     wire_send(&w, ahead.data, ahead.len);
     wire_capture(&w, UZ_BTH_OP_ACK, &nak);
-    g_assert_cmphex(nak.data[OFF_BTH + 12], ==, UZ_AETH_NAK_SEQ);
-    g_assert_cmphex(ldl_be_p(nak.data + OFF_BTH + 8) & 0xffffff, ==,
+    g_assert_cmphex(nak.data[UZ_OFF_BTH + 12], ==, UZ_AETH_NAK_SEQ);
+    g_assert_cmphex(ldl_be_p(nak.data + UZ_OFF_BTH + 8) & 0xffffff, ==,
                     (psn + 1) & 0xffffff);
-    stl_be_p(ahead.data + OFF_BTH + 8, 0x80000000u | ((psn + 6) & 0xffffff));
+    stl_be_p(ahead.data + UZ_OFF_BTH + 8, 0x80000000u | ((psn + 6) & 0xffffff));
     fix_icrc(&ahead);
     wire_send(&w, ahead.data, ahead.len);
-    wire_drain(&w);
+    uz_wire_drain(w.sock, &w.a.d);
     g_assert_cmpint(uz_counter(&w.m, 1, "nak_seq_sent"), ==, naks + 1);
-    expect_bytes(&w, 0, 64, 0x11);
+    uz_assert_mr_fill(w.mb, 0, 0x11, 64, "after the request ahead");
 
     /* The QP is fine: the next real request has the expected PSN. */
     post_write(&w, 2, 0, 64, 0x22);
     expect_write_done(&w, 2);
-    expect_bytes(&w, 0, 64, 0x22);
+    uz_assert_mr_fill(w.mb, 0, 0x22, 64, "the next request");
     wire_stop(&w);
 }
 

@@ -67,19 +67,6 @@ static void expect_gpa_bytes(Xlat *t, uint64_t gpa, uint32_t len,
     }
 }
 
-/* Through the test's own copy of the page list. */
-static void expect_mr_bytes(UzMr *mr, uint64_t off, uint32_t len,
-                            uint8_t byte)
-{
-    g_autofree uint8_t *buf = g_malloc(len);
-    uint32_t i;
-
-    uz_mr_read(mr, off, buf, len);
-    for (i = 0; i < len; i++) {
-        g_assert_cmphex(buf[i], ==, byte);
-    }
-}
-
 typedef struct Counts {
     uint64_t hits, misses, evictions;
 } Counts;
@@ -115,7 +102,7 @@ static void test_cache_counters(void)
     g_assert_cmpint(c1.misses - c0.misses, ==, 64);
     g_assert_cmpint(c1.hits - c0.hits, ==, 3 * 64);
     g_assert_cmpint(c1.evictions - c0.evictions, ==, 64 - 16);
-    expect_mr_bytes(dst, 0, len, 0x5a);
+    uz_assert_mr_fill(dst, 0, 0x5a, len, "the first pass");
 
     xlat_write(&t, dst, 0, len, 0xa5);
     c2 = xlat_counts(&t);
@@ -129,7 +116,7 @@ static void test_cache_counters(void)
     c3 = xlat_counts(&t);
     g_assert_cmpint(c3.misses - c2.misses, <=, 1);
     g_assert_cmpint(c3.hits - c2.hits, >=, 7);
-    expect_mr_bytes(dst, 5 * UZ_PAGE_SIZE, 512, 7);
+    uz_assert_mr_fill(dst, 5 * UZ_PAGE_SIZE, 7, 512, "the page written again");
     xlat_stop(&t);
 
     /* The default cache (4096 entries) holds all 64 pages. */
@@ -142,7 +129,7 @@ static void test_cache_counters(void)
     g_assert_cmpint(c2.misses, ==, c1.misses);
     g_assert_cmpint(c2.hits - c1.hits, ==, 4 * 64);
     g_assert_cmpint(c2.evictions, ==, c1.evictions);
-    expect_mr_bytes(dst, 0, len, 0xa5);
+    uz_assert_mr_fill(dst, 0, 0xa5, len, "the second pass");
     xlat_stop(&t);
 }
 
@@ -229,8 +216,8 @@ static void test_reregister(void)
                             UZ_ACCESS_ALL);
     g_assert_cmpint(UZ_KEY_INDEX(second->key), ==, UZ_KEY_INDEX(first->key));
     xlat_write(&t, second, 0, 2 * UZ_PAGE_SIZE, 0x55);
-    expect_mr_bytes(second, 0, 2 * UZ_PAGE_SIZE, 0x55);
-    expect_mr_bytes(first, 0, 2 * UZ_PAGE_SIZE, 0x44);
+    uz_assert_mr_fill(second, 0, 0x55, 2 * UZ_PAGE_SIZE, "the new MR");
+    uz_assert_mr_fill(first, 0, 0x44, 2 * UZ_PAGE_SIZE, "the old MR");
     xlat_stop(&t);
 }
 

@@ -131,6 +131,7 @@ typedef struct UzuraCounters {
 typedef struct UzuraFaultFrame UzuraFaultFrame;
 
 #define UZ_FAULT_DELAY_MAX_US   1000000
+#define UZ_FAULT_QUEUE_MAX      4096    /* delayed frames, then drops */
 
 /* The fault injector's settings (device properties) and state. */
 typedef struct UzuraFault {
@@ -141,7 +142,8 @@ typedef struct UzuraFault {
     uint32_t delay_us;          /* every frame, microseconds */
     uint64_t seed;
     uint64_t rng;
-    QTAILQ_HEAD(, UzuraFaultFrame) queue;   /* delayed or held back */
+    QTAILQ_HEAD(, UzuraFaultFrame) queue;   /* delayed, in order */
+    uint32_t queued;            /* frames in the queue */
     UzuraFaultFrame *held;      /* reordered, waits to be overtaken */
     QEMUTimer *timer;
 } UzuraFault;
@@ -281,13 +283,12 @@ bool uzura_eth_can_receive(UzuraCore *core);
 ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 
 /* uzura-fault.c */
-void uzura_link_send(UzuraCore *core, uint8_t *buf, size_t len);
+void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len);
 void uzura_fault_init(UzuraCore *core);
 void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
 void uzura_fault_set_seed(UzuraFault *f, uint64_t seed);
 void uzura_fault_reseed(UzuraCore *core, uint64_t seed);
-void uzura_fault_timer(void *opaque);
 
 /* The work bottom half: everything a data doorbell asked for. */
 void uzura_work_bh(void *opaque);

@@ -31,7 +31,12 @@ static UzuraCrw *uzura_crw_table(UzuraCore *core, UzuraQp *qp)
     return x->crw;
 }
 
-/* The entry holding @tag, or -1; and a free entry in *free_e, or -1. */
+/*
+ * The entry holding @tag, or -1; and a free entry in *free_e, or -1.  A
+ * CRW whose write has started no longer holds its tag (the entry only
+ * keeps the WQE for retransmission): the peer, which may have seen the
+ * write land before its ACK got here, can offer the tag again at once.
+ */
 static int32_t uzura_crw_find(UzuraCore *core, UzuraQp *qp, uint64_t tag,
                               int32_t *free_e)
 {
@@ -44,7 +49,7 @@ static int32_t uzura_crw_find(UzuraCore *core, UzuraQp *qp, uint64_t tag,
             if (*free_e < 0) {
                 *free_e = i;
             }
-        } else if (t[i].tag == tag) {
+        } else if (t[i].tag == tag && t[i].state != UZ_CRW_SENDING) {
             return i;
         }
     }
@@ -67,7 +72,8 @@ static void uzura_crw_make_ready(UzuraCore *core, UzuraQp *qp, int32_t e)
  * on success *entry is the entry.
  */
 uint8_t uzura_crw_park(UzuraCore *core, UzuraQp *qp, const UzuraSendWr *wr,
-                       bool signaled, int32_t *entry, uint8_t *verr)
+                       uint32_t sq_idx, bool signaled, int32_t *entry,
+                       uint8_t *verr)
 {
     UzuraXfer *x = qp->x;
     uint64_t tag = wr->h.crw.tag;
@@ -87,10 +93,10 @@ uint8_t uzura_crw_park(UzuraCore *core, UzuraQp *qp, const UzuraSendWr *wr,
     if (e < 0) {
         e = free_e;
         x->crw[e] = (UzuraCrw) { .state = UZ_CRW_PARKED, .tag = tag };
-        x->crw_used++;
         core->counters.crw_parked++;
     }
     x->crw[e].wr = *wr;
+    x->crw[e].sq_idx = sq_idx;
     x->crw[e].signaled = signaled;
     x->crw[e].in_sq = true;
     trace_uzura_crw_park(x->qpn, tag, e, x->crw[e].state);
@@ -113,7 +119,7 @@ uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 
     e = uzura_crw_find(core, qp, pkt->crw.tag, &free_e);
     if (e >= 0 && x->crw[e].state != UZ_CRW_PARKED) {
-        /* An offer for this tag is already here, or being used. */
+        /* An offer for this tag is already here, or matched. */
         core->counters.crw_errors++;
         return UZ_VERR_CRW_DUP_TAG;
     }
@@ -125,7 +131,6 @@ uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         e = free_e;
         x->crw[e] = (UzuraCrw) { .state = UZ_CRW_OFFERED,
                                  .tag = pkt->crw.tag };
-        x->crw_used++;
         core->counters.crw_offers++;
     }
     x->crw[e].va = pkt->crw.va;
@@ -153,7 +158,7 @@ void uzura_crw_take_ready(UzuraQp *qp)
     uint32_t e = x->crw_ready[x->crw_rhead];
 
     x->crw[e].state = UZ_CRW_SENDING;
-    x->crw_rhead = (x->crw_rhead + 1) % x->core->rdma.lim.max_crw_tags;
+    x->crw_rhead = (x->crw_rhead + 1) % uzura_crw_cap(x->core);
     x->crw_rnum--;
 }
 
@@ -192,14 +197,13 @@ void uzura_crw_unpin(UzuraQp *qp, int32_t e)
 void uzura_crw_release(UzuraQp *qp, int32_t e)
 {
     qp->x->crw[e].state = UZ_CRW_FREE;
-    qp->x->crw_used--;
 }
 
 /*
  * The QP leaves the data path (error, reset, destroy): every CRW the
  * table holds completes with a flush error, unless its SQ WQE is still
- * outstanding (the SQ flush completes that one), and offers are
- * forgotten.
+ * outstanding (that one belongs to the SQ, which flushes it in ERR and
+ * discards it on reset and destroy), and offers are forgotten.
  */
 void uzura_crw_flush(UzuraCore *core, UzuraQp *qp)
 {
@@ -227,7 +231,6 @@ void uzura_crw_flush(UzuraCore *core, UzuraQp *qp)
         }
         c->state = UZ_CRW_FREE;
     }
-    x->crw_used = 0;
     x->crw_rhead = 0;
     x->crw_rnum = 0;
 }

@@ -22,6 +22,7 @@
 typedef struct UzuraFaultFrame {
     QTAILQ_ENTRY(UzuraFaultFrame) next;
     int64_t due;                /* virtual clock, ns */
+    int copies;                 /* 2 when duplicated */
     size_t len;
     uint8_t data[];
 } UzuraFaultFrame;
@@ -61,125 +62,131 @@ void uzura_fault_set_seed(UzuraFault *f, uint64_t seed)
 static bool uzura_fault_active(UzuraFault *f)
 {
     return f->drop > 0 || f->dup > 0 || f->reorder > 0 || f->corrupt > 0 ||
-           f->delay_us || !QTAILQ_EMPTY(&f->queue);
+           f->delay_us || f->held || !QTAILQ_EMPTY(&f->queue);
 }
 
+/* The timer fires for the queue's head or the held frame's deadline. */
 static void uzura_fault_arm(UzuraCore *core)
 {
-    UzuraFaultFrame *fr = QTAILQ_FIRST(&core->fault.queue);
+    UzuraFault *f = &core->fault;
+    UzuraFaultFrame *fr = QTAILQ_FIRST(&f->queue);
+    int64_t when = INT64_MAX;
 
     if (fr) {
-        timer_mod(core->fault.timer, fr->due);
+        when = fr->due;
+    }
+    if (f->held) {
+        when = MIN(when, f->held->due);
+    }
+    if (when == INT64_MAX) {
+        timer_del(f->timer);
     } else {
-        timer_del(core->fault.timer);
+        timer_mod(f->timer, when);
+    }
+}
+
+static UzuraFaultFrame *uzura_fault_copy(const uint8_t *buf, size_t len,
+                                         int copies, int64_t due)
+{
+    UzuraFaultFrame *fr = g_malloc(sizeof(*fr) + len);
+
+    fr->due = due;
+    fr->len = len;
+    fr->copies = copies;
+    memcpy(fr->data, buf, len);
+    return fr;
+}
+
+static void uzura_fault_wire(UzuraCore *core, const uint8_t *buf, size_t len,
+                             int copies)
+{
+    while (copies--) {
+        qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
     }
 }
 
 /*
- * Queue a copy of the frame for @due.  The queue stays sorted by due time
- * (stable), so frames with the same delay keep their order.
+ * Send @copies of a frame now, or after the delay.  The queue is a FIFO:
+ * a frame never leaves before one queued earlier, even when the delay was
+ * lowered in between.  A full queue drops the frame.
  */
-static void uzura_fault_enqueue(UzuraCore *core, const uint8_t *buf,
-                                size_t len, int64_t due)
+static void uzura_fault_out(UzuraCore *core, UzuraFaultFrame *fr,
+                            const uint8_t *buf, size_t len, int copies)
 {
-    UzuraFaultFrame *fr = g_malloc(sizeof(*fr) + len), *it;
+    UzuraFault *f = &core->fault;
+    int64_t due = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  (int64_t)f->delay_us * SCALE_US;
+    UzuraFaultFrame *tail = QTAILQ_LAST(&f->queue);
 
-    fr->due = due;
-    fr->len = len;
-    memcpy(fr->data, buf, len);
-    QTAILQ_FOREACH_REVERSE(it, &core->fault.queue, next) {
-        if (it->due <= due) {
-            QTAILQ_INSERT_AFTER(&core->fault.queue, it, fr, next);
-            goto out;
-        }
+    if (!f->delay_us && !tail) {
+        uzura_fault_wire(core, fr ? fr->data : buf, len, copies);
+        g_free(fr);
+        return;
     }
-    QTAILQ_INSERT_HEAD(&core->fault.queue, fr, next);
-out:
+    if (f->queued >= UZ_FAULT_QUEUE_MAX) {
+        core->counters.fault_drops++;
+        trace_uzura_fault("queue full: drop", len);
+        g_free(fr);
+        return;
+    }
+    if (f->delay_us) {
+        core->counters.fault_delayed++;
+    }
+    if (!fr) {
+        fr = uzura_fault_copy(buf, len, copies, 0);
+    }
+    fr->copies = copies;
+    fr->due = tail ? MAX(due, tail->due) : due;
+    QTAILQ_INSERT_TAIL(&f->queue, fr, next);
+    f->queued++;
     uzura_fault_arm(core);
 }
 
-static void uzura_fault_wire(UzuraCore *core, const uint8_t *buf, size_t len)
+/* The held frame goes out: after the frame that overtook it, or alone. */
+static void uzura_fault_release_held(UzuraCore *core)
 {
-    qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
+    UzuraFaultFrame *h = core->fault.held;
+
+    core->fault.held = NULL;
+    uzura_fault_out(core, h, NULL, h->len, h->copies);
 }
 
 /* Frames whose time has come go on the wire, in queue order. */
-void uzura_fault_timer(void *opaque)
+static void uzura_fault_timer(void *opaque)
 {
     UzuraCore *core = opaque;
+    UzuraFault *f = &core->fault;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     UzuraFaultFrame *fr;
 
-    while ((fr = QTAILQ_FIRST(&core->fault.queue)) && fr->due <= now) {
-        QTAILQ_REMOVE(&core->fault.queue, fr, next);
-        if (fr == core->fault.held) {
-            core->fault.held = NULL;
-        }
+    if (f->held && f->held->due <= now) {
+        uzura_fault_release_held(core);
+    }
+    while ((fr = QTAILQ_FIRST(&f->queue)) && fr->due <= now) {
+        QTAILQ_REMOVE(&f->queue, fr, next);
+        f->queued--;
+        trace_uzura_fault_release(fr->len);
         /* A link that went down meanwhile loses what was in flight. */
         if (uzura_core_link_up(core)) {
-            trace_uzura_fault_release(fr->len);
-            uzura_fault_wire(core, fr->data, fr->len);
+            uzura_fault_wire(core, fr->data, fr->len, fr->copies);
         }
         g_free(fr);
     }
     uzura_fault_arm(core);
 }
 
-/* One copy of a frame past the drop and corrupt decisions. */
-static void uzura_fault_emit(UzuraCore *core, const uint8_t *buf, size_t len,
-                             bool reorder)
-{
-    UzuraFault *f = &core->fault;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    int64_t due = now + (int64_t)f->delay_us * SCALE_US;
-
-    if (reorder) {
-        /*
-         * Held back: the next frame sent passes it.  It goes out right
-         * after that frame, or on its own when none follows in time.
-         */
-        core->counters.fault_reorders++;
-        trace_uzura_fault("reorder", len);
-        uzura_fault_enqueue(core, buf, len, due + UZ_FAULT_REORDER_NS);
-        f->held = QTAILQ_LAST(&core->fault.queue);
-        return;
-    }
-    if (due > now || !QTAILQ_EMPTY(&f->queue)) {
-        if (f->delay_us) {
-            core->counters.fault_delayed++;
-        }
-        uzura_fault_enqueue(core, buf, len, due);
-    } else {
-        uzura_fault_wire(core, buf, len);
-    }
-    if (f->held) {
-        /* The held frame follows the one that overtook it. */
-        UzuraFaultFrame *h = f->held;
-
-        f->held = NULL;
-        QTAILQ_REMOVE(&f->queue, h, next);
-        h->due = due;
-        QTAILQ_INSERT_TAIL(&f->queue, h, next);
-        if (due <= now) {
-            uzura_fault_timer(core);
-        } else {
-            uzura_fault_arm(core);
-        }
-    }
-}
-
-/* Send a frame on the link, through the fault injector.  @buf is kept. */
-void uzura_link_send(UzuraCore *core, uint8_t *buf, size_t len)
+/* Send a frame on the link, through the fault injector. */
+void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
 {
     UzuraFault *f = &core->fault;
     g_autofree uint8_t *copy = NULL;
-    bool dup, reorder;
+    int copies = 1;
 
     if (!uzura_fault_active(f)) {
-        uzura_fault_wire(core, buf, len);
+        uzura_fault_wire(core, buf, len, 1);
         return;
     }
-    /* One draw per kind of fault and frame, always in this order. */
+    /* The decisions of spec 7.5, always in this order. */
     if (uzura_fault_roll(f, f->drop)) {
         core->counters.fault_drops++;
         trace_uzura_fault("drop", len);
@@ -195,13 +202,24 @@ void uzura_link_send(UzuraCore *core, uint8_t *buf, size_t len)
         core->counters.fault_corrupts++;
         trace_uzura_fault("corrupt", len);
     }
-    dup = uzura_fault_roll(f, f->dup);
-    reorder = !f->held && uzura_fault_roll(f, f->reorder);
-    uzura_fault_emit(core, buf, len, reorder);
-    if (dup) {
+    if (uzura_fault_roll(f, f->dup)) {
         core->counters.fault_dups++;
         trace_uzura_fault("duplicate", len);
-        uzura_fault_emit(core, buf, len, false);
+        copies = 2;
+    }
+    if (!f->held && uzura_fault_roll(f, f->reorder)) {
+        /* Held back (with its duplicate) until the next frame passes it. */
+        core->counters.fault_reorders++;
+        trace_uzura_fault("reorder", len);
+        f->held = uzura_fault_copy(buf, len, copies,
+                                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                                   UZ_FAULT_REORDER_NS);
+        uzura_fault_arm(core);
+        return;
+    }
+    uzura_fault_out(core, NULL, buf, len, copies);
+    if (f->held) {
+        uzura_fault_release_held(core);
     }
 }
 
@@ -211,17 +229,9 @@ void uzura_link_send(UzuraCore *core, uint8_t *buf, size_t len)
  */
 void uzura_fault_reseed(UzuraCore *core, uint64_t seed)
 {
-    UzuraFaultFrame *h = core->fault.held;
-
     uzura_fault_set_seed(&core->fault, seed);
-    if (h) {
-        core->fault.held = NULL;
-        QTAILQ_REMOVE(&core->fault.queue, h, next);
-        if (uzura_core_link_up(core)) {
-            uzura_fault_wire(core, h->data, h->len);
-        }
-        g_free(h);
-        uzura_fault_arm(core);
+    if (core->fault.held) {
+        uzura_fault_release_held(core);
     }
 }
 
@@ -241,6 +251,8 @@ void uzura_fault_flush(UzuraCore *core)
         QTAILQ_REMOVE(&core->fault.queue, fr, next);
         g_free(fr);
     }
+    core->fault.queued = 0;
+    g_free(core->fault.held);
     core->fault.held = NULL;
     if (core->fault.timer) {
         timer_del(core->fault.timer);

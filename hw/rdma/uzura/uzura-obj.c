@@ -279,7 +279,8 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     if (!uzura_uctx_ok(core, uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->log_depth < 1 || (1u << c->log_depth) > r->lim.max_cqe) {
+    if (c->log_depth < 1 || c->log_depth > 16 ||
+        (1u << c->log_depth) > r->lim.max_cqe) {
         return UZ_CMD_BAD_PARAM;
     }
     if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
@@ -372,7 +373,8 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->log_depth < 1 || (1u << c->log_depth) > r->lim.max_srq_wr ||
+    if (c->log_depth < 1 || c->log_depth > 16 ||
+        (1u << c->log_depth) > r->lim.max_srq_wr ||
         c->log_wqe_size < 4 || c->log_wqe_size > 8 ||
         limit >= (1u << c->log_depth)) {
         return UZ_CMD_BAD_PARAM;

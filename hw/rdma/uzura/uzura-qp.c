@@ -468,12 +468,12 @@ uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c)
 }
 
 static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
-                                    uint32_t sq_log_depth)
+                                    uint32_t sq_log_depth, bool rc)
 {
     UzuraXfer *x = g_new0(UzuraXfer, 1);
-    /* Messages in flight: SQ WQEs, and the writes of matched CRWs. */
+    /* Messages in flight: SQ WQEs, and (RC) the writes of matched CRWs. */
     uint32_t nmsg = pow2ceil((1u << sq_log_depth) +
-                             core->rdma.lim.max_crw_tags);
+                             (rc ? core->rdma.lim.max_crw_tags : 0));
 
     x->core = core;
     x->qpn = qpn;
@@ -512,9 +512,10 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
     }
     if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UD &&
          c->type != UZ_QPT_GSI) || (c->flags & ~UZ_QPF_SIG_ALL) ||
-        c->sq_log_depth < 1 || (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
+        c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
+        (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
         c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9 ||
-        (!has_srq && (c->rq_log_depth < 1 ||
+        (!has_srq && (c->rq_log_depth < 1 || c->rq_log_depth > 16 ||
                       (1u << c->rq_log_depth) > r->lim.max_qp_wr ||
                       c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 8))) {
         return UZ_CMD_BAD_PARAM;
@@ -561,7 +562,8 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         .rq_log_wqe_size = has_srq ? 0 : c->rq_log_wqe_size,
         .sq_db = sq_db, .rq_db = rq_db,
     };
-    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, c->sq_log_depth);
+    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, c->sq_log_depth,
+                                     c->type == UZ_QPT_RC);
     pd->users++;
     scq->users++;
     rcq->users++;

@@ -3,12 +3,16 @@
  * uzura RDMA NIC: the requester: send queue processing, segmentation, and
  * the completer that matches ACKs, NAKs and responses to WQEs.
  *
- * A WQE is read from the ring when it starts and again on retransmission:
- * it stays in host memory until it completes, so the device keeps only a
- * small record per SQ slot (its PSN range and status).  Reliability is
- * go-back-N: an ACK timeout, a sequence NAK or a missing READ response
- * rewinds the send position to the oldest unacknowledged WQE, and the
- * responder answers duplicates.  Completions are written in SQ order.
+ * The requester sends messages, kept in PSN order in a ring of small
+ * records (PSN range, status, and where the message came from): one per
+ * SQ WQE, plus the write of each matched conditional RDMA write, which
+ * joins the stream between SQ WQEs (uzura-crw.c).  A WQE is read from the
+ * ring when it starts and again on retransmission: it stays in host
+ * memory until it completes.  Reliability is go-back-N: an ACK timeout, a
+ * sequence NAK or a missing READ response rewinds the send position to
+ * the oldest unacknowledged message, and the responder answers
+ * duplicates.  Completions are written in message order, which is SQ
+ * order for everything but CRWs.
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
@@ -190,7 +194,7 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
         return;
     }
     x->psn = uzura_msg(qp, x->m_ci)->first_psn;
-    trace_uzura_req_rewind(x->qpn, x->m_ci, x->psn);
+    trace_uzura_req_rewind(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx, x->psn);
     x->m_next = x->m_ci;
     x->cur_active = false;
     x->blocked = false;
@@ -296,8 +300,11 @@ static void uzura_req_claim(UzuraQp *qp, uint32_t idx)
     UzuraXfer *x = qp->x;
 
     if (uzura_psn_diff(idx, x->m_next) >= 0) {
+        UzuraSwqe *w = uzura_msg(qp, idx);
+
         x->cur_active = false;
         x->m_next = uzura_next(idx);
+        x->psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
     }
 }
 
@@ -340,7 +347,7 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         if (crw < 0 && x->sq_take == qp->sq_pi) {
             return false;
         }
-        sq_idx = x->sq_take;
+        sq_idx = crw >= 0 ? x->crw[crw].sq_idx : x->sq_take;
     }
     if (crw >= 0) {
         status = uzura_crw_load(core, qp, crw, wr, &verr);
@@ -386,7 +393,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
          * Parked: the SQ WQE is done (no CQE of its own), later WQEs go
          * on, and the CRW completes when its write does.
          */
-        status = uzura_crw_park(core, qp, wr, w->signaled, &w->crw, &verr);
+        status = uzura_crw_park(core, qp, wr, sq_idx, w->signaled, &w->crw,
+                                &verr);
         if (status == UZ_WC_STATUS_SUCCESS) {
             w->park = true;
             w->signaled = false;
@@ -472,7 +480,7 @@ static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
     }
 }
 
-/* Send the next packet of the current WQE. */
+/* Send the next packet of the current message. */
 static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
@@ -824,7 +832,8 @@ void uzura_req_timer(void *opaque)
         return;
     }
     core->counters.retry_timeouts++;
-    trace_uzura_req_timeout(x->qpn, x->m_ci, x->retry_left);
+    trace_uzura_req_timeout(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx,
+                            x->retry_left);
     if (!x->retry_left) {
         uzura_req_claim(qp, x->m_ci);
         w = uzura_msg(qp, x->m_ci);

@@ -202,6 +202,7 @@ typedef struct UzuraCrw {
     bool in_sq;                 /* its SQ WQE has not completed yet */
     bool signaled;
     uint64_t tag;
+    uint32_t sq_idx;            /* where the CRW WQE was, for traces */
     UzuraSendWr wr;             /* the CRW WQE, once posted */
     uint64_t va;                /* the target, once the STCRW arrived */
     uint32_t rkey;
@@ -213,7 +214,7 @@ typedef struct UzuraXfer {
     uint32_t qpn;
     QEMUTimer *timer;           /* ACK timeout or RNR wait */
 
-    /* requester: messages in PSN order, a ring indexed like the rings */
+    /* requester: messages in PSN order, a ring of free-running indices */
     UzuraSwqe *msg;
     uint32_t msg_mask;          /* entries - 1 */
     uint32_t m_ci;              /* oldest not completed */
@@ -235,7 +236,6 @@ typedef struct UzuraXfer {
 
     /* conditional RDMA writes: the tag table, allocated on first use */
     UzuraCrw *crw;              /* max_crw_tags entries */
-    uint32_t crw_used;
     uint32_t *crw_ready;        /* FIFO of READY entries */
     uint32_t crw_rhead;
     uint32_t crw_rnum;
@@ -266,7 +266,8 @@ void uzura_req_timer(void *opaque);
 
 /* uzura-crw.c */
 uint8_t uzura_crw_park(UzuraCore *core, UzuraQp *qp, const UzuraSendWr *wr,
-                       bool signaled, int32_t *entry, uint8_t *verr);
+                       uint32_t sq_idx, bool signaled, int32_t *entry,
+                       uint8_t *verr);
 uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 int32_t uzura_crw_ready(UzuraQp *qp);
 void uzura_crw_take_ready(UzuraQp *qp);
