@@ -29,7 +29,8 @@ struct uz_admin {
 	dma_addr_t cq_dma;
 	u32 pi;
 	u16 next_id;
-	struct mutex lock;		/* one command at a time */
+	struct mutex lock;		/* one sleeping command at a time */
+	spinlock_t ring_lock;		/* pi, next_id and the command ring */
 	struct completion done;
 };
 
@@ -114,6 +115,8 @@ int uz_admin_init(struct uz_dev *uz);
 void uz_admin_fini(struct uz_dev *uz);
 int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 		  struct uz_admin_cqe *cqe);
+int uz_admin_exec_atomic(struct uz_dev *uz, struct uz_admin_cmd *cmd,
+			 struct uz_admin_cqe *out);
 int uz_admin_destroy(struct uz_dev *uz, u8 opcode, u32 handle);
 irqreturn_t uz_admin_irq(int irq, void *data);
 

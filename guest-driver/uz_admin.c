@@ -2,17 +2,24 @@
 /*
  * uzura RDMA NIC driver: the admin queue.
  *
- * Commands run one at a time under a mutex: the driver places a command,
- * rings the admin doorbell and sleeps until the admin vector fires and the
- * completion's phase bit flips.
+ * Sleepable commands run one at a time under a mutex: the driver places a
+ * command, rings the admin doorbell and sleeps until the admin vector fires
+ * and the completion's phase bit flips.  Callers that must not sleep
+ * (create_ah/destroy_ah from ib_mad and ib_cm) use uz_admin_exec_atomic():
+ * it submits under the ring spinlock and polls its completion's phase with
+ * the lock held.  The device completes commands from QEMU's main loop, not
+ * from the vCPU, so the poll makes progress.  At most two commands are ever
+ * outstanding (one sleeper, one poller), well within the ring.
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
+#include <linux/delay.h>
 #include <linux/iopoll.h>
 
 #include "uz.h"
 
 #define UZ_ADMIN_TIMEOUT	(5 * HZ)
+#define UZ_ADMIN_POLL_US	1000000	/* bound of the atomic poll */
 
 static u32 uz_admin_depth(void)
 {
@@ -32,26 +39,70 @@ static bool uz_admin_cqe_ready(struct uz_admin_cqe *cqe, u8 phase)
 	return (READ_ONCE(cqe->flags) & UZ_ADMIN_CQE_PHASE) == phase;
 }
 
+static int uz_admin_status(struct uz_dev *uz, const struct uz_admin_cmd *cmd,
+			   struct uz_admin_cqe *cqe, struct uz_admin_cqe *out)
+{
+	dma_rmb();
+	if (out)
+		*out = *cqe;
+	if (cqe->status == UZ_CMD_OK)
+		return 0;
+	dev_dbg(&uz->pdev->dev, "admin command 0x%02x: status 0x%02x\n",
+		cmd->opcode, cqe->status);
+	switch (cqe->status) {
+	case UZ_CMD_NO_RESOURCES:
+		return -ENOMEM;
+	case UZ_CMD_BUSY:
+		return -EBUSY;
+	case UZ_CMD_NOT_SUPPORTED:
+	case UZ_CMD_BAD_OPCODE:
+		return -EOPNOTSUPP;
+	case UZ_CMD_EXISTS:
+		return -EEXIST;
+	case UZ_CMD_BAD_ADDR:
+		return -EFAULT;
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * Place a command at the producer index and ring the doorbell; returns
+ * the completion slot and the phase that marks it done.
+ */
+static struct uz_admin_cqe *uz_admin_submit(struct uz_dev *uz,
+					    struct uz_admin_cmd *cmd, u8 *phase)
+{
+	struct uz_admin *a = &uz->admin;
+	u32 pos;
+
+	lockdep_assert_held(&a->ring_lock);
+	pos = a->pi & (uz_admin_depth() - 1);
+	*phase = ((a->pi >> UZ_ADMIN_LOG_DEPTH) & 1) ? 0 : UZ_ADMIN_CQE_PHASE;
+	cmd->cmd_id = cpu_to_le16(a->next_id++);
+	a->sq[pos] = *cmd;
+	a->pi = (a->pi + 1) & UZ_DB_PI_MASK;
+	/* The command is in memory before the device hears of it. */
+	dma_wmb();
+	uz_ring_db(uz, UZ_DB_ADMIN, a->pi);
+	return &a->cq[pos];
+}
+
 int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 		  struct uz_admin_cqe *out)
 {
 	struct uz_admin *a = &uz->admin;
 	struct uz_admin_cqe *cqe;
-	u32 pos;
+	unsigned long flags;
 	u8 phase;
-	int err = 0;
+	int err;
 
+	might_sleep();
 	mutex_lock(&a->lock);
-	pos = a->pi & (uz_admin_depth() - 1);
-	phase = ((a->pi >> UZ_ADMIN_LOG_DEPTH) & 1) ? 0 : UZ_ADMIN_CQE_PHASE;
-	cqe = &a->cq[pos];
-	cmd->cmd_id = cpu_to_le16(a->next_id++);
-	a->sq[pos] = *cmd;
-	a->pi = (a->pi + 1) & UZ_DB_PI_MASK;
 	reinit_completion(&a->done);
-	/* The command is in memory before the device hears of it. */
-	dma_wmb();
-	uz_ring_db(uz, UZ_DB_ADMIN, a->pi);
+	spin_lock_irqsave(&a->ring_lock, flags);
+	cqe = uz_admin_submit(uz, cmd, &phase);
+	spin_unlock_irqrestore(&a->ring_lock, flags);
 
 	while (!uz_admin_cqe_ready(cqe, phase)) {
 		if (!wait_for_completion_timeout(&a->done, UZ_ADMIN_TIMEOUT) &&
@@ -63,36 +114,39 @@ int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 		}
 		reinit_completion(&a->done);
 	}
-	dma_rmb();
-	if (out)
-		*out = *cqe;
-	if (cqe->status != UZ_CMD_OK) {
-		dev_dbg(&uz->pdev->dev, "admin command 0x%02x: status 0x%02x\n",
-			cmd->opcode, cqe->status);
-		switch (cqe->status) {
-		case UZ_CMD_NO_RESOURCES:
-			err = -ENOMEM;
-			break;
-		case UZ_CMD_BUSY:
-			err = -EBUSY;
-			break;
-		case UZ_CMD_NOT_SUPPORTED:
-		case UZ_CMD_BAD_OPCODE:
-			err = -EOPNOTSUPP;
-			break;
-		case UZ_CMD_EXISTS:
-			err = -EEXIST;
-			break;
-		case UZ_CMD_BAD_ADDR:
-			err = -EFAULT;
-			break;
-		default:
-			err = -EINVAL;
-			break;
-		}
-	}
+	err = uz_admin_status(uz, cmd, cqe, out);
 out:
 	mutex_unlock(&a->lock);
+	return err;
+}
+
+/* For callers that must not sleep: a bounded poll under the ring lock. */
+int uz_admin_exec_atomic(struct uz_dev *uz, struct uz_admin_cmd *cmd,
+			 struct uz_admin_cqe *out)
+{
+	struct uz_admin *a = &uz->admin;
+	struct uz_admin_cqe *cqe;
+	unsigned long flags;
+	u32 waited = 0;
+	u8 phase;
+	int err;
+
+	spin_lock_irqsave(&a->ring_lock, flags);
+	cqe = uz_admin_submit(uz, cmd, &phase);
+	while (!uz_admin_cqe_ready(cqe, phase)) {
+		if (waited >= UZ_ADMIN_POLL_US) {
+			dev_err_ratelimited(&uz->pdev->dev,
+					    "polled admin command 0x%02x timed out\n",
+					    cmd->opcode);
+			err = -ETIMEDOUT;
+			goto out;
+		}
+		udelay(2);
+		waited += 2;
+	}
+	err = uz_admin_status(uz, cmd, cqe, out);
+out:
+	spin_unlock_irqrestore(&a->ring_lock, flags);
 	return err;
 }
 
@@ -110,6 +164,7 @@ int uz_admin_init(struct uz_dev *uz)
 	struct uz_admin *a = &uz->admin;
 
 	mutex_init(&a->lock);
+	spin_lock_init(&a->ring_lock);
 	init_completion(&a->done);
 	a->sq = dmam_alloc_coherent(dev, uz_admin_depth() * sizeof(*a->sq),
 				    &a->sq_dma, GFP_KERNEL);
