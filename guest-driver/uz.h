@@ -11,6 +11,8 @@
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/u64_stats_sync.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
 
 #include "uzura-hw.h"
 
@@ -93,7 +95,160 @@ struct uz_dev {
 	struct uz_admin admin;
 	struct uz_eq eq;
 	struct uz_netdev *net;
+	struct uz_ibdev *ib;		/* NULL until registered */
 };
+
+/* ---- RDMA ---- */
+
+/* One DMA-contiguous ring; user rings are owned by their mmap entry. */
+struct uz_ring {
+	void *buf;
+	dma_addr_t dma;
+	size_t size;			/* bytes allocated, page aligned */
+};
+
+struct uz_ibdev {
+	struct ib_device ibdev;
+	struct uz_dev *uz;
+	/* QPs, CQs and SRQs by number, for CQEs and events */
+	struct xarray qp_xa;
+	struct xarray cq_xa;
+	struct xarray srq_xa;
+	atomic_t mr_key;		/* next key byte */
+};
+
+enum uz_mmap_type {
+	UZ_MMAP_DB,			/* a context's doorbell page, uncached */
+	UZ_MMAP_RING,			/* a queue ring, cached */
+};
+
+struct uz_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	struct uz_dev *uz;
+	enum uz_mmap_type type;
+	phys_addr_t db_addr;		/* UZ_MMAP_DB */
+	struct uz_ring ring;		/* UZ_MMAP_RING: freed in mmap_free */
+};
+
+struct uz_ucontext {
+	struct ib_ucontext ibuc;
+	u32 uctx;
+	struct rdma_user_mmap_entry *db_entry;
+};
+
+struct uz_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+	u32 uctx;
+};
+
+struct uz_ah {
+	struct ib_ah ibah;
+	u32 ahn;
+	u32 uctx;
+};
+
+/* Lookup references: EQ dispatch holds one while it calls out. */
+struct uz_obj_ref {
+	refcount_t refs;
+	struct completion free;
+};
+
+struct uz_cq {
+	struct ib_cq ibcq;
+	struct uz_obj_ref ref;
+	u32 cqn;
+	u32 uctx;
+	u32 db;				/* BAR 4 offset of the doorbell */
+	u32 log_depth;
+	u32 ci;				/* kernel CQs: next CQE to read */
+	spinlock_t lock;		/* kernel CQs: poll and arm */
+	struct uz_ring ring;		/* kernel CQs */
+	struct rdma_user_mmap_entry *mmap;	/* user CQs */
+};
+
+struct uz_sq_slot {
+	u64 wr_id;
+	bool signaled;
+};
+
+/* One work queue of a QP or an SRQ, as the kernel drives it. */
+struct uz_wq {
+	struct uz_ring ring;
+	struct rdma_user_mmap_entry *mmap;	/* user queues */
+	u32 db;
+	u32 log_depth;
+	u32 log_wqe;
+	u32 max_sge;
+	u32 pi;				/* free running, 24 bits */
+	u32 ci;				/* oldest WQE not completed */
+	spinlock_t lock;
+};
+
+struct uz_srq {
+	struct ib_srq ibsrq;
+	struct uz_obj_ref ref;
+	u32 srqn;
+	u32 uctx;
+	u32 limit;
+	struct uz_wq rq;
+};
+
+struct uz_qp {
+	struct ib_qp ibqp;
+	struct uz_obj_ref ref;
+	u32 qpn;
+	u32 uctx;
+	u8 type;			/* UZ_QPT_* */
+	bool sig_all;
+	enum ib_qp_state state;		/* as last set or reported */
+	u32 max_inline;
+	struct uz_wq sq;
+	struct uz_wq rq;		/* unused with an SRQ */
+	struct uz_sq_slot *sq_slots;	/* kernel QPs */
+	struct uz_srq *srq;
+	struct ib_qp_cap cap;
+};
+
+static inline struct uz_ibdev *to_uzib(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct uz_ibdev, ibdev);
+}
+
+static inline struct uz_dev *ibdev_to_uz(struct ib_device *ibdev)
+{
+	return to_uzib(ibdev)->uz;
+}
+
+static inline struct uz_ucontext *to_uz_uctx(struct ib_ucontext *ibuc)
+{
+	return container_of(ibuc, struct uz_ucontext, ibuc);
+}
+
+static inline struct uz_pd *to_uz_pd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct uz_pd, ibpd);
+}
+
+static inline struct uz_ah *to_uz_ah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct uz_ah, ibah);
+}
+
+static inline struct uz_cq *to_uz_cq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct uz_cq, ibcq);
+}
+
+static inline struct uz_qp *to_uz_qp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct uz_qp, ibqp);
+}
+
+static inline struct uz_srq *to_uz_srq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct uz_srq, ibsrq);
+}
 
 static inline u32 uz_rd(struct uz_dev *uz, u32 reg)
 {
@@ -130,5 +285,56 @@ bool uz_eq_poll(struct uz_dev *uz);
 int uz_netdev_init(struct uz_dev *uz);
 void uz_netdev_fini(struct uz_dev *uz);
 void uz_netdev_link_event(struct uz_dev *uz, bool up);
+
+/* uz_ib.c */
+int uz_ib_init(struct uz_dev *uz);
+void uz_ib_fini(struct uz_dev *uz);
+void uz_ib_event(struct uz_dev *uz, const struct uz_eqe *eqe);
+int uz_obj_cmd(struct uz_dev *uz, u8 opcode, u32 handle, u32 uctx);
+u32 uz_udata_uctx(struct ib_udata *udata);
+int uz_ring_alloc(struct uz_dev *uz, struct uz_ring *ring, size_t size);
+void uz_ring_free(struct uz_dev *uz, struct uz_ring *ring);
+struct rdma_user_mmap_entry *uz_ring_mmap(struct uz_dev *uz,
+					  struct ib_udata *udata,
+					  struct uz_ring *ring, u64 *key);
+void uz_obj_ref_init(struct uz_obj_ref *ref);
+void uz_obj_ref_put(struct uz_obj_ref *ref);
+void uz_obj_ref_wait(struct uz_obj_ref *ref);
+
+/* uz_cq.c */
+int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		 struct uverbs_attr_bundle *attrs);
+int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int uz_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int uz_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+
+/* uz_qp.c */
+int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		 struct ib_udata *udata);
+int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		 struct ib_udata *udata);
+int uz_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		struct ib_qp_init_attr *init);
+int uz_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int uz_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		 const struct ib_send_wr **bad_wr);
+int uz_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		 const struct ib_recv_wr **bad_wr);
+int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		  struct ib_udata *udata);
+int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		  enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int uz_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int uz_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int uz_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+void uz_qp_send_done(struct uz_qp *qp, const struct uz_cqe *cqe);
+void uz_qp_recv_done(struct uz_qp *qp);
+
+/* uz_mr.c */
+struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			     u64 virt, int access, struct ib_udata *udata);
+int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 
 #endif /* UZ_H */

@@ -2,9 +2,9 @@
 /*
  * uzura RDMA NIC driver: the event queue.
  *
- * One EQ carries the asynchronous events and the Ethernet events.  Its
- * interrupt only schedules NAPI; the poll loop consumes the events and
- * re-arms the EQ when it is done.
+ * One EQ carries the asynchronous events, the Ethernet events and the
+ * completion events of every CQ.  Its interrupt only schedules NAPI; the
+ * poll loop consumes the events and re-arms the EQ when it is done.
  */
 #include <linux/dma-mapping.h>
 
@@ -68,6 +68,14 @@ bool uz_eq_poll(struct uz_dev *uz)
 		case UZ_EQE_PORT_ACTIVE:
 		case UZ_EQE_PORT_DOWN:
 			uz_netdev_link_event(uz, eqe->type == UZ_EQE_PORT_ACTIVE);
+			uz_ib_event(uz, eqe);
+			break;
+		case UZ_EQE_COMPLETION:
+		case UZ_EQE_QP_FATAL:
+		case UZ_EQE_CQ_ERROR:
+		case UZ_EQE_SRQ_LIMIT:
+		case UZ_EQE_QP_LAST_WQE:
+			uz_ib_event(uz, eqe);
 			break;
 		case UZ_EQE_ETH_TX:
 		case UZ_EQE_ETH_RX:

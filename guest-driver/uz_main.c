@@ -4,8 +4,8 @@
  *
  * Probe maps the BARs, checks the device's identification, resets it,
  * enables MSI-X, starts the admin queue and the event queue and registers
- * the Ethernet netdev; remove undoes this in reverse.  The ib_device comes
- * on top of this with the RDMA engine.
+ * the Ethernet netdev and, on top of it, the ib_device; remove undoes this
+ * in reverse.
  */
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -128,6 +128,9 @@ static int uz_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = uz_netdev_init(uz);
 	if (err)
 		goto err_eq;
+	err = uz_ib_init(uz);
+	if (err)
+		goto err_netdev;
 
 	dev_info(dev,
 		 "uzura RDMA NIC version %u.%u caps 0x%x, %d MSI-X vectors, mac %pM, link %s, netdev %s\n",
@@ -137,6 +140,8 @@ static int uz_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 netdev_name(uz->net->ndev));
 	return 0;
 
+err_netdev:
+	uz_netdev_fini(uz);
 err_eq:
 	uz_eq_fini(uz);
 err_admin:
@@ -155,6 +160,7 @@ static void uz_remove(struct pci_dev *pdev)
 {
 	struct uz_dev *uz = pci_get_drvdata(pdev);
 
+	uz_ib_fini(uz);
 	uz_netdev_fini(uz);
 	uz_eq_fini(uz);
 	uz_admin_fini(uz);

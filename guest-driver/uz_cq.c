@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * uzura RDMA NIC driver: completion queues.
+ *
+ * A CQ is a ring of 32-byte CQEs the device writes, valid when the phase
+ * bit matches the pass of the ring.  User CQs are polled by the provider
+ * in the process; the kernel polls its own CQs here, frees the SQ/RQ slots
+ * of kernel QPs as their completions come in, and reports its consumer
+ * index through the CQ doorbell (the device refuses to overwrite entries
+ * not yet consumed, spec 8.5).
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/uzura-abi.h>
+
+#include "uz.h"
+
+#define UZ_CQ_LOG_DEPTH_MAX	16
+
+int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		 struct uverbs_attr_bundle *attrs)
+{
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+	struct uz_cq *cq = to_uz_cq(ibcq);
+	struct uz_ibdev *ib = to_uzib(ibcq->device);
+	struct uz_dev *uz = ib->uz;
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_CREATE_CQ };
+	struct uz_cmd_create_cq *c = (struct uz_cmd_create_cq *)cmd.raw;
+	u32 max_cqe = le32_to_cpu(uz->attr.max_cqe);
+	struct uzura_create_cq_resp resp = {};
+	struct uz_admin_cqe cqe;
+	u64 key = 0;
+	u32 depth;
+	int err;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > max_cqe)
+		return -EINVAL;
+	/* The device fills the whole ring: 2^n CQEs hold n entries. */
+	depth = roundup_pow_of_two(max_t(u32, attr->cqe, 2));
+	if (depth > max_cqe || ilog2(depth) > UZ_CQ_LOG_DEPTH_MAX)
+		return -EINVAL;
+
+	cq->log_depth = ilog2(depth);
+	cq->uctx = uz_udata_uctx(udata);
+	spin_lock_init(&cq->lock);
+	uz_obj_ref_init(&cq->ref);
+
+	err = uz_ring_alloc(uz, &cq->ring, depth * sizeof(struct uz_cqe));
+	if (err)
+		return err;
+	c->ring_addr = cpu_to_le64(cq->ring.dma);
+	resp.ring_size = cq->ring.size;
+	if (udata) {
+		cq->mmap = uz_ring_mmap(uz, udata, &cq->ring, &key);
+		if (IS_ERR(cq->mmap)) {
+			err = PTR_ERR(cq->mmap);
+			cq->mmap = NULL;
+			goto err_ring;
+		}
+	}
+
+	c->uctx = cpu_to_le32(cq->uctx);
+	c->eqn = cpu_to_le32(uz->eq.eqn);
+	c->log_depth = cq->log_depth;
+	err = uz_admin_exec(uz, &cmd, &cqe);
+	if (err)
+		goto err_ring;
+	cq->cqn = le32_to_cpu(cqe.out0);
+	cq->db = le32_to_cpu(cqe.out1);
+	cq->ibcq.cqe = depth;
+
+	err = xa_insert_bh(&ib->cq_xa, cq->cqn, cq, GFP_KERNEL);
+	if (err)
+		goto err_destroy;
+
+	if (udata) {
+		resp.cqn = cq->cqn;
+		resp.ring_mmap_key = key;
+		resp.log_depth = cq->log_depth;
+		resp.db_offset = cq->db & (UZ_DB_PAGE_SIZE - 1);
+		err = ib_copy_to_udata(udata, &resp,
+				       min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+
+err_xa:
+	xa_erase_bh(&ib->cq_xa, cq->cqn);
+	uz_obj_ref_wait(&cq->ref);
+err_destroy:
+	uz_obj_cmd(uz, UZ_CMD_DESTROY_CQ, cq->cqn, cq->uctx);
+err_ring:
+	if (cq->mmap)
+		rdma_user_mmap_entry_remove(cq->mmap);
+	else
+		uz_ring_free(uz, &cq->ring);
+	return err;
+}
+
+int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct uz_cq *cq = to_uz_cq(ibcq);
+	struct uz_ibdev *ib = to_uzib(ibcq->device);
+	int err;
+
+	err = uz_obj_cmd(ib->uz, UZ_CMD_DESTROY_CQ, cq->cqn, cq->uctx);
+	if (err == -EBUSY)
+		return err;	/* still used by a QP: the CQ stays */
+	xa_erase_bh(&ib->cq_xa, cq->cqn);
+	uz_obj_ref_wait(&cq->ref);
+	if (err) {
+		/* The device may still write the ring: leak it, not corrupt. */
+		dev_err(&ib->uz->pdev->dev, "destroying CQ %u failed: %d\n",
+			cq->cqn, err);
+		return 0;
+	}
+	if (cq->mmap)
+		rdma_user_mmap_entry_remove(cq->mmap);
+	else
+		uz_ring_free(ib->uz, &cq->ring);
+	return 0;
+}
+
+static struct uz_cqe *uz_cq_next(struct uz_cq *cq)
+{
+	struct uz_cqe *cqe;
+	u8 phase;
+
+	cqe = (struct uz_cqe *)cq->ring.buf + (cq->ci & ((1u << cq->log_depth) - 1));
+	phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+	if ((READ_ONCE(cqe->flags) & UZ_CQE_PHASE) != phase)
+		return NULL;
+	/* The rest of the CQE was written before its phase. */
+	dma_rmb();
+	return cqe;
+}
+
+static enum ib_wc_opcode uz_wc_opcode(u8 op)
+{
+	switch (op) {
+	case UZ_WC_RDMA_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case UZ_WC_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case UZ_WC_COMP_SWAP:
+		return IB_WC_COMP_SWAP;
+	case UZ_WC_FETCH_ADD:
+		return IB_WC_FETCH_ADD;
+	case UZ_WC_RECV:
+		return IB_WC_RECV;
+	case UZ_WC_RECV_RDMA_WITH_IMM:
+		return IB_WC_RECV_RDMA_WITH_IMM;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/* Fill wc from a CQE and free the WQE's slots; false if its QP is gone. */
+static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
+			  struct ib_wc *wc)
+{
+	u32 qpn = le32_to_cpu(cqe->qpn) & 0xffffff;
+	struct uz_qp *qp;
+
+	/* Safe without a reference: destroy_qp syncs with our lock. */
+	qp = xa_load(&ib->qp_xa, qpn);
+	if (!qp)
+		return false;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = le64_to_cpu(cqe->wr_id);
+	wc->status = cqe->status;
+	wc->opcode = uz_wc_opcode(cqe->opcode);
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = le32_to_cpu(cqe->byte_len);
+	wc->qp = &qp->ibqp;
+	wc->port_num = 1;
+
+	if (!(cqe->opcode & UZ_WC_RECV)) {
+		uz_qp_send_done(qp, cqe);
+		return true;
+	}
+	uz_qp_recv_done(qp);
+	if (cqe->wc_flags & UZ_WC_F_IMM) {
+		wc->ex.imm_data = cqe->imm_data;	/* network order */
+		wc->wc_flags |= IB_WC_WITH_IMM;
+	} else if (cqe->wc_flags & UZ_WC_F_INV) {
+		wc->ex.invalidate_rkey = le32_to_cpu(cqe->imm_data);
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+	}
+	if (cqe->wc_flags & UZ_WC_F_GRH) {
+		wc->wc_flags |= IB_WC_GRH;
+		if (cqe->wc_flags & UZ_WC_F_IPV4) {
+			/* IPv4 header in the last 20 of the 40 GRH bytes */
+			wc->network_hdr_type = RDMA_NETWORK_IPV4;
+			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+		}
+	}
+	wc->src_qp = le32_to_cpu(cqe->src_qp) & 0xffffff;
+	wc->pkey_index = le16_to_cpu(cqe->pkey_index);
+	return true;
+}
+
+int uz_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct uz_cq *cq = to_uz_cq(ibcq);
+	struct uz_ibdev *ib = to_uzib(ibcq->device);
+	unsigned long flags;
+	struct uz_cqe *cqe;
+	u32 start;
+	int n = 0;
+
+	if (cq->mmap)
+		return -EOPNOTSUPP;	/* user CQs are polled by the provider */
+
+	spin_lock_irqsave(&cq->lock, flags);
+	start = cq->ci;
+	while (n < num_entries && (cqe = uz_cq_next(cq))) {
+		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
+		if (uz_cq_convert(ib, cqe, &wc[n]))
+			n++;
+	}
+	if (cq->ci != start)
+		uz_ring_db(ib->uz, cq->db, cq->ci);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int uz_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct uz_cq *cq = to_uz_cq(ibcq);
+	unsigned long irqflags;
+	u32 arm;
+	int ret = 0;
+
+	if (cq->mmap)
+		return -EOPNOTSUPP;
+	arm = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+	      UZ_DB_ARM_SOLICITED : UZ_DB_ARM;
+	spin_lock_irqsave(&cq->lock, irqflags);
+	uz_ring_db(to_uzib(ibcq->device)->uz, cq->db, cq->ci | arm);
+	/* Arming covers only later CQEs: tell the caller about earlier ones. */
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && uz_cq_next(cq))
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}

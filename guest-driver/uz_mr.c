@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * uzura RDMA NIC driver: memory regions.
+ *
+ * The NIC keeps a table entry per MR and reads the MR's page list (64-bit
+ * DMA addresses of its pages) from host memory on a translation miss, so
+ * the driver keeps that list in DMA-coherent memory from REG_MR until
+ * DEREG_MR completes.  A DMA MR translates 1:1 and has no page list: it is
+ * the lkey ib_core gives kernel users, the device having no local DMA lkey.
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
+#include <rdma/ib_verbs.h>
+
+#include "uz.h"
+
+struct uz_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+	__le64 *pbl;
+	dma_addr_t pbl_dma;
+	size_t pbl_size;
+	u32 uctx;
+};
+
+static struct uz_mr *to_uz_mr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct uz_mr, ibmr);
+}
+
+#define UZ_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+static int uz_reg_mr_cmd(struct uz_dev *uz, struct uz_mr *mr, u32 pdn,
+			 struct uz_cmd_reg_mr *r)
+{
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_REG_MR };
+	struct uz_ibdev *ib = uz->ib;
+	struct uz_admin_cqe cqe;
+	int err;
+
+	/* A fresh key byte, so that a peer's stale key misses. */
+	r->key = atomic_inc_return(&ib->mr_key) & 0xff;
+	r->pdn = cpu_to_le32(pdn);
+	r->uctx = cpu_to_le32(mr->uctx);
+	memcpy(cmd.raw, r, sizeof(*r));
+	err = uz_admin_exec(uz, &cmd, &cqe);
+	if (err)
+		return err;
+	mr->ibmr.lkey = le32_to_cpu(cqe.out0);
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return 0;
+}
+
+struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
+	struct uz_cmd_reg_mr r = {};
+	struct uz_mr *mr;
+	int err;
+
+	if (access & ~UZ_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = to_uz_pd(ibpd)->uctx;
+	/* iova 0 and the largest length: every DMA address below it */
+	r.length = uz->attr.max_mr_size;
+	r.access = cpu_to_le32(access);
+	r.flags = UZ_MR_F_DMA;
+	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			     u64 virt, int access, struct ib_udata *udata)
+{
+	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
+	struct device *dev = &uz->pdev->dev;
+	struct uz_cmd_reg_mr r = {};
+	struct ib_block_iter biter;
+	unsigned long pgsz;
+	struct uz_mr *mr;
+	size_t npages, i = 0;
+	int err;
+
+	if (access & ~UZ_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > le64_to_cpu(uz->attr.max_mr_size))
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = to_uz_pd(ibpd)->uctx;
+
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	/* Pages of 4 KiB .. 1 GiB, aligned as the iova is. */
+	pgsz = ib_umem_find_best_pgsz(mr->umem,
+				      le32_to_cpu(uz->attr.page_size_cap) &
+				      GENMASK(30, 12), virt);
+	if (!pgsz) {
+		err = -EINVAL;
+		goto err_umem;
+	}
+	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+	if (npages > U32_MAX) {
+		err = -EINVAL;
+		goto err_umem;
+	}
+	/*
+	 * One contiguous page list: the device reads entry k at pbl + 8k.
+	 * TODO: very large MRs can exceed what dma_alloc_coherent gives in
+	 * one piece; they fail with ENOMEM.
+	 */
+	mr->pbl_size = npages * sizeof(*mr->pbl);
+	mr->pbl = dma_alloc_coherent(dev, mr->pbl_size, &mr->pbl_dma,
+				     GFP_KERNEL | __GFP_NOWARN);
+	if (!mr->pbl) {
+		err = -ENOMEM;
+		goto err_umem;
+	}
+	rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz)
+		mr->pbl[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+
+	r.iova = cpu_to_le64(virt);
+	r.length = cpu_to_le64(length);
+	r.pbl_addr = cpu_to_le64(mr->pbl_dma);
+	r.npages = cpu_to_le32(npages);
+	r.access = cpu_to_le32(access);
+	r.page_shift = __ffs(pgsz);
+	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
+	if (err)
+		goto err_pbl;
+	return &mr->ibmr;
+
+err_pbl:
+	dma_free_coherent(dev, mr->pbl_size, mr->pbl, mr->pbl_dma);
+err_umem:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct uz_mr *mr = to_uz_mr(ibmr);
+	struct uz_dev *uz = ibdev_to_uz(ibmr->device);
+	int err;
+
+	err = uz_obj_cmd(uz, UZ_CMD_DEREG_MR, ibmr->lkey, mr->uctx);
+	if (err) {
+		/* The device may still use the pages: keep them pinned. */
+		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed: %d\n",
+			ibmr->lkey, err);
+		kfree(mr);
+		return 0;
+	}
+	if (mr->pbl)
+		dma_free_coherent(&uz->pdev->dev, mr->pbl_size, mr->pbl,
+				  mr->pbl_dma);
+	ib_umem_release(mr->umem);
+	kfree(mr);
+	return 0;
+}
