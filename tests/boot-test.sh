@@ -52,6 +52,19 @@ for i in 1 2; do
 	t "node $i: ethtool -i names the driver" \
 		"$uz" run "$i" -- "ethtool -i $uzdev | grep -qx 'driver: uzura'"
 done
+# The RDMA function: the ib_device on the RoCE port of the uzura netdev.
+for i in 1 2; do
+	t "node $i: rdma link shows the port ACTIVE on the uzura netdev" \
+		"$uz" run "$i" -- "rdma link show | grep 'state ACTIVE' | grep -q \"netdev $uzdev\""
+	t "node $i: the GID table holds the RoCE v2 GID of 10.77.0.$i" \
+		"$uz" run "$i" -- "p=\$(echo /sys/class/infiniband/*/ports/1)
+			for g in \$p/gids/*; do
+				[ \"\$(cat \$g)\" = 0000:0000:0000:0000:0000:ffff:0a4d:000$i ] &&
+				[ \"\$(cat \$p/gid_attrs/types/\${g##*/})\" = 'RoCE v2' ] && exit 0
+			done; exit 1"
+	t "node $i: ib_core's GSI QP (QP1) runs on the device" \
+		"$uz" run "$i" -- "rdma resource show qp | grep -q 'lqpn 1 .*type GSI'"
+done
 t "ping node 2 from node 1 over uzura" "$uz" run 1 -- 'ping -c 3 -W 5 10.77.0.2'
 t "ssh node 1 -> node 2 over uzura" \
 	bash -c "[ \"\$('$uz' run 1 -- ssh -o BatchMode=yes 10.77.0.2 hostname)\" = node2 ]"
