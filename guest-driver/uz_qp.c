@@ -406,6 +406,13 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	for (i = 0; i < ARRAY_SIZE(uz_qp_masks); i++)
 		if (mask & uz_qp_masks[i].ib)
 			uz_mask |= uz_qp_masks[i].uz;
+	/*
+	 * The device wants the port at RESET->INIT for every type; ib_core
+	 * does not require it for the GSI QP (ib_mad leaves it out).
+	 */
+	if (cur == IB_QPS_RESET && new == IB_QPS_INIT &&
+	    !(mask & IB_QP_PORT))
+		uz_mask |= UZ_QP_ATTR_PORT;
 	a->state = new;
 	a->path_mtu = attr->path_mtu;
 	a->timeout = attr->timeout;
@@ -420,7 +427,7 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	a->dest_qpn = cpu_to_le32(attr->dest_qp_num & 0xffffff);
 	a->qkey = cpu_to_le32(attr->qkey);
 	a->pkey_index = cpu_to_le16(attr->pkey_index);
-	a->port = attr->port_num;
+	a->port = (mask & IB_QP_PORT) ? attr->port_num : 1;
 	if (mask & IB_QP_AV) {
 		err = uz_qp_av(a, &attr->ah_attr);
 		if (err)
