@@ -35,9 +35,9 @@ sources: setup
 qemu: sources
 	@scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_DIR)
 
-# The host meson project: the guest driver, the uzura layer disk and the
-# host unit tests.
-host: setup
+# The host meson project: the guest driver, the verbs provider (out of the
+# rdma-core source), the uzura layer disk and the host unit tests.
+host: setup sources
 	@[ -f $(HOST_DIR)/build.ninja ] || meson setup $(HOST_DIR) . >/dev/null
 	@ninja -C $(HOST_DIR)
 

@@ -4,7 +4,8 @@
 # Boot hook of the uzura layer disk, run by uzura-init as "boot.sh NODE".
 # Installs the modules built from the checkout with the module index made
 # on the host (depmod in the guest takes half a minute under TCG), loads
-# the driver and gives the uzura interface of node N the address 10.77.0.N/24.
+# the driver, installs the verbs provider and gives the uzura interface of
+# node N the address 10.77.0.N/24.
 layer=$(dirname "$0")
 kdir=/lib/modules/$(uname -r)
 node=$1
@@ -13,6 +14,12 @@ mkdir -p "$kdir/updates"
 cp "$layer"/modules/*.ko "$kdir/updates/"
 cp "$layer"/modules-index/modules.* "$kdir/"
 modprobe uzura || { echo "uzura boot: cannot load the uzura module"; exit 1; }
+
+# The verbs provider, where libibverbs looks for it.
+if [ -n "$(ls "$layer"/provider/*.so 2>/dev/null)" ]; then
+	cp "$layer"/provider/*.so "$(dirname "$(ls /usr/lib/*/libibverbs/*.so | head -n 1)")/"
+	cp "$layer"/provider/*.driver /etc/libibverbs.d/
+fi
 
 for n in /sys/class/net/*; do
 	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make-layer.sh OUT.img BOOT-HOOK MODULE.ko...
+# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...]
 #
 # The read-only second disk of every node: what this checkout builds for the
 # guest.  It carries the modules and the module index files for the guest
@@ -36,8 +36,15 @@ fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/modules" "$stage/depmod/lib/modules"
-cp "$@" "$stage/modules/"
+mkdir -p "$stage/modules" "$stage/provider" "$stage/depmod/lib/modules"
+modules=()
+for f in "$@"; do
+	case $f in
+	*.ko) modules+=("$f"); cp "$f" "$stage/modules/" ;;
+	*) cp "$f" "$stage/provider/" ;;	# the verbs provider
+	esac
+done
+set -- "${modules[@]}"
 install -m 755 "$hook" "$stage/boot.sh"
 
 # depmod over the guest tree plus our modules, in a scratch root.

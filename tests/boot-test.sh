@@ -65,6 +65,19 @@ for i in 1 2; do
 	t "node $i: ib_core's GSI QP (QP1) runs on the device" \
 		"$uz" run "$i" -- "rdma resource show qp | grep -q 'lqpn 1 .*type GSI'"
 done
+# The verbs provider: libibverbs finds the device, and RC traffic flows.
+gidx='$(for g in /sys/class/infiniband/uzura0/ports/1/gids/*; do [ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:000$(hostname | tr -dc 0-9) ] && echo ${g##*/}; done)'
+for i in 1 2; do
+	t "node $i: ibv_devinfo -v shows uzura0 with an active Ethernet port" \
+		"$uz" run "$i" -- "ibv_devinfo -v -d uzura0 > /tmp/devinfo &&
+			grep -q 'state:.*PORT_ACTIVE' /tmp/devinfo &&
+			grep -q 'link_layer:.*Ethernet' /tmp/devinfo"
+done
+t "ibv_rc_pingpong node 1 -> node 2 (RC SEND, 100 iterations)" bash -c "
+	'$uz' run 2 -- '(timeout 120 ibv_rc_pingpong -d uzura0 -g $gidx -n 100 > /tmp/pp-server.log 2>&1 &)
+		for k in \$(seq 40); do ss -ltn | grep -q :18515 && exit 0; sleep 0.5; done; exit 1' &&
+	'$uz' run 1 -- 'timeout 120 ibv_rc_pingpong -d uzura0 -g $gidx -n 100 10.77.0.2' &&
+	'$uz' run 2 -- 'sleep 1; grep -q \"100 iters\" /tmp/pp-server.log'"
 t "ping node 2 from node 1 over uzura" "$uz" run 1 -- 'ping -c 3 -W 5 10.77.0.2'
 t "ssh node 1 -> node 2 over uzura" \
 	bash -c "[ \"\$('$uz' run 1 -- ssh -o BatchMode=yes 10.77.0.2 hostname)\" = node2 ]"

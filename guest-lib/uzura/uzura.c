@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause
+/*
+ * uzura provider: device matching and contexts.
+ *
+ * The out-of-tree kernel driver registers with RDMA_DRIVER_UNKNOWN, so the
+ * device is matched by its PCI identity.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "uzura.h"
+
+static void uzura_free_context(struct ibv_context *ibctx);
+
+static const struct verbs_match_ent uzura_table[] = {
+	VERBS_PCI_MATCH(UZ_PCI_VENDOR_ID, UZ_PCI_DEVICE_ID, NULL),
+	{},
+};
+
+static const struct verbs_context_ops uzura_ctx_ops = {
+	.query_device_ex = uzura_query_device_ex,
+	.query_port = uzura_query_port,
+	.alloc_pd = uzura_alloc_pd,
+	.dealloc_pd = uzura_dealloc_pd,
+	.reg_mr = uzura_reg_mr,
+	.dereg_mr = uzura_dereg_mr,
+	.create_cq = uzura_create_cq,
+	.destroy_cq = uzura_destroy_cq,
+	.poll_cq = uzura_poll_cq,
+	.req_notify_cq = uzura_req_notify_cq,
+	.create_qp = uzura_create_qp,
+	.modify_qp = uzura_modify_qp,
+	.query_qp = uzura_query_qp,
+	.destroy_qp = uzura_destroy_qp,
+	.post_send = uzura_post_send,
+	.post_recv = uzura_post_recv,
+	.create_srq = uzura_create_srq,
+	.modify_srq = uzura_modify_srq,
+	.query_srq = uzura_query_srq,
+	.destroy_srq = uzura_destroy_srq,
+	.post_srq_recv = uzura_post_srq_recv,
+	.create_ah = uzura_create_ah,
+	.destroy_ah = uzura_destroy_ah,
+	.free_context = uzura_free_context,
+};
+
+static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd,
+						 void *private_data)
+{
+	struct uzv_alloc_ucontext_resp resp = {};
+	struct uzv_alloc_ucontext cmd = {};
+	struct uzura_context *ctx;
+	int i;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibvctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	if (ibv_cmd_get_context(&ctx->ibvctx, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp)))
+		goto err_free;
+
+	if (!resp.db_page_size) {
+		verbs_err(&ctx->ibvctx, "uzura: no doorbell page\n");
+		errno = EINVAL;
+		goto err_free;
+	}
+	ctx->uctx = resp.uctx;
+	ctx->db_page_size = resp.db_page_size;
+	ctx->max_sge = resp.max_sge;
+	ctx->max_inline = resp.max_inline;
+	ctx->sq_max_log_wqe = resp.sq_max_log_wqe;
+	ctx->rq_max_log_wqe = resp.rq_max_log_wqe;
+	ctx->caps = resp.caps;
+
+	/* The kernel maps the page uncached; doorbells are 32-bit stores. */
+	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
+			    cmd_fd, resp.db_mmap_key);
+	if (ctx->db_page == MAP_FAILED) {
+		verbs_err(&ctx->ibvctx, "uzura: cannot map doorbells: %m\n");
+		goto err_free;
+	}
+
+	pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE);
+	for (i = 0; i < UZURA_QP_TABLE_SIZE; i++)
+		list_head_init(&ctx->qp_table[i]);
+
+	verbs_set_ops(&ctx->ibvctx, &uzura_ctx_ops);
+	return &ctx->ibvctx;
+
+err_free:
+	verbs_uninit_context(&ctx->ibvctx);
+	free(ctx);
+	return NULL;
+}
+
+static void uzura_free_context(struct ibv_context *ibctx)
+{
+	struct uzura_context *ctx = to_uctx(ibctx);
+
+	munmap(ctx->db_page, ctx->db_page_size);
+	pthread_spin_destroy(&ctx->qp_table_lock);
+	verbs_uninit_context(&ctx->ibvctx);
+	free(ctx);
+}
+
+static struct verbs_device *uzura_device_alloc(struct verbs_sysfs_dev *sdev)
+{
+	struct uzura_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->vdev;
+}
+
+static void uzura_uninit_device(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct uzura_device, vdev));
+}
+
+static const struct verbs_device_ops uzura_dev_ops = {
+	.name = "uzura",
+	.match_min_abi_version = UZURA_UVERBS_ABI_VERSION,
+	.match_max_abi_version = UZURA_UVERBS_ABI_VERSION,
+	.match_table = uzura_table,
+	.alloc_device = uzura_device_alloc,
+	.uninit_device = uzura_uninit_device,
+	.alloc_context = uzura_alloc_context,
+};
+
+PROVIDER_DRIVER(uzura, uzura_dev_ops);

@@ -1,0 +1,967 @@
+// SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause
+/*
+ * uzura provider: verbs.  Control operations go through the uverbs
+ * commands; posting and polling write WQEs and read CQEs in the rings the
+ * kernel mapped for us (formats in uzura-hw.h, docs/device-spec.md 8.5,
+ * 8.6) and ring the doorbells in the context's doorbell page.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+
+#include "uzura.h"
+
+#define UZ_SQ_LOG_WQE_MIN	6
+#define UZ_RQ_LOG_WQE_MIN	4
+
+/* ---- helpers ---- */
+
+static void *uz_map(struct ibv_context *ibctx, size_t size, uint64_t key)
+{
+	void *p;
+
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 ibctx->cmd_fd, key);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void uz_ring_db(void *db, uint32_t val)
+{
+	mmio_write32_le(db, htole32(val));
+}
+
+static uint32_t uz_log2_up(uint32_t n)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < n)
+		l++;
+	return l;
+}
+
+static uint32_t uz_wq_depth(const struct uzura_wq *wq)
+{
+	return 1u << wq->log_depth;
+}
+
+static void *uz_wq_slot(struct uzura_wq *wq, uint32_t idx)
+{
+	return (uint8_t *)wq->ring +
+	       ((size_t)(idx & (uz_wq_depth(wq) - 1)) << wq->log_wqe);
+}
+
+static bool uz_wq_full(const struct uzura_wq *wq)
+{
+	return ((wq->pi - wq->ci) & UZ_DB_PI_MASK) >= uz_wq_depth(wq);
+}
+
+static int uz_wq_init(struct uzura_context *ctx, struct uzura_wq *wq,
+		      uint64_t key, uint32_t size, uint32_t log_depth,
+		      uint32_t log_wqe, uint32_t db_offset)
+{
+	if (db_offset + 4 > ctx->db_page_size)
+		return EINVAL;
+	wq->ring = uz_map(&ctx->ibvctx.context, size, key);
+	if (!wq->ring)
+		return errno;
+	wq->map_size = size;
+	wq->log_depth = log_depth;
+	wq->log_wqe = log_wqe;
+	wq->db = (uint8_t *)ctx->db_page + db_offset;
+	wq->pi = 0;
+	wq->ci = 0;
+	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
+static void uz_wq_fini(struct uzura_wq *wq)
+{
+	if (!wq->ring)
+		return;
+	munmap(wq->ring, wq->map_size);
+	pthread_spin_destroy(&wq->lock);
+	wq->ring = NULL;
+}
+
+/* ---- device, port, PD, MR ---- */
+
+int uzura_query_device_ex(struct ibv_context *context,
+			  const struct ibv_query_device_ex_input *input,
+			  struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(context, input, attr, attr_size,
+				       &resp, &resp_size);
+	if (ret)
+		return ret;
+
+	/* fw_ver is the device's UZ_VERSION: major << 16 | minor. */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u", (unsigned int)((fw >> 16) & 0xffff),
+		 (unsigned int)(fw & 0xffff));
+	return 0;
+}
+
+int uzura_query_port(struct ibv_context *context, uint8_t port,
+		     struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
+}
+
+struct ibv_pd *uzura_alloc_pd(struct ibv_context *context)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+int uzura_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			    uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+int uzura_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+/* ---- QP table: poll_cq finds the QP of a CQE by its qpn ---- */
+
+static struct list_head *uz_qp_bucket(struct uzura_context *ctx,
+				      uint32_t qpn)
+{
+	return &ctx->qp_table[qpn % UZURA_QP_TABLE_SIZE];
+}
+
+/* Called with the CQ lock held; destroy_qp takes the CQ locks to unlink. */
+static struct uzura_qp *uz_qp_lookup(struct uzura_context *ctx, uint32_t qpn)
+{
+	struct uzura_qp *qp, *found = NULL;
+
+	pthread_spin_lock(&ctx->qp_table_lock);
+	list_for_each(uz_qp_bucket(ctx, qpn), qp, entry) {
+		if (qp->ibqp.qp_num == qpn) {
+			found = qp;
+			break;
+		}
+	}
+	pthread_spin_unlock(&ctx->qp_table_lock);
+	return found;
+}
+
+/* ---- CQ ---- */
+
+struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector)
+{
+	struct uzura_context *ctx = to_uctx(context);
+	struct uzv_create_cq_resp resp = {};
+	struct uzv_create_cq cmd = {};
+	struct uzura_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibcq,
+				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
+	if (resp.db_offset + 4 > ctx->db_page_size ||
+	    resp.ring_size < (sizeof(struct uz_cqe) << resp.log_depth)) {
+		errno = EINVAL;
+		goto err_destroy;
+	}
+	cq->ring = uz_map(context, resp.ring_size, resp.ring_mmap_key);
+	if (!cq->ring)
+		goto err_destroy;
+	cq->map_size = resp.ring_size;
+	cq->log_depth = resp.log_depth;
+	cq->cqn = resp.cqn;
+	cq->db = (uint8_t *)ctx->db_page + resp.db_offset;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return &cq->ibcq;
+
+err_destroy:
+	ret = errno;
+	ibv_cmd_destroy_cq(&cq->ibcq);
+	errno = ret;
+err_free:
+	free(cq);
+	return NULL;
+}
+
+int uzura_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct uzura_cq *cq = to_ucq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	munmap(cq->ring, cq->map_size);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+static struct uz_cqe *uz_cq_next(struct uzura_cq *cq)
+{
+	struct uz_cqe *cqe;
+	uint8_t phase;
+
+	cqe = (struct uz_cqe *)cq->ring +
+	      (cq->ci & ((1u << cq->log_depth) - 1));
+	/* Phase 1 on even passes of the ring, 0 on odd ones. */
+	phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+	if ((atomic_load_explicit((_Atomic(uint8_t) *)&cqe->flags,
+				  memory_order_relaxed) &
+	     UZ_CQE_PHASE) != phase)
+		return NULL;
+	/* The device wrote the rest of the CQE before its phase. */
+	udma_from_device_barrier();
+	return cqe;
+}
+
+static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
+{
+	switch (op) {
+	case UZ_WC_RDMA_WRITE:
+		return IBV_WC_RDMA_WRITE;
+	case UZ_WC_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case UZ_WC_COMP_SWAP:
+		return IBV_WC_COMP_SWAP;
+	case UZ_WC_FETCH_ADD:
+		return IBV_WC_FETCH_ADD;
+	case UZ_WC_RECV:
+		return IBV_WC_RECV;
+	case UZ_WC_RECV_RDMA_WITH_IMM:
+		return IBV_WC_RECV_RDMA_WITH_IMM;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/*
+ * A send CQE frees its WQE's slot and every earlier one (unsignalled WQEs
+ * that succeeded have no CQE).  Completions come in SQ order and every
+ * signalled WQE has one, so the CQE's WQE lies at or before the first
+ * signalled outstanding slot: a success is exactly that slot; an error or
+ * flush (written for unsignalled WQEs too) is the first slot up to there
+ * with the CQE's wr_id.
+ */
+static void uz_sq_complete(struct uzura_qp *qp, const struct uz_cqe *cqe)
+{
+	struct uzura_wq *sq = &qp->sq;
+	uint64_t wr_id = le64toh(cqe->wr_id);
+	uint32_t mask = uz_wq_depth(sq) - 1;
+	bool ok = cqe->status == UZ_WC_STATUS_SUCCESS;
+	uint32_t i;
+
+	pthread_spin_lock(&sq->lock);
+	for (i = sq->ci; i != sq->pi; i = (i + 1) & UZ_DB_PI_MASK) {
+		struct uzura_sq_slot *s = &qp->slots[i & mask];
+
+		if (ok ? s->signaled : s->wr_id == wr_id)
+			break;
+		if (s->signaled) {
+			/* No match: the device could not read the WQE. */
+			i = sq->ci;
+			break;
+		}
+	}
+	if (i == sq->pi && !ok && sq->ci != sq->pi)
+		i = sq->ci;	/* unreadable WQE among unsignalled ones */
+	if (i != sq->pi)
+		sq->ci = (i + 1) & UZ_DB_PI_MASK;
+	pthread_spin_unlock(&sq->lock);
+}
+
+/* Receive WQEs of an RQ or SRQ are taken in ring order. */
+static void uz_rq_complete(struct uzura_wq *wq)
+{
+	pthread_spin_lock(&wq->lock);
+	if (wq->ci != wq->pi)
+		wq->ci = (wq->ci + 1) & UZ_DB_PI_MASK;
+	pthread_spin_unlock(&wq->lock);
+}
+
+/* Fill wc from a CQE; false when its QP is gone (the CQE is dropped). */
+static bool uz_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
+			  struct ibv_wc *wc)
+{
+	uint32_t qpn = le32toh(cqe->qpn) & 0xffffff;
+	struct uzura_qp *qp;
+
+	qp = uz_qp_lookup(ctx, qpn);
+	if (!qp)
+		return false;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = le64toh(cqe->wr_id);
+	wc->status = cqe->status;
+	wc->opcode = uz_wc_opcode(cqe->opcode);
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = le32toh(cqe->byte_len);
+	wc->qp_num = qpn;
+
+	if (!(cqe->opcode & UZ_WC_RECV)) {
+		uz_sq_complete(qp, cqe);
+		return true;
+	}
+	uz_rq_complete(qp->srq ? &qp->srq->rq : &qp->rq);
+	if (cqe->wc_flags & UZ_WC_F_IMM) {
+		/* Both the CQE and ibv_wc keep it in network order. */
+		wc->imm_data = (__force __be32)cqe->imm_data;
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+	} else if (cqe->wc_flags & UZ_WC_F_INV) {
+		wc->invalidated_rkey = le32toh(cqe->imm_data);
+		wc->wc_flags |= IBV_WC_WITH_INV;
+	}
+	if (cqe->wc_flags & UZ_WC_F_GRH)
+		wc->wc_flags |= IBV_WC_GRH;
+	wc->src_qp = le32toh(cqe->src_qp) & 0xffffff;
+	wc->pkey_index = le16toh(cqe->pkey_index);
+	return true;
+}
+
+int uzura_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct uzura_context *ctx = to_uctx(ibcq->context);
+	struct uzura_cq *cq = to_ucq(ibcq);
+	struct uz_cqe *cqe;
+	uint32_t start;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	start = cq->ci;
+	while (n < ne && (cqe = uz_cq_next(cq))) {
+		if (uz_cq_convert(ctx, cqe, &wc[n]))
+			n++;
+		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
+	}
+	/*
+	 * The device never overwrites an unconsumed CQE (it would overflow
+	 * the CQ instead), so report the consumer index every batch.
+	 */
+	if (cq->ci != start)
+		uz_ring_db(cq->db, cq->ci);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int uzura_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct uzura_cq *cq = to_ucq(ibcq);
+
+	pthread_spin_lock(&cq->lock);
+	uz_ring_db(cq->db, cq->ci | (solicited_only ? UZ_DB_ARM_SOLICITED :
+						       UZ_DB_ARM));
+	pthread_spin_unlock(&cq->lock);
+	return 0;
+}
+
+/* ---- QP ---- */
+
+static void uz_lock_cqs(struct ibv_qp *ibqp)
+{
+	struct uzura_cq *scq = to_ucq(ibqp->send_cq);
+	struct uzura_cq *rcq = to_ucq(ibqp->recv_cq);
+
+	/* Address order, so that two destroys cannot deadlock. */
+	if (scq == rcq) {
+		pthread_spin_lock(&scq->lock);
+	} else if (scq < rcq) {
+		pthread_spin_lock(&scq->lock);
+		pthread_spin_lock(&rcq->lock);
+	} else {
+		pthread_spin_lock(&rcq->lock);
+		pthread_spin_lock(&scq->lock);
+	}
+}
+
+static void uz_unlock_cqs(struct ibv_qp *ibqp)
+{
+	struct uzura_cq *scq = to_ucq(ibqp->send_cq);
+	struct uzura_cq *rcq = to_ucq(ibqp->recv_cq);
+
+	pthread_spin_unlock(&scq->lock);
+	if (scq != rcq)
+		pthread_spin_unlock(&rcq->lock);
+}
+
+/* WQE sizes for the caps asked for, within what the device accepts. */
+static int uz_qp_sizes(struct uzura_context *ctx,
+		       const struct ibv_qp_init_attr *attr,
+		       struct uzura_create_qp *ucmd)
+{
+	const struct ibv_qp_cap *cap = &attr->cap;
+	uint32_t need;
+
+	if (cap->max_send_sge > ctx->max_sge ||
+	    cap->max_recv_sge > ctx->max_sge ||
+	    cap->max_inline_data > ctx->max_inline)
+		return EINVAL;
+	need = sizeof(struct uz_send_wqe) +
+	       max_t(uint32_t, cap->max_send_sge * sizeof(struct uz_sge),
+		     cap->max_inline_data);
+	ucmd->sq_log_wqe = max_t(uint32_t, uz_log2_up(need),
+				 UZ_SQ_LOG_WQE_MIN);
+	need = sizeof(struct uz_recv_wqe) +
+	       (attr->srq ? 0 : cap->max_recv_sge) * sizeof(struct uz_sge);
+	ucmd->rq_log_wqe = max_t(uint32_t, uz_log2_up(need),
+				 UZ_RQ_LOG_WQE_MIN);
+	if (ucmd->sq_log_wqe > ctx->sq_max_log_wqe ||
+	    ucmd->rq_log_wqe > ctx->rq_max_log_wqe)
+		return EINVAL;
+	return 0;
+}
+
+struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *attr)
+{
+	struct uzura_context *ctx = to_uctx(pd->context);
+	struct uzv_create_qp_resp resp = {};
+	struct uzv_create_qp cmd = {};
+	struct uzura_qp *qp;
+	uint32_t wqe;
+	int ret;
+
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	ret = uz_qp_sizes(ctx, attr, &cmd.drv_payload);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+
+	ret = ibv_cmd_create_qp(pd, &qp->ibqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
+
+	qp->srq = attr->srq ? to_usrq(attr->srq) : NULL;
+	qp->sig_all = attr->sq_sig_all;
+	qp->state = IBV_QPS_RESET;
+	ret = uz_wq_init(ctx, &qp->sq, resp.sq_mmap_key, resp.sq_size,
+			 resp.sq_log_depth, resp.sq_log_wqe, resp.sq_db_offset);
+	if (ret)
+		goto err_destroy;
+	wqe = 1u << qp->sq.log_wqe;
+	qp->sq.max_sge = min_t(uint32_t, ctx->max_sge,
+			       (wqe - sizeof(struct uz_send_wqe)) /
+			       sizeof(struct uz_sge));
+	qp->max_inline = min_t(uint32_t, ctx->max_inline,
+			       wqe - sizeof(struct uz_send_wqe));
+	if (!qp->srq) {
+		if (!resp.rq_mmap_key) {
+			ret = EINVAL;
+			goto err_sq;
+		}
+		ret = uz_wq_init(ctx, &qp->rq, resp.rq_mmap_key, resp.rq_size,
+				 resp.rq_log_depth, resp.rq_log_wqe,
+				 resp.rq_db_offset);
+		if (ret)
+			goto err_sq;
+		qp->rq.max_sge = min_t(uint32_t, ctx->max_sge,
+				       ((1u << qp->rq.log_wqe) -
+					sizeof(struct uz_recv_wqe)) /
+				       sizeof(struct uz_sge));
+	}
+	qp->slots = calloc(uz_wq_depth(&qp->sq), sizeof(*qp->slots));
+	if (!qp->slots) {
+		ret = ENOMEM;
+		goto err_rq;
+	}
+
+	pthread_spin_lock(&ctx->qp_table_lock);
+	list_add_tail(uz_qp_bucket(ctx, qp->ibqp.qp_num), &qp->entry);
+	pthread_spin_unlock(&ctx->qp_table_lock);
+	return &qp->ibqp;
+
+err_rq:
+	uz_wq_fini(&qp->rq);
+err_sq:
+	uz_wq_fini(&qp->sq);
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->ibqp);
+	errno = ret;
+err_free:
+	free(qp);
+	return NULL;
+}
+
+/* The device restarts every index of a QP at 0 after RESET. */
+static void uz_wq_reset(struct uzura_wq *wq)
+{
+	if (!wq->ring)
+		return;
+	pthread_spin_lock(&wq->lock);
+	wq->pi = 0;
+	wq->ci = 0;
+	pthread_spin_unlock(&wq->lock);
+}
+
+int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		    int attr_mask)
+{
+	struct uzura_qp *qp = to_uqp(ibqp);
+	struct ibv_modify_qp cmd;
+	int ret;
+
+	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (ret)
+		return ret;
+	if (attr_mask & IBV_QP_STATE) {
+		if (attr->qp_state == IBV_QPS_RESET) {
+			uz_wq_reset(&qp->sq);
+			if (!qp->srq)
+				uz_wq_reset(&qp->rq);
+		}
+		qp->state = attr->qp_state;
+	}
+	return 0;
+}
+
+int uzura_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		   int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct uzura_qp *qp = to_uqp(ibqp);
+	struct ibv_query_qp cmd;
+	int ret;
+
+	ret = ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+			       sizeof(cmd));
+	if (ret)
+		return ret;
+	qp->state = attr->qp_state;
+	return 0;
+}
+
+int uzura_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct uzura_context *ctx = to_uctx(ibqp->context);
+	struct uzura_qp *qp = to_uqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+
+	/* No poll_cq may hold the QP after this. */
+	uz_lock_cqs(ibqp);
+	pthread_spin_lock(&ctx->qp_table_lock);
+	list_del(&qp->entry);
+	pthread_spin_unlock(&ctx->qp_table_lock);
+	uz_unlock_cqs(ibqp);
+
+	uz_wq_fini(&qp->rq);
+	uz_wq_fini(&qp->sq);
+	free(qp->slots);
+	free(qp);
+	return 0;
+}
+
+/* ---- posting ---- */
+
+static int uz_wr_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
+{
+	if (type == IBV_QPT_UD && op != IBV_WR_SEND &&
+	    op != IBV_WR_SEND_WITH_IMM)
+		return -1;
+	switch (op) {
+	case IBV_WR_SEND:
+		return UZ_WR_SEND;
+	case IBV_WR_SEND_WITH_IMM:
+		return UZ_WR_SEND_IMM;
+	case IBV_WR_RDMA_WRITE:
+		return UZ_WR_RDMA_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return UZ_WR_RDMA_WRITE_IMM;
+	case IBV_WR_RDMA_READ:
+		return UZ_WR_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return UZ_WR_ATOMIC_CMP_SWP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return UZ_WR_ATOMIC_FETCH_ADD;
+	default:
+		/* SEND_WITH_INV, memory windows, TSO: not in the device */
+		return -1;
+	}
+}
+
+static int uz_build_send(struct uzura_qp *qp, const struct ibv_send_wr *wr,
+			 struct uz_send_wqe *wqe)
+{
+	int op = uz_wr_opcode(qp->ibqp.qp_type, wr->opcode);
+	uint32_t len = 0;
+	int i;
+
+	if (op < 0)
+		return EINVAL;
+	if (wr->num_sge < 0)
+		return EINVAL;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = htole64(wr->wr_id);
+	wqe->opcode = op;
+	if (qp->sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		wqe->flags |= UZ_WQE_F_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		wqe->flags |= UZ_WQE_F_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		wqe->flags |= UZ_WQE_F_FENCE;
+	if (op == UZ_WR_SEND_IMM || op == UZ_WR_RDMA_WRITE_IMM)
+		wqe->imm_data = (__force uint32_t)wr->imm_data;
+
+	switch (op) {
+	case UZ_WR_RDMA_WRITE:
+	case UZ_WR_RDMA_WRITE_IMM:
+	case UZ_WR_RDMA_READ:
+		wqe->rkey = htole32(wr->wr.rdma.rkey);
+		wqe->remote_addr = htole64(wr->wr.rdma.remote_addr);
+		break;
+	case UZ_WR_ATOMIC_CMP_SWP:
+	case UZ_WR_ATOMIC_FETCH_ADD:
+		wqe->rkey = htole32(wr->wr.atomic.rkey);
+		wqe->remote_addr = htole64(wr->wr.atomic.remote_addr);
+		wqe->atomic.compare_add = htole64(wr->wr.atomic.compare_add);
+		wqe->atomic.swap = htole64(wr->wr.atomic.swap);
+		break;
+	default:
+		if (qp->ibqp.qp_type == IBV_QPT_UD) {
+			if (!wr->wr.ud.ah)
+				return EINVAL;
+			wqe->ud.ahn = htole32(to_uah(wr->wr.ud.ah)->ahn);
+			wqe->ud.remote_qpn = htole32(wr->wr.ud.remote_qpn);
+			wqe->ud.remote_qkey = htole32(wr->wr.ud.remote_qkey);
+		}
+		break;
+	}
+
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = (uint8_t *)(wqe + 1);
+
+		/* READ and atomics have no outgoing data to inline. */
+		if (op == UZ_WR_RDMA_READ || op == UZ_WR_ATOMIC_CMP_SWP ||
+		    op == UZ_WR_ATOMIC_FETCH_ADD)
+			return EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			const struct ibv_sge *sge = &wr->sg_list[i];
+
+			if (sge->length > qp->max_inline - len)
+				return EINVAL;
+			memcpy(dst + len, (void *)(uintptr_t)sge->addr,
+			       sge->length);
+			len += sge->length;
+		}
+		wqe->flags |= UZ_WQE_F_INLINE;
+		wqe->inline_len = htole32(len);
+		return 0;
+	}
+
+	if ((uint32_t)wr->num_sge > qp->sq.max_sge)
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		struct uz_sge *sge = (struct uz_sge *)(wqe + 1) + i;
+
+		sge->addr = htole64(wr->sg_list[i].addr);
+		sge->length = htole32(wr->sg_list[i].length);
+		sge->lkey = htole32(wr->sg_list[i].lkey);
+	}
+	wqe->num_sge = wr->num_sge;
+	return 0;
+}
+
+int uzura_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr)
+{
+	struct uzura_qp *qp = to_uqp(ibqp);
+	struct uzura_wq *sq = &qp->sq;
+	uint32_t start;
+	int ret = 0;
+
+	pthread_spin_lock(&sq->lock);
+	start = sq->pi;
+	/* The device refuses doorbells of a QP in RESET. */
+	if (qp->state == IBV_QPS_RESET) {
+		ret = EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		struct uzura_sq_slot *slot;
+
+		if (uz_wq_full(sq)) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = uz_build_send(qp, wr, uz_wq_slot(sq, sq->pi));
+		if (ret)
+			break;
+		slot = &qp->slots[sq->pi & (uz_wq_depth(sq) - 1)];
+		slot->wr_id = wr->wr_id;
+		slot->signaled = qp->sig_all ||
+				 (wr->send_flags & IBV_SEND_SIGNALED);
+		sq->pi = (sq->pi + 1) & UZ_DB_PI_MASK;
+	}
+out:
+	if (sq->pi != start) {
+		/* The WQEs are in memory before the device hears of them. */
+		udma_to_device_barrier();
+		uz_ring_db(sq->db, sq->pi);
+	}
+	pthread_spin_unlock(&sq->lock);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+static int uz_post_rq(struct uzura_wq *wq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr)
+{
+	uint32_t start;
+	int ret = 0;
+	int i;
+
+	pthread_spin_lock(&wq->lock);
+	start = wq->pi;
+	for (; wr; wr = wr->next) {
+		struct uz_recv_wqe *wqe;
+		struct uz_sge *sge;
+
+		if (uz_wq_full(wq)) {
+			ret = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		wqe = uz_wq_slot(wq, wq->pi);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = htole64(wr->wr_id);
+		wqe->num_sge = wr->num_sge;
+		sge = (struct uz_sge *)(wqe + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		wq->pi = (wq->pi + 1) & UZ_DB_PI_MASK;
+	}
+	if (wq->pi != start) {
+		udma_to_device_barrier();
+		uz_ring_db(wq->db, wq->pi);
+	}
+	pthread_spin_unlock(&wq->lock);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+int uzura_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	struct uzura_qp *qp = to_uqp(ibqp);
+
+	/* No RQ with an SRQ; the device refuses doorbells in RESET. */
+	if (qp->srq || qp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return uz_post_rq(&qp->rq, wr, bad_wr);
+}
+
+/* ---- SRQ ---- */
+
+struct ibv_srq *uzura_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr)
+{
+	struct uzura_context *ctx = to_uctx(pd->context);
+	struct uzv_create_srq_resp resp = {};
+	struct uzv_create_srq cmd = {};
+	struct uzura_srq *srq;
+	uint32_t need;
+	int ret;
+
+	if (attr->attr.max_sge > ctx->max_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
+	need = sizeof(struct uz_recv_wqe) +
+	       attr->attr.max_sge * sizeof(struct uz_sge);
+	cmd.log_wqe = max_t(uint32_t, uz_log2_up(need), UZ_RQ_LOG_WQE_MIN);
+	if (cmd.log_wqe > ctx->rq_max_log_wqe) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	ret = ibv_cmd_create_srq(pd, &srq->ibsrq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
+	ret = uz_wq_init(ctx, &srq->rq, resp.ring_mmap_key, resp.ring_size,
+			 resp.log_depth, resp.log_wqe, resp.db_offset);
+	if (ret) {
+		ibv_cmd_destroy_srq(&srq->ibsrq);
+		errno = ret;
+		goto err_free;
+	}
+	srq->rq.max_sge = min_t(uint32_t, ctx->max_sge,
+				((1u << srq->rq.log_wqe) -
+				 sizeof(struct uz_recv_wqe)) /
+				sizeof(struct uz_sge));
+	srq->srqn = resp.srqn;
+	return &srq->ibsrq;
+
+err_free:
+	free(srq);
+	return NULL;
+}
+
+int uzura_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		     int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	/* Only the limit: the kernel refuses IBV_SRQ_MAX_WR (no resize). */
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int uzura_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+int uzura_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct uzura_srq *srq = to_usrq(ibsrq);
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+	uz_wq_fini(&srq->rq);
+	free(srq);
+	return 0;
+}
+
+int uzura_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	return uz_post_rq(&to_usrq(ibsrq)->rq, wr, bad_wr);
+}
+
+/* ---- AH ---- */
+
+struct ibv_ah *uzura_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct uzv_create_ah_resp resp = {};
+	struct uzura_ah *ah;
+	int ret;
+
+	/* RoCE: the kernel resolves the destination MAC from the GID. */
+	if (!attr->is_global) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	ah->ahn = resp.ahn;
+	return &ah->ibah;
+}
+
+int uzura_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	free(to_uah(ibah));
+	return 0;
+}

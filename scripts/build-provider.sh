@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# build-provider.sh RDMA-CORE-SRC BUILD-DIR OUT-DIR
+#
+# Build the rdma-core provider libuzura (guest-lib/uzura) out of the
+# rdma-core source the guest's libibverbs comes from.  A copy of the source
+# gets the provider overlaid as providers/uzura (symbolic links, so an edit
+# rebuilds at once) and registered in two CMake lists; it is configured
+# once, and then only libibverbs and the provider are built.  OUT-DIR gets
+# the provider library and its /etc/libibverbs.d file for the guest.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+src=$1 bld=$2 out=$3
+tree=$bld/src
+lib=uzura-rdmav34
+
+if [ ! -f "$tree/.uzura-overlay" ]; then
+	rm -rf "$tree"
+	mkdir -p "$bld"
+	cp -a "$src" "$tree"
+	sed -i '/^add_subdirectory(providers\/efa)$/i add_subdirectory(providers/uzura)' \
+		"$tree/CMakeLists.txt"
+	sed -i 's|^  rdma/efa-abi.h$|&\n  rdma/uzura-abi.h|' \
+		"$tree/kernel-headers/CMakeLists.txt"
+	touch "$tree/.uzura-overlay"
+fi
+mkdir -p "$tree/providers/uzura"
+for f in "$top"/guest-lib/uzura/*; do
+	ln -sf "$f" "$tree/providers/uzura/"
+done
+ln -sf "$top/hw/rdma/uzura/uzura-hw.h" "$tree/providers/uzura/uzura-hw.h"
+ln -sf "$top/guest-driver/uapi/rdma/uzura-abi.h" \
+	"$tree/kernel-headers/rdma/uzura-abi.h"
+
+if [ ! -f "$bld/build/build.ninja" ]; then
+	cmake -S "$tree" -B "$bld/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DNO_PYVERBS=1 -DNO_MAN_PAGES=1 > "$bld/cmake.log"
+fi
+ninja -C "$bld/build" "$lib" >&2
+
+mkdir -p "$out"
+cmp -s "$bld/build/lib/lib$lib.so" "$out/lib$lib.so" ||
+	cp "$bld/build/lib/lib$lib.so" "$out/lib$lib.so"
+echo "driver uzura" > "$out/uzura.driver"
