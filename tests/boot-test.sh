@@ -78,6 +78,10 @@ t "ibv_rc_pingpong node 1 -> node 2 (RC SEND, 100 iterations)" bash -c "
 		for k in \$(seq 40); do ss -ltn | grep -q :18515 && exit 0; sleep 0.5; done; exit 1' &&
 	'$uz' run 1 -- 'timeout 120 ibv_rc_pingpong -d uzura0 -g $gidx -n 100 10.77.0.2' &&
 	'$uz' run 2 -- 'sleep 1; grep -q \"100 iters\" /tmp/pp-server.log'"
+t "rping node 1 -> node 2 (RDMA CM over QP1; SEND, READ, WRITE; 5 iterations)" bash -c "
+	'$uz' run 2 -- '(timeout 120 rping -s -a 10.77.0.2 -C 5 > /tmp/rping-server.log 2>&1 &)
+		for k in \$(seq 40); do rdma resource show cm_id | grep -q \"state LISTEN\" && exit 0; sleep 0.5; done; exit 1' &&
+	[ \"\$('$uz' run 1 -- 'timeout 120 rping -c -a 10.77.0.2 -v -C 5' | grep -c 'ping data: rdma-ping-')\" = 5 ]"
 t "ping node 2 from node 1 over uzura" "$uz" run 1 -- 'ping -c 3 -W 5 10.77.0.2'
 t "ssh node 1 -> node 2 over uzura" \
 	bash -c "[ \"\$('$uz' run 1 -- ssh -o BatchMode=yes 10.77.0.2 hostname)\" = node2 ]"
