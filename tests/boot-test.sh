@@ -82,6 +82,15 @@ t "rping node 1 -> node 2 (RDMA CM over QP1; SEND, READ, WRITE; 5 iterations)" b
 	'$uz' run 2 -- '(timeout 120 rping -s -a 10.77.0.2 -C 5 > /tmp/rping-server.log 2>&1 &)
 		for k in \$(seq 40); do rdma resource show cm_id | grep -q \"state LISTEN\" && exit 0; sleep 0.5; done; exit 1' &&
 	[ \"\$('$uz' run 1 -- 'timeout 120 rping -c -a 10.77.0.2 -v -C 5' | grep -c 'ping data: rdma-ping-')\" = 5 ]"
+t "20 verbs processes killed with live objects leave none behind" \
+	"$uz" run 1 -- 'base=$(rdma resource | grep uzura0)
+		for k in $(seq 20); do
+			(ibv_rc_pingpong -d uzura0 -g 1 > /dev/null 2>&1 &)
+			for w in $(seq 40); do rdma resource | grep -q " qp 2 " && break; sleep 0.2; done
+			rdma resource | grep -q " qp 2 .* mr 1 ctx 1 " || exit 1
+			pkill -9 ibv_rc_pingpong; sleep 0.5
+		done
+		[ "$(rdma resource | grep uzura0)" = "$base" ]'
 t "ping node 2 from node 1 over uzura" "$uz" run 1 -- 'ping -c 3 -W 5 10.77.0.2'
 t "ssh node 1 -> node 2 over uzura" \
 	bash -c "[ \"\$('$uz' run 1 -- ssh -o BatchMode=yes 10.77.0.2 hostname)\" = node2 ]"
