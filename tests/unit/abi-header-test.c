@@ -10,18 +10,7 @@
 
 #include <rdma/uzura-abi.h>
 
-static int failures, tests;
-
-#define CHECK(cond)							\
-	do {								\
-		tests++;						\
-		if (cond) {						\
-			printf("ok %d - %s\n", tests, #cond);		\
-		} else {						\
-			printf("not ok %d - %s\n", tests, #cond);	\
-			failures++;					\
-		}							\
-	} while (0)
+#include "tap.h"
 
 /* The sizes the fields add up to: a difference is hidden padding. */
 #define CHECK_SIZE(type, bytes)						\
@@ -45,6 +34,5 @@ int main(void)
 	CHECK(offsetof(struct uzura_create_srq_resp, ring_mmap_key) % 8 == 0);
 	CHECK_SIZE(struct uzura_create_ah_resp, 8);
 	CHECK(UZURA_UVERBS_ABI_VERSION == 1);
-	printf("1..%d\n", tests);
-	return failures != 0;
+	return tap_done();
 }

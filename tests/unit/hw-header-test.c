@@ -6,22 +6,11 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+
+#include "tap.h"
 #include <string.h>
 
 #include "uzura-hw.h"
-
-static int failures, tests;
-
-#define CHECK(cond)							\
-	do {								\
-		tests++;						\
-		if (cond) {						\
-			printf("ok %d - %s\n", tests, #cond);		\
-		} else {						\
-			printf("not ok %d - %s\n", tests, #cond);	\
-			failures++;					\
-		}							\
-	} while (0)
 
 static const unsigned int regs[] = {
 	UZ_REG_MAGIC, UZ_REG_VERSION, UZ_REG_CAPS, UZ_REG_NUM_VECTORS,
@@ -72,6 +61,5 @@ int main(void)
 	      UZ_WC_STATUS_REM_ABORT_ERR == 16 && UZ_WC_STATUS_FATAL_ERR == 19 &&
 	      UZ_WC_STATUS_GENERAL_ERR == 21);
 
-	printf("1..%d\n", tests);
-	return failures != 0;
+	return tap_done();
 }
