@@ -6,11 +6,10 @@
  */
 #include <stddef.h>
 #include <stdio.h>
-
-#include "tap.h"
 #include <string.h>
 
 #include "uzura-hw.h"
+#include "tap.h"
 
 static const unsigned int regs[] = {
 	UZ_REG_MAGIC, UZ_REG_VERSION, UZ_REG_CAPS, UZ_REG_NUM_VECTORS,
