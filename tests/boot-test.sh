@@ -73,11 +73,13 @@ for i in 1 2; do
 			grep -q 'state:.*PORT_ACTIVE' /tmp/devinfo &&
 			grep -q 'link_layer:.*Ethernet' /tmp/devinfo"
 done
-t "ibv_rc_pingpong node 1 -> node 2 (RC SEND, 100 iterations)" bash -c "
-	'$uz' run 2 -- '(timeout 120 ibv_rc_pingpong -d uzura0 -g $gidx -n 100 > /tmp/pp-server.log 2>&1 &)
-		for k in \$(seq 40); do ss -ltn | grep -q :18515 && exit 0; sleep 0.5; done; exit 1' &&
-	'$uz' run 1 -- 'timeout 120 ibv_rc_pingpong -d uzura0 -g $gidx -n 100 10.77.0.2' &&
-	'$uz' run 2 -- 'sleep 1; grep -q \"100 iters\" /tmp/pp-server.log'"
+for pp in rc ud srq; do
+	t "ibv_${pp}_pingpong node 1 -> node 2 (100 iterations)" bash -c "
+		'$uz' run 2 -- '(timeout 120 ibv_${pp}_pingpong -d uzura0 -g $gidx -n 100 > /tmp/pp-server.log 2>&1 &)
+			for k in \$(seq 40); do ss -ltn | grep -q :18515 && exit 0; sleep 0.5; done; exit 1' &&
+		'$uz' run 1 -- 'timeout 120 ibv_${pp}_pingpong -d uzura0 -g $gidx -n 100 10.77.0.2' &&
+		'$uz' run 2 -- 'sleep 1; grep -q \"100 iters\" /tmp/pp-server.log'"
+done
 t "rping node 1 -> node 2 (RDMA CM over QP1; SEND, READ, WRITE; 5 iterations)" bash -c "
 	'$uz' run 2 -- '(timeout 120 rping -s -a 10.77.0.2 -C 5 > /tmp/rping-server.log 2>&1 &)
 		for k in \$(seq 40); do rdma resource show cm_id | grep -q \"state LISTEN\" && exit 0; sleep 0.5; done; exit 1' &&
