@@ -21,6 +21,11 @@ if [ -n "$(ls "$layer"/provider/*.so 2>/dev/null)" ]; then
 	cp "$layer"/provider/*.driver /etc/libibverbs.d/
 fi
 
+# Guest test programs (tests/guest), on the PATH.
+if [ -n "$(ls "$layer"/tests/ 2>/dev/null)" ]; then
+	cp "$layer"/tests/* /usr/local/bin/
+fi
+
 for n in /sys/class/net/*; do
 	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue
 	dev=$(basename "$n")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...]
+# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...] [TEST...]
 #
 # The read-only second disk of every node: what this checkout builds for the
 # guest.  It carries the modules and the module index files for the guest
@@ -36,12 +36,14 @@ fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/modules" "$stage/provider" "$stage/depmod/lib/modules"
+mkdir -p "$stage/modules" "$stage/provider" "$stage/tests" \
+	"$stage/depmod/lib/modules"
 modules=()
 for f in "$@"; do
 	case $f in
 	*.ko) modules+=("$f"); cp "$f" "$stage/modules/" ;;
-	*) cp "$f" "$stage/provider/" ;;	# the verbs provider
+	*.so|*.driver) cp "$f" "$stage/provider/" ;;	# the verbs provider
+	*) cp "$f" "$stage/tests/" ;;	# guest test programs
 	esac
 done
 set -- "${modules[@]}"

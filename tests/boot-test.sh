@@ -73,6 +73,9 @@ for i in 1 2; do
 			grep -q 'state:.*PORT_ACTIVE' /tmp/devinfo &&
 			grep -q 'link_layer:.*Ethernet' /tmp/devinfo"
 done
+# Its own TAP goes in as comments, out of this stream's numbering.
+t "node 1: bad verbs input gets the documented errno (verbs-errors)" \
+	bash -c "set -o pipefail; '$uz' run 1 -- verbs-errors | sed 's/^/# /'"
 for pp in rc ud srq; do
 	t "ibv_${pp}_pingpong node 1 -> node 2 (100 iterations)" bash -c "
 		'$uz' run 2 -- '(timeout 120 ibv_${pp}_pingpong -d uzura0 -g $gidx -n 100 > /tmp/pp-server.log 2>&1 &)

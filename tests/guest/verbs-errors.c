@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * verbs-errors: bad input to the verbs on uzura0 gets the documented error
+ * (libibverbs: create calls return NULL with errno set, post and modify
+ * calls return a positive errno).  Run in a guest; speaks TAP, exits 0
+ * only if every check passes.
+ *
+ * Where each error comes from:
+ *  - CQ with cqe > max_cqe: the driver, EINVAL (uz_create_cq).
+ *  - QP with max_send_wr > max_qp_wr: the driver, EINVAL (uz_qp_sizes);
+ *    max_send_sge > max_sge: the provider, EINVAL (uz_qp_sizes).
+ *  - UC QP: the provider, EOPNOTSUPP (uzura_create_qp; the driver would
+ *    say EOPNOTSUPP as well).
+ *  - reg_mr of an unmapped range: ib_umem_get, EFAULT; of length 0: the
+ *    driver, EINVAL (uz_reg_user_mr).
+ *  - RESET -> RTS: the driver, EINVAL (ib_modify_qp_is_ok).
+ *  - posting to a QP in RESET: the provider, EINVAL with *bad_wr at the
+ *    first WR; a full RQ: ENOMEM with *bad_wr at the first WR not posted
+ *    (guest-lib/README.md).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+static int n, fails;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	n++;
+	printf("%sok %d - ", ok ? "" : "not ", n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!ok)
+		fails++;
+}
+
+/* A create call must have failed with exactly want. */
+static void check_null(const void *obj, int err, int want, const char *what)
+{
+	check(!obj && err == want, "%s: NULL with errno %s (got %s, errno %d %s)",
+	      what, strerror(want), obj ? "an object" : "NULL", err,
+	      strerror(err));
+}
+
+static void check_ret(int ret, int want, const char *what)
+{
+	check(ret == want, "%s: returns %d %s (got %d %s)", what, want,
+	      strerror(want), ret, strerror(ret));
+}
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+			      enum ibv_qp_type type, uint32_t send_wr,
+			      uint32_t send_sge, uint32_t recv_wr, int *err)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = type,
+		.cap = {
+			.max_send_wr = send_wr,
+			.max_send_sge = send_sge,
+			.max_recv_wr = recv_wr,
+			.max_recv_sge = 1,
+		},
+	};
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp(pd, &a);
+	*err = errno;
+	return qp;
+}
+
+int main(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_device_attr dattr;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL, *bad_cq;
+	struct ibv_qp *qp = NULL, *bad_qp;
+	struct ibv_mr *mr = NULL, *bad_mr;
+	long page = sysconf(_SC_PAGESIZE);
+	char *buf = NULL;
+	void *hole;
+	int i, num, err, ret;
+
+	list = ibv_get_device_list(&num);
+	for (i = 0; list && i < num; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "uzura0"))
+			ctx = ibv_open_device(list[i]);
+	check(ctx != NULL, "open uzura0");
+	if (!ctx) {
+		printf("Bail out! no uzura0\n");
+		return 1;
+	}
+	ret = ibv_query_device(ctx, &dattr);
+	check(ret == 0, "query_device (max_cqe %d, max_qp_wr %d, max_sge %d)",
+	      dattr.max_cqe, dattr.max_qp_wr, dattr.max_sge);
+	pd = ibv_alloc_pd(ctx);
+	check(pd != NULL, "alloc_pd");
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	check(cq != NULL, "create_cq with 16 entries");
+	if (ret || !pd || !cq) {
+		printf("Bail out! no PD or CQ\n");
+		return 1;
+	}
+
+	/* CQ larger than the device's */
+	errno = 0;
+	bad_cq = ibv_create_cq(ctx, dattr.max_cqe + 1, NULL, NULL, 0);
+	err = errno;
+	check_null(bad_cq, err, EINVAL, "create_cq with cqe = max_cqe + 1");
+	if (bad_cq)
+		ibv_destroy_cq(bad_cq);
+
+	/* QP caps beyond the device's, and a type the device lacks */
+	bad_qp = make_qp(pd, cq, IBV_QPT_RC, dattr.max_qp_wr + 1, 1, 1, &err);
+	check_null(bad_qp, err, EINVAL, "create_qp with max_send_wr = max_qp_wr + 1");
+	if (bad_qp)
+		ibv_destroy_qp(bad_qp);
+	bad_qp = make_qp(pd, cq, IBV_QPT_RC, 4, dattr.max_sge + 1, 1, &err);
+	check_null(bad_qp, err, EINVAL, "create_qp with max_send_sge = max_sge + 1");
+	if (bad_qp)
+		ibv_destroy_qp(bad_qp);
+	bad_qp = make_qp(pd, cq, IBV_QPT_UC, 4, 1, 1, &err);
+	check_null(bad_qp, err, EOPNOTSUPP, "create_qp of type UC");
+	if (bad_qp)
+		ibv_destroy_qp(bad_qp);
+
+	/* MRs: an unmapped range, and an empty one */
+	hole = mmap(NULL, 4 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	check(hole != MAP_FAILED && munmap(hole, 4 * page) == 0,
+	      "map and unmap a 4-page hole");
+	errno = 0;
+	bad_mr = ibv_reg_mr(pd, hole, 4 * page, IBV_ACCESS_LOCAL_WRITE);
+	err = errno;
+	check_null(bad_mr, err, EFAULT, "reg_mr of an unmapped range");
+	if (bad_mr)
+		ibv_dereg_mr(bad_mr);
+	buf = aligned_alloc(page, page);
+	check(buf != NULL, "allocate a page");
+	if (!buf)
+		return 1;
+	memset(buf, 0, page);
+	errno = 0;
+	bad_mr = ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
+	err = errno;
+	check_null(bad_mr, err, EINVAL, "reg_mr of length 0");
+	if (bad_mr)
+		ibv_dereg_mr(bad_mr);
+	mr = ibv_reg_mr(pd, buf, page, IBV_ACCESS_LOCAL_WRITE);
+	check(mr != NULL, "reg_mr of a page");
+
+	/* A QP in RESET: no skipping to RTS, no posting */
+	qp = make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err);
+	check(qp != NULL, "create_qp RC with 4 send and 4 receive WRs (errno %d)",
+	      qp ? 0 : err);
+	if (!qp || !mr) {
+		printf("Bail out! no QP or MR\n");
+		return 1;
+	}
+	{
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTS };
+
+		ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+		check_ret(ret, EINVAL, "modify_qp RESET -> RTS");
+	}
+	{
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey,
+		};
+		struct ibv_send_wr swr[2] = {
+			{ .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+			  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+			  .next = &swr[1] },
+			{ .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+			  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+		};
+		struct ibv_recv_wr rwr[2] = {
+			{ .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+			  .next = &rwr[1] },
+			{ .wr_id = 2, .sg_list = &sge, .num_sge = 1 },
+		};
+		struct ibv_send_wr *bad_swr = NULL;
+		struct ibv_recv_wr *bad_rwr = NULL;
+
+		ret = ibv_post_send(qp, swr, &bad_swr);
+		check_ret(ret, EINVAL, "post_send on a QP in RESET");
+		check(bad_swr == &swr[0], "post_send on RESET: bad_wr is the first WR");
+		ret = ibv_post_recv(qp, rwr, &bad_rwr);
+		check_ret(ret, EINVAL, "post_recv on a QP in RESET");
+		check(bad_rwr == &rwr[0], "post_recv on RESET: bad_wr is the first WR");
+	}
+
+	/* A full RQ: max_recv_wr + 1 receives on a QP in INIT */
+	{
+		struct ibv_qp_attr attr = {
+			.qp_state = IBV_QPS_INIT,
+			.pkey_index = 0,
+			.port_num = 1,
+			.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+		};
+		struct ibv_qp_init_attr init;
+		struct ibv_qp_attr qattr;
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey,
+		};
+		struct ibv_recv_wr *rwr, *bad_rwr = NULL;
+		uint32_t depth;
+
+		ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		check_ret(ret, 0, "modify_qp RESET -> INIT");
+		ret = ibv_query_qp(qp, &qattr, IBV_QP_CAP, &init);
+		depth = ret ? 0 : init.cap.max_recv_wr;
+		check(ret == 0 && depth >= 4 && depth <= 4096,
+		      "query_qp: max_recv_wr %u", depth);
+		if (depth < 4 || depth > 4096)
+			depth = 4;
+		rwr = calloc(depth + 1, sizeof(*rwr));
+		if (!rwr)
+			return 1;
+		for (i = 0; i <= (int)depth; i++) {
+			rwr[i].wr_id = i;
+			rwr[i].sg_list = &sge;
+			rwr[i].num_sge = 1;
+			rwr[i].next = i < (int)depth ? &rwr[i + 1] : NULL;
+		}
+		ret = ibv_post_recv(qp, rwr, &bad_rwr);
+		check_ret(ret, ENOMEM, "post_recv of max_recv_wr + 1 receives in INIT");
+		check(bad_rwr == &rwr[depth],
+		      "full RQ: bad_wr is the last WR (got index %ld)",
+		      bad_rwr ? (long)(bad_rwr - rwr) : -1L);
+		bad_rwr = NULL;
+		rwr[depth].next = NULL;
+		ret = ibv_post_recv(qp, &rwr[depth], &bad_rwr);
+		check(ret == ENOMEM && bad_rwr == &rwr[depth],
+		      "full RQ: one more receive is refused too (got %d)", ret);
+		free(rwr);
+	}
+
+	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
+	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
+	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");
+	check_ret(ibv_dealloc_pd(pd), 0, "dealloc_pd");
+	check_ret(ibv_close_device(ctx), 0, "close_device");
+	ibv_free_device_list(list);
+	free(buf);
+
+	printf("1..%d\n", n);
+	return fails ? 1 : 0;
+}
