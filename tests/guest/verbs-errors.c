@@ -17,12 +17,15 @@
  *  - posting to a QP in RESET: the provider, EINVAL with *bad_wr at the
  *    first WR; a full RQ: ENOMEM with *bad_wr at the first WR not posted
  *    (guest-lib/README.md).
+ *  - a WQE the device refuses: its CQE status, and IBV_EVENT_QP_FATAL on
+ *    the async fd (the device's QP_FATAL event, through the driver).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -80,6 +83,96 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	qp = ibv_create_qp(pd, &a);
 	*err = errno;
 	return qp;
+}
+
+/* The port's RoCE v2 GID for IPv4 (::ffff:a.b.c.d), or -1. */
+static int ipv4_gid_index(struct ibv_context *ctx)
+{
+	union ibv_gid gid;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		if (!ibv_query_gid(ctx, 1, i, &gid) && gid.raw[10] == 0xff &&
+		    gid.raw[11] == 0xff && !gid.global.subnet_prefix)
+			return i;
+	return -1;
+}
+
+/*
+ * A device error reaches the user: an RC QP (connected to itself; nothing
+ * goes on the wire) posts a SEND with a bad lkey.  The device fails the
+ * WQE with LOC_PROT_ERR and moves the QP to ERR; the driver turns the
+ * device's QP_FATAL event into IBV_EVENT_QP_FATAL on the async fd.
+ */
+static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
+			   struct ibv_mr *mr, char *buf)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	int gidx = ipv4_gid_index(ctx), ret, i, got = 0, err;
+	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
+				 NULL;
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey ^ 0x100,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_async_event ev;
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_wc wc;
+
+	check(qp && gidx >= 0, "an RC QP, and the port's IPv4 GID (index %d)",
+	      gidx);
+	if (!qp || gidx < 0)
+		goto out;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	a = (struct ibv_qp_attr) {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+		.dest_qp_num = qp->qp_num, .rq_psn = 1,
+		.max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .sgid_index = gidx, .hop_limit = 64 } },
+	};
+	ibv_query_gid(ctx, 1, gidx, &a.ah_attr.grh.dgid);
+	ret = ret ? ret : ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+					IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER);
+	a = (struct ibv_qp_attr) {
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = 1,
+	};
+	ret = ret ? ret : ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	check_ret(ret, 0, "modify_qp to RTS, connected to itself");
+	ret = ret ? ret : ibv_post_send(qp, &wr, &bad);
+	check_ret(ret, 0, "post_send of a SEND with a bad lkey");
+	for (i = 0; !ret && i < 500 && !got; i++) {
+		got = ibv_poll_cq(cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	check(got == 1 && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
+	      "the SEND completes with LOC_PROT_ERR (status %d)",
+	      got == 1 ? (int)wc.status : -1);
+	ret = poll(&pfd, 1, 5000) == 1 ? ibv_get_async_event(ctx, &ev) : -1;
+	check(!ret && ev.event_type == IBV_EVENT_QP_FATAL &&
+	      ev.element.qp == qp, "async event IBV_EVENT_QP_FATAL for the QP "
+	      "(got %s)", ret ? "none" : ibv_event_type_str(ev.event_type));
+	if (!ret)
+		ibv_ack_async_event(&ev);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
 }
 
 int main(void)
@@ -253,6 +346,7 @@ int main(void)
 	}
 
 	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
+	check_qp_fatal(ctx, pd, mr, buf);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");
 	check_ret(ibv_dealloc_pd(pd), 0, "dealloc_pd");
