@@ -260,6 +260,12 @@ static inline void uz_wr(struct uz_dev *uz, u32 reg, u32 val)
 	writel(val, uz->regs + reg);
 }
 
+/* A doorbell's offset within its context's page, as user space maps it. */
+static inline u32 uz_db_page_off(u32 db)
+{
+	return db & (UZ_DB_PAGE_SIZE - 1);
+}
+
 static inline void uz_ring_db(struct uz_dev *uz, u32 offset, u32 val)
 {
 	writel(val, uz->db + offset);

@@ -80,7 +80,7 @@ int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		resp.cqn = cq->cqn;
 		resp.ring_mmap_key = key;
 		resp.log_depth = cq->log_depth;
-		resp.db_offset = cq->db & (UZ_DB_PAGE_SIZE - 1);
+		resp.db_offset = uz_db_page_off(cq->db);
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)

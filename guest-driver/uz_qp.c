@@ -255,9 +255,8 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		resp.sq_log_wqe = qp->sq.log_wqe;
 		resp.rq_log_depth = qp->srq ? 0 : qp->rq.log_depth;
 		resp.rq_log_wqe = qp->rq.log_wqe;
-		resp.sq_db_offset = qp->sq.db & (UZ_DB_PAGE_SIZE - 1);
-		resp.rq_db_offset = qp->srq ? 0 :
-				    qp->rq.db & (UZ_DB_PAGE_SIZE - 1);
+		resp.sq_db_offset = uz_db_page_off(qp->sq.db);
+		resp.rq_db_offset = qp->srq ? 0 : uz_db_page_off(qp->rq.db);
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -847,7 +846,7 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		resp.ring_size = uz_wq_map_size(&srq->rq);
 		resp.log_depth = srq->rq.log_depth;
 		resp.log_wqe = srq->rq.log_wqe;
-		resp.db_offset = srq->rq.db & (UZ_DB_PAGE_SIZE - 1);
+		resp.db_offset = uz_db_page_off(srq->rq.db);
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)

@@ -2654,6 +2654,39 @@ static void case_loss(Env *e)
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * The table size is a device property of 1..4096 entries (spec 1.5): a
+ * device hot-plugged with 0 or 4097 is refused with a message naming it,
+ * and one with 4096 is created.
+ */
+static void case_table_size_prop(Env *e)
+{
+    static const struct {
+        int val;
+        bool ok;
+    } sizes[] = { { 0, false }, { 4097, false }, { 4096, true } };
+    int i;
+
+    for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+        g_autofree char *id = g_strdup_printf("uzp%d", i);
+        QDict *r = qtest_qmp(qts(e), "{'execute': 'device_add', 'arguments': "
+                             "{'driver': 'uzura', 'id': %s, 'bus': 'rp0', "
+                             "'max-crw-tags': %d}}", id, sizes[i].val);
+
+        if (sizes[i].ok) {
+            g_assert(qdict_haskey(r, "return"));
+        } else {
+            const char *desc;
+
+            g_assert(qdict_haskey(r, "error"));
+            desc = qdict_get_str(qdict_get_qdict(r, "error"), "desc");
+            g_test_message("device_add: %s", desc);
+            g_assert(strstr(desc, "max-crw-tags takes 1..4096"));
+        }
+        qobject_unref(r);
+    }
+}
+
 typedef struct Case {
     const char *name;
     void (*fn)(Env *e);
@@ -2681,6 +2714,8 @@ static const Case cases[] = {
     { "tag-reuse/stcrw", case_tag_reuse_stcrw },
     { "err/malformed", case_err_malformed },
     { "err/retry-exhausted", case_err_retry_exhausted },
+    { "err/table-size-prop", case_table_size_prop,
+      "-device pcie-root-port,id=rp0,chassis=1,addr=06.0" },
     { "err/table-full", case_err_table_full, SMALL_TABLE },
     { "err/table-full-offers", case_err_table_full_offers, SMALL_TABLE },
     { "err/stcrw-dup", case_err_stcrw_dup },
