@@ -34,6 +34,12 @@ done
 add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
 add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
 add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
+# The stream netdev (the two-node link) turns Nagle off on the connecting
+# side only; without it on the listening side too, a frame the listener
+# sends behind an unacknowledged one waits for the peer's delayed ACK
+# (40 ms), which dominated every request/response exchange.
+add_line "$src/net/stream.c" "    s->ioc = QIO_CHANNEL(cioc);" \
+	"    qio_channel_set_delay(s->ioc, false); /* uzura: listener too */"
 # The qtests: every qtest/*-test.c, on one line that is rewritten as the
 # list changes.
 tests=$(cd "$top/qtest" && ls *-test.c | sed 's/\.c$//')

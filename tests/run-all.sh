@@ -44,7 +44,13 @@ for t in "$top"/qtest/*-test.c; do
 	run_suite "qtest-$t" "$top/build/qemu/tests/qtest/$t" --tap -k
 done
 
+# Cluster suites, one after another (one cluster runs at a time): the boot
+# test first, then every other tests/NAME-test.sh, which boots its own nodes.
 run_suite boot "$top/tests/boot-test.sh"
+for t in "$top"/tests/*-test.sh; do
+	[ "$t" != "$top/tests/boot-test.sh" ] && [ -x "$t" ] &&
+		run_suite "$(basename "$t" -test.sh)" "$t"
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
