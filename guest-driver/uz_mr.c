@@ -90,7 +90,8 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	size_t npages, i = 0;
 	int err;
 
-	if (access & ~UZ_MR_ACCESS)
+	/* Optional flags (relaxed ordering) are hints a device may ignore. */
+	if (access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > le64_to_cpu(uz->attr.max_mr_size))
 		return ERR_PTR(-EINVAL);
@@ -136,7 +137,7 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	r.length = cpu_to_le64(length);
 	r.pbl_addr = cpu_to_le64(mr->pbl_dma);
 	r.npages = cpu_to_le32(npages);
-	r.access = cpu_to_le32(access);
+	r.access = cpu_to_le32(access & UZ_MR_ACCESS);
 	r.page_shift = __ffs(pgsz);
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
 	if (err)

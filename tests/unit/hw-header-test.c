@@ -59,6 +59,19 @@ int main(void)
 	CHECK(UZ_WC_STATUS_RNR_RETRY_EXC_ERR == 13 &&
 	      UZ_WC_STATUS_REM_ABORT_ERR == 16 && UZ_WC_STATUS_FATAL_ERR == 19 &&
 	      UZ_WC_STATUS_GENERAL_ERR == 21);
+	/*
+	 * Counter indices are ABI (spec 10.2): pinned at both ends and at
+	 * the edges of the blocks, four counters for each RoCE kind.
+	 */
+	CHECK(UZ_CNT_TX_FRAMES == 0 && UZ_CNT_CQES_ERROR == 13);
+	CHECK(UZ_CNT_TX_PKTS_SEND == 14 && UZ_CNT_RX_BYTES_CRW == 45);
+	CHECK(UZ_CNT_TX_PKTS_WRITE - UZ_CNT_TX_PKTS_SEND == 4 &&
+	      UZ_CNT_TX_PKTS_CRW - UZ_CNT_TX_PKTS_UD == 4);
+	CHECK(UZ_CNT_RETRANSMITS == 46 && UZ_CNT_FAULT_DELAYED == 79);
+	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
+	CHECK(UZ_CNT_NUM == 82);
+	/* A QUERY_COUNTERS payload fits the command. */
+	CHECK(sizeof(struct uz_cmd_query) == 16 && UZ_CMD_QUERY_COUNTERS == 0x21);
 
 	return tap_done();
 }

@@ -138,6 +138,140 @@ static uint8_t uzura_cmd_destroy_eth_rxq(UzuraCore *core,
     return uzura_eth_destroy(core, false, le32_to_cpu(cmd->destroy.handle));
 }
 
+/*
+ * The counters by UZ_CNT_* index (uzura-hw.h; the order is ABI).  Each
+ * name is the counter's qom-get property and the driver's hw_counters
+ * file: spec section 10.
+ */
+#define UZ_CNT(idx, field) \
+    [UZ_CNT_##idx] = { #field, offsetof(UzuraCounters, field) }
+/* RoCE packets and bytes by kind: tx_pkts_send is roce_tx_pkts[SEND]. */
+#define UZ_CNT_ROCE(DIR, dir, FAM, fam) \
+    [UZ_CNT_##DIR##_##FAM] = { \
+        #dir "_" #fam, offsetof(UzuraCounters, roce_##dir[UZ_FAM_##FAM]) }
+
+const UzuraCounterDesc uzura_counter_descs[] = {
+    UZ_CNT(TX_FRAMES, tx_frames),
+    UZ_CNT(TX_BYTES, tx_bytes),
+    UZ_CNT(TX_ERRORS, tx_errors),
+    UZ_CNT(RX_FRAMES, rx_frames),
+    UZ_CNT(RX_BYTES, rx_bytes),
+    UZ_CNT(RX_DROPPED, rx_dropped),
+    UZ_CNT(ADMIN_CMDS, admin_cmds),
+    UZ_CNT(ADMIN_ERRORS, admin_errors),
+    UZ_CNT(EQ_EVENTS, eq_events),
+    UZ_CNT(EQ_OVERFLOWS, eq_overflows),
+    UZ_CNT(IRQS, irqs),
+    UZ_CNT(DOORBELLS, doorbells),
+    UZ_CNT(CQES, cqes),
+    UZ_CNT(CQES_ERROR, cqes_error),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, SEND, send),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, SEND, send),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, SEND, send),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, SEND, send),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, WRITE, write),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, WRITE, write),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, WRITE, write),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, WRITE, write),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, READ_REQ, read_req),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, READ_REQ, read_req),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, READ_REQ, read_req),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, READ_REQ, read_req),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, READ_RESP, read_resp),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, READ_RESP, read_resp),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, READ_RESP, read_resp),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, READ_RESP, read_resp),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, ATOMIC, atomic),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, ATOMIC, atomic),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, ATOMIC, atomic),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, ATOMIC, atomic),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, ACK, ack),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, ACK, ack),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, ACK, ack),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, ACK, ack),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, UD, ud),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, UD, ud),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, UD, ud),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, UD, ud),
+    UZ_CNT_ROCE(TX_PKTS, tx_pkts, CRW, crw),
+    UZ_CNT_ROCE(TX_BYTES, tx_bytes, CRW, crw),
+    UZ_CNT_ROCE(RX_PKTS, rx_pkts, CRW, crw),
+    UZ_CNT_ROCE(RX_BYTES, rx_bytes, CRW, crw),
+    UZ_CNT(RETRANSMITS, retransmits),
+    UZ_CNT(RETRY_TIMEOUTS, retry_timeouts),
+    UZ_CNT(NAKS_SENT, naks_sent),
+    UZ_CNT(NAKS_RCVD, naks_rcvd),
+    UZ_CNT(NAK_SEQ_SENT, nak_seq_sent),
+    UZ_CNT(NAK_SEQ_RCVD, nak_seq_rcvd),
+    UZ_CNT(NAK_INV_REQ_RCVD, nak_inv_req_rcvd),
+    UZ_CNT(NAK_REM_ACCESS_RCVD, nak_rem_access_rcvd),
+    UZ_CNT(NAK_REM_OP_RCVD, nak_rem_op_rcvd),
+    UZ_CNT(RNR_NAKS_SENT, rnr_naks_sent),
+    UZ_CNT(RNR_NAKS_RCVD, rnr_naks_rcvd),
+    UZ_CNT(ACKS_COALESCED, acks_coalesced),
+    UZ_CNT(DUPLICATES, duplicates),
+    UZ_CNT(ICRC_ERRORS, icrc_errors),
+    UZ_CNT(RX_MALFORMED, rx_malformed),
+    UZ_CNT(RX_NO_QP, rx_no_qp),
+    UZ_CNT(RX_QKEY_ERRORS, rx_qkey_errors),
+    UZ_CNT(RX_UD_NO_WQE, rx_ud_no_wqe),
+    UZ_CNT(RX_STALE, rx_stale),
+    UZ_CNT(ROCE_TX_DROPPED, roce_tx_dropped),
+    UZ_CNT(XLAT_HITS, xlat_hits),
+    UZ_CNT(XLAT_MISSES, xlat_misses),
+    UZ_CNT(XLAT_EVICTIONS, xlat_evictions),
+    UZ_CNT(CRW_PARKED, crw_parked),
+    UZ_CNT(CRW_OFFERS, crw_offers),
+    UZ_CNT(CRW_MATCHED_CRW_FIRST, crw_matched_crw_first),
+    UZ_CNT(CRW_MATCHED_STCRW_FIRST, crw_matched_stcrw_first),
+    UZ_CNT(CRW_FLUSHED, crw_flushed),
+    UZ_CNT(CRW_ERRORS, crw_errors),
+    UZ_CNT(FAULT_DROPS, fault_drops),
+    UZ_CNT(FAULT_CORRUPTS, fault_corrupts),
+    UZ_CNT(FAULT_DUPS, fault_dups),
+    UZ_CNT(FAULT_REORDERS, fault_reorders),
+    UZ_CNT(FAULT_DELAYED, fault_delayed),
+    UZ_CNT(LOOP_FRAMES, loop_frames),
+    UZ_CNT(LOOP_DROPPED, loop_dropped),
+};
+
+#undef UZ_CNT
+#undef UZ_CNT_ROCE
+
+/*
+ * A snapshot of min(buf_len / 8, UZ_CNT_NUM) counters, taken before this
+ * command itself counts in admin_cmds: out0 says how many were written,
+ * out1 how many the device has.
+ */
+static uint8_t uzura_cmd_query_counters(UzuraCore *core,
+                                        const struct uz_admin_cmd *cmd,
+                                        struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_query *q = (const void *)cmd->raw;
+    uint32_t len = le32_to_cpu(q->buf_len);
+    uint64_t addr = le64_to_cpu(q->buf_addr);
+    uint64_t vals[UZ_CNT_NUM];
+    uint32_t n, i;
+
+    if (!len || len % sizeof(vals[0])) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    n = MIN(len / sizeof(vals[0]), UZ_CNT_NUM);
+    /* All or nothing: no partial write into a buffer that ends early. */
+    if (!uzura_dma_ok(core, addr, n * sizeof(vals[0]), true)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    for (i = 0; i < n; i++) {
+        vals[i] = cpu_to_le64(*uzura_counter(&core->counters, i));
+    }
+    if (!uzura_dma_write(core, addr, vals, n * sizeof(vals[0]))) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    cqe->out0 = cpu_to_le32(n);
+    cqe->out1 = cpu_to_le32(UZ_CNT_NUM);
+    return UZ_CMD_OK;
+}
+
 /* RDMA object commands: uzura-obj.c and uzura-qp.c. */
 static uint8_t uzura_cmd_rdma(UzuraCore *core, const struct uz_admin_cmd *cmd,
                               struct uz_admin_cqe *cqe)
@@ -156,6 +290,8 @@ static const UzuraCmdHandler uzura_cmd_handlers[256] = {
     [UZ_CMD_DESTROY_ETH_TXQ] = uzura_cmd_destroy_eth_txq,
     [UZ_CMD_DESTROY_ETH_RXQ] = uzura_cmd_destroy_eth_rxq,
     [UZ_CMD_RDMA_FIRST ... UZ_CMD_RDMA_LAST] = uzura_cmd_rdma,
+    /* A device command inside the RDMA range: overrides the range. */
+    [UZ_CMD_QUERY_COUNTERS] = uzura_cmd_query_counters,
 };
 
 static void uzura_admin_execute(UzuraCore *core,

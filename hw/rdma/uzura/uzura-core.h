@@ -110,6 +110,8 @@ typedef struct UzuraCounters {
     uint64_t rx_ud_no_wqe;      /* UD: no receive WQE posted */
     uint64_t rx_stale;          /* responses that match nothing */
     uint64_t roce_tx_dropped;   /* link down */
+    uint64_t loop_frames;       /* RoCE frames looped back to this NIC */
+    uint64_t loop_dropped;      /* the loopback FIFO was full */
     uint64_t xlat_hits;
     uint64_t xlat_misses;
     uint64_t xlat_evictions;
@@ -128,7 +130,27 @@ typedef struct UzuraCounters {
     uint64_t crw_errors;        /* table full or duplicate tag */
 } UzuraCounters;
 
+/*
+ * The one table of the counters (uzura-admin.c), by their UZ_CNT_* index:
+ * the name (the qom-get property, spec section 10) and the field.  Both
+ * QUERY_COUNTERS and the QOM properties are built from it.
+ */
+typedef struct UzuraCounterDesc {
+    const char *name;
+    size_t offset;              /* of the uint64_t in UzuraCounters */
+} UzuraCounterDesc;
+
+extern const UzuraCounterDesc uzura_counter_descs[UZ_CNT_NUM];
+
+static inline uint64_t *uzura_counter(UzuraCounters *c, unsigned int index)
+{
+    return (uint64_t *)((uint8_t *)c + uzura_counter_descs[index].offset);
+}
+
 typedef struct UzuraFaultFrame UzuraFaultFrame;
+typedef struct UzuraLoopFrame UzuraLoopFrame;
+
+#define UZ_LOOP_QUEUE_MAX       4096    /* looped-back frames, then drops */
 
 #define UZ_FAULT_DELAY_MAX_US   1000000
 #define UZ_FAULT_QUEUE_MAX      4096    /* delayed frames, then drops */
@@ -220,6 +242,8 @@ typedef struct UzuraCore {
     uint8_t *roce_frame;        /* the same, for RoCE frames */
 
     UzuraFault fault;
+    QSIMPLEQ_HEAD(, UzuraLoopFrame) loop;   /* RoCE frames to our own MAC */
+    uint32_t loop_queued;
     UzuraCounters counters;
 } UzuraCore;
 
@@ -287,6 +311,15 @@ void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len);
 void uzura_fault_init(UzuraCore *core);
 void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
+
+/* uzura-crc.c */
+uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len);
+
+/* uzura-loop.c */
+bool uzura_loop_is_own(UzuraCore *core, const uint8_t *frame);
+void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len);
+void uzura_loop_work(UzuraCore *core);
+void uzura_loop_flush(UzuraCore *core);
 void uzura_fault_set_seed(UzuraFault *f, uint64_t seed);
 void uzura_fault_reseed(UzuraCore *core, uint64_t seed);
 

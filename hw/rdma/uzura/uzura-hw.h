@@ -390,8 +390,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_DEREG_MR             0x1e
 #define UZ_CMD_CREATE_AH            0x1f /* out0: ahn */
 #define UZ_CMD_DESTROY_AH           0x20
-#define UZ_CMD_QUERY_COUNTERS       0x21 /* reserved: NOT_SUPPORTED, the
-					  * counters are read with qom-get */
+#define UZ_CMD_QUERY_COUNTERS       0x21 /* writes u64 counters to buf,
+					  * out0: how many, out1: UZ_CNT_NUM */
 #define UZ_CMD_INVALIDATE_XLAT      0x22 /* drop cached translations */
 
 struct uz_cmd_create_uctx {
@@ -447,6 +447,109 @@ struct uz_cmd_query {               /* QUERY_QP, QUERY_COUNTERS */
 	uint64_t buf_addr;
 	uint32_t buf_len;
 	uint32_t handle;            /* qpn for QUERY_QP */
+};
+
+/*
+ * QUERY_COUNTERS writes min(buf_len / 8, UZ_CNT_NUM) little-endian 64-bit
+ * counters to buf_addr, counter i at byte offset 8 * i, and returns how
+ * many in out0 (and UZ_CNT_NUM in out1).  buf_len must be a non-zero
+ * multiple of 8 (else BAD_PARAM).  The index of a counter is ABI: new
+ * counters are added at the end only, so a driver that knows fewer gets
+ * the ones it knows, and one that knows more learns how many there are.
+ * The comment names each counter as the device's qom-get property and the
+ * driver's hw_counters file (docs/device-spec.md section 10).
+ */
+enum uz_counter {
+	UZ_CNT_TX_FRAMES = 0,       /* tx_frames: Ethernet frames sent */
+	UZ_CNT_TX_BYTES = 1,        /* tx_bytes */
+	UZ_CNT_TX_ERRORS = 2,       /* tx_errors */
+	UZ_CNT_RX_FRAMES = 3,       /* rx_frames */
+	UZ_CNT_RX_BYTES = 4,        /* rx_bytes */
+	UZ_CNT_RX_DROPPED = 5,      /* rx_dropped */
+	UZ_CNT_ADMIN_CMDS = 6,      /* admin_cmds */
+	UZ_CNT_ADMIN_ERRORS = 7,    /* admin_errors */
+	UZ_CNT_EQ_EVENTS = 8,       /* eq_events */
+	UZ_CNT_EQ_OVERFLOWS = 9,    /* eq_overflows */
+	UZ_CNT_IRQS = 10,           /* irqs */
+	UZ_CNT_DOORBELLS = 11,      /* doorbells */
+	UZ_CNT_CQES = 12,           /* cqes */
+	UZ_CNT_CQES_ERROR = 13,     /* cqes_error */
+	/* RoCE packets and their frame bytes, by kind */
+	UZ_CNT_TX_PKTS_SEND = 14,   /* tx_pkts_send */
+	UZ_CNT_TX_BYTES_SEND = 15,  /* tx_bytes_send */
+	UZ_CNT_RX_PKTS_SEND = 16,   /* rx_pkts_send */
+	UZ_CNT_RX_BYTES_SEND = 17,  /* rx_bytes_send */
+	UZ_CNT_TX_PKTS_WRITE = 18,  /* tx_pkts_write */
+	UZ_CNT_TX_BYTES_WRITE = 19, /* tx_bytes_write */
+	UZ_CNT_RX_PKTS_WRITE = 20,  /* rx_pkts_write */
+	UZ_CNT_RX_BYTES_WRITE = 21, /* rx_bytes_write */
+	UZ_CNT_TX_PKTS_READ_REQ = 22,   /* tx_pkts_read_req */
+	UZ_CNT_TX_BYTES_READ_REQ = 23,  /* tx_bytes_read_req */
+	UZ_CNT_RX_PKTS_READ_REQ = 24,   /* rx_pkts_read_req */
+	UZ_CNT_RX_BYTES_READ_REQ = 25,  /* rx_bytes_read_req */
+	UZ_CNT_TX_PKTS_READ_RESP = 26,  /* tx_pkts_read_resp */
+	UZ_CNT_TX_BYTES_READ_RESP = 27, /* tx_bytes_read_resp */
+	UZ_CNT_RX_PKTS_READ_RESP = 28,  /* rx_pkts_read_resp */
+	UZ_CNT_RX_BYTES_READ_RESP = 29, /* rx_bytes_read_resp */
+	UZ_CNT_TX_PKTS_ATOMIC = 30, /* tx_pkts_atomic */
+	UZ_CNT_TX_BYTES_ATOMIC = 31,    /* tx_bytes_atomic */
+	UZ_CNT_RX_PKTS_ATOMIC = 32, /* rx_pkts_atomic */
+	UZ_CNT_RX_BYTES_ATOMIC = 33,    /* rx_bytes_atomic */
+	UZ_CNT_TX_PKTS_ACK = 34,    /* tx_pkts_ack */
+	UZ_CNT_TX_BYTES_ACK = 35,   /* tx_bytes_ack */
+	UZ_CNT_RX_PKTS_ACK = 36,    /* rx_pkts_ack */
+	UZ_CNT_RX_BYTES_ACK = 37,   /* rx_bytes_ack */
+	UZ_CNT_TX_PKTS_UD = 38,     /* tx_pkts_ud */
+	UZ_CNT_TX_BYTES_UD = 39,    /* tx_bytes_ud */
+	UZ_CNT_RX_PKTS_UD = 40,     /* rx_pkts_ud */
+	UZ_CNT_RX_BYTES_UD = 41,    /* rx_bytes_ud */
+	UZ_CNT_TX_PKTS_CRW = 42,    /* tx_pkts_crw */
+	UZ_CNT_TX_BYTES_CRW = 43,   /* tx_bytes_crw */
+	UZ_CNT_RX_PKTS_CRW = 44,    /* rx_pkts_crw */
+	UZ_CNT_RX_BYTES_CRW = 45,   /* rx_bytes_crw */
+	/* RC transport */
+	UZ_CNT_RETRANSMITS = 46,    /* retransmits */
+	UZ_CNT_RETRY_TIMEOUTS = 47, /* retry_timeouts */
+	UZ_CNT_NAKS_SENT = 48,      /* naks_sent */
+	UZ_CNT_NAKS_RCVD = 49,      /* naks_rcvd */
+	UZ_CNT_NAK_SEQ_SENT = 50,   /* nak_seq_sent */
+	UZ_CNT_NAK_SEQ_RCVD = 51,   /* nak_seq_rcvd */
+	UZ_CNT_NAK_INV_REQ_RCVD = 52,   /* nak_inv_req_rcvd */
+	UZ_CNT_NAK_REM_ACCESS_RCVD = 53, /* nak_rem_access_rcvd */
+	UZ_CNT_NAK_REM_OP_RCVD = 54,    /* nak_rem_op_rcvd */
+	UZ_CNT_RNR_NAKS_SENT = 55,  /* rnr_naks_sent */
+	UZ_CNT_RNR_NAKS_RCVD = 56,  /* rnr_naks_rcvd */
+	UZ_CNT_ACKS_COALESCED = 57, /* acks_coalesced */
+	UZ_CNT_DUPLICATES = 58,     /* duplicates */
+	/* RoCE frames dropped on receive or transmit */
+	UZ_CNT_ICRC_ERRORS = 59,    /* icrc_errors */
+	UZ_CNT_RX_MALFORMED = 60,   /* rx_malformed */
+	UZ_CNT_RX_NO_QP = 61,       /* rx_no_qp */
+	UZ_CNT_RX_QKEY_ERRORS = 62, /* rx_qkey_errors */
+	UZ_CNT_RX_UD_NO_WQE = 63,   /* rx_ud_no_wqe */
+	UZ_CNT_RX_STALE = 64,       /* rx_stale */
+	UZ_CNT_ROCE_TX_DROPPED = 65,    /* roce_tx_dropped */
+	/* translation cache */
+	UZ_CNT_XLAT_HITS = 66,      /* xlat_hits */
+	UZ_CNT_XLAT_MISSES = 67,    /* xlat_misses */
+	UZ_CNT_XLAT_EVICTIONS = 68, /* xlat_evictions */
+	/* conditional RDMA write */
+	UZ_CNT_CRW_PARKED = 69,     /* crw_parked */
+	UZ_CNT_CRW_OFFERS = 70,     /* crw_offers */
+	UZ_CNT_CRW_MATCHED_CRW_FIRST = 71,      /* crw_matched_crw_first */
+	UZ_CNT_CRW_MATCHED_STCRW_FIRST = 72,    /* crw_matched_stcrw_first */
+	UZ_CNT_CRW_FLUSHED = 73,    /* crw_flushed */
+	UZ_CNT_CRW_ERRORS = 74,     /* crw_errors */
+	/* fault injection on transmit */
+	UZ_CNT_FAULT_DROPS = 75,    /* fault_drops */
+	UZ_CNT_FAULT_CORRUPTS = 76, /* fault_corrupts */
+	UZ_CNT_FAULT_DUPS = 77,     /* fault_dups */
+	UZ_CNT_FAULT_REORDERS = 78, /* fault_reorders */
+	UZ_CNT_FAULT_DELAYED = 79,  /* fault_delayed */
+	/* loopback: RoCE frames to the NIC's own MAC */
+	UZ_CNT_LOOP_FRAMES = 80,    /* loop_frames */
+	UZ_CNT_LOOP_DROPPED = 81,   /* loop_dropped */
+	UZ_CNT_NUM                  /* 82: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */

@@ -608,6 +608,29 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
  * SQ and RQ doorbells record the producer index.  In the error state the
  * new WQEs are flushed; the other states keep them for the data path.
  */
+/*
+ * Start sending within the doorbell store itself.  Leaving it to the bottom
+ * half would first wake the main loop, which on a busy host costs more than
+ * the send; that wake-up is most of a small message's latency.  What the
+ * budget leaves, or a doorbell rung while the data path is busy, goes to
+ * the bottom half as before.
+ */
+static void uzura_qp_send_now(UzuraCore *core, UzuraQp *qp)
+{
+    unsigned budget = UZ_QP_BUDGET;
+
+    if (core->busy || qp->attr.state < UZ_QPS_RTR) {
+        qemu_bh_schedule(core->work_bh);
+        return;
+    }
+    core->busy = true;
+    uzura_req_work(core, qp, &budget);
+    core->busy = false;
+    if (!budget || core->rx_flush_owed) {
+        qemu_bh_schedule(core->work_bh);
+    }
+}
+
 void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
 {
     UzuraQp *qp = &core->rdma.qp[qpn];
@@ -638,6 +661,6 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
     if (qp->attr.state == UZ_QPS_ERR) {
         uzura_qp_flush_later(core);
     } else if (sq) {
-        qemu_bh_schedule(core->work_bh);
+        uzura_qp_send_now(core, qp);
     }
 }

@@ -316,6 +316,7 @@ void uzura_core_init(UzuraCore *core)
     core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
     core->roce_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
     uzura_fault_init(core);
+    QSIMPLEQ_INIT(&core->loop);
 }
 
 void uzura_core_uninit(UzuraCore *core)
@@ -326,6 +327,7 @@ void uzura_core_uninit(UzuraCore *core)
     g_free(core->tx_frame);
     g_free(core->roce_frame);
     uzura_fault_uninit(core);
+    uzura_loop_flush(core);
     uzura_rdma_uninit(core);
 }
 
@@ -345,6 +347,7 @@ void uzura_core_reset(UzuraCore *core)
     qemu_bh_cancel(core->work_bh);
     core->rx_flush_owed = false;
     uzura_fault_flush(core);
+    uzura_loop_flush(core);
 
     memcpy(core->mac, core->perm_mac, sizeof(core->mac));
     core->mtu = UZ_DEFAULT_MTU;
@@ -403,6 +406,7 @@ void uzura_work_bh(void *opaque)
 
     core->busy = true;
     uzura_eth_work(core);
+    uzura_loop_work(core);
     uzura_qp_work(core);
     core->busy = false;
     if (core->rx_flush_owed) {

@@ -10,7 +10,6 @@
 #include "qemu/osdep.h"
 #include "net/net.h"
 #include "net/checksum.h"
-#include <zlib.h>
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -93,7 +92,7 @@ uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     };
     uint8_t pseudo[IP_HLEN + UDP_HLEN + UZ_BTH_LEN];
-    uLong crc;
+    uint32_t crc;
 
     memcpy(pseudo, ip, sizeof(pseudo));
     pseudo[1] = 0xff;                           /* TOS */
@@ -101,9 +100,9 @@ uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
     pseudo[10] = pseudo[11] = 0xff;             /* header checksum */
     pseudo[IP_HLEN + 6] = pseudo[IP_HLEN + 7] = 0xff; /* UDP checksum */
     pseudo[IP_HLEN + UDP_HLEN + 4] = 0xff;      /* BTH resv8a */
-    crc = crc32(0, ones, sizeof(ones));
-    crc = crc32(crc, pseudo, sizeof(pseudo));
-    crc = crc32(crc, ip + sizeof(pseudo), len - sizeof(pseudo));
+    crc = uzura_crc32(0, ones, sizeof(ones));
+    crc = uzura_crc32(crc, pseudo, sizeof(pseudo));
+    crc = uzura_crc32(crc, ip + sizeof(pseudo), len - sizeof(pseudo));
     return crc;
 }
 
@@ -241,6 +240,12 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     len = p + UZ_ICRC_LEN - f;
 
     trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
+    if (uzura_loop_is_own(core, f)) {
+        uzura_count(core->counters.roce_tx_pkts, core->counters.roce_tx_bytes,
+                    pkt->opcode, len);
+        uzura_loop_send(core, f, len);
+        return UZ_VERR_NONE;
+    }
     if (!uzura_core_link_up(core)) {
         core->counters.roce_tx_dropped++;
         return UZ_VERR_NONE;

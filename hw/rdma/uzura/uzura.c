@@ -392,44 +392,6 @@ static void uzura_set_seed(Object *obj, Visitor *v, const char *name,
     }
 }
 
-/* Counters, read-only with qom-get. */
-static const struct {
-    const char *name;
-    size_t offset;
-} uzura_counter_props[] = {
-#define UZ_COUNTER(n) { #n, offsetof(UzuraCounters, n) }
-    UZ_COUNTER(tx_frames), UZ_COUNTER(tx_bytes), UZ_COUNTER(tx_errors),
-    UZ_COUNTER(rx_frames), UZ_COUNTER(rx_bytes), UZ_COUNTER(rx_dropped),
-    UZ_COUNTER(admin_cmds), UZ_COUNTER(admin_errors),
-    UZ_COUNTER(eq_events), UZ_COUNTER(eq_overflows), UZ_COUNTER(irqs),
-    UZ_COUNTER(doorbells), UZ_COUNTER(cqes), UZ_COUNTER(cqes_error),
-    UZ_COUNTER(retransmits), UZ_COUNTER(retry_timeouts),
-    UZ_COUNTER(naks_sent), UZ_COUNTER(naks_rcvd), UZ_COUNTER(nak_seq_sent),
-    UZ_COUNTER(nak_seq_rcvd), UZ_COUNTER(nak_inv_req_rcvd),
-    UZ_COUNTER(nak_rem_access_rcvd), UZ_COUNTER(nak_rem_op_rcvd),
-    UZ_COUNTER(rnr_naks_sent), UZ_COUNTER(rnr_naks_rcvd),
-    UZ_COUNTER(acks_coalesced), UZ_COUNTER(duplicates),
-    UZ_COUNTER(icrc_errors), UZ_COUNTER(rx_malformed), UZ_COUNTER(rx_no_qp),
-    UZ_COUNTER(rx_qkey_errors), UZ_COUNTER(rx_ud_no_wqe),
-    UZ_COUNTER(rx_stale), UZ_COUNTER(roce_tx_dropped),
-    UZ_COUNTER(xlat_hits), UZ_COUNTER(xlat_misses),
-    UZ_COUNTER(xlat_evictions), UZ_COUNTER(fault_drops),
-    UZ_COUNTER(fault_dups), UZ_COUNTER(fault_reorders),
-    UZ_COUNTER(fault_corrupts), UZ_COUNTER(fault_delayed),
-    UZ_COUNTER(crw_parked), UZ_COUNTER(crw_offers),
-    UZ_COUNTER(crw_matched_crw_first), UZ_COUNTER(crw_matched_stcrw_first),
-    UZ_COUNTER(crw_flushed), UZ_COUNTER(crw_errors),
-#undef UZ_COUNTER
-};
-
-/* RoCE packets and bytes by kind: tx_pkts_send, rx_bytes_ack, ... */
-static const char *const uzura_family_names[UZ_FAM_MAX] = {
-    [UZ_FAM_SEND] = "send", [UZ_FAM_WRITE] = "write",
-    [UZ_FAM_READ_REQ] = "read_req", [UZ_FAM_READ_RESP] = "read_resp",
-    [UZ_FAM_ATOMIC] = "atomic", [UZ_FAM_ACK] = "ack", [UZ_FAM_UD] = "ud",
-    [UZ_FAM_CRW] = "crw",
-};
-
 static void uzura_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -472,28 +434,10 @@ static void uzura_instance_init(Object *obj)
     object_property_add(obj, "fault-seed", "uint64", uzura_get_seed,
                         uzura_set_seed, NULL, NULL);
     uzura_fault_set_seed(&s->core.fault, 0);
-    for (i = 0; i < ARRAY_SIZE(uzura_counter_props); i++) {
-        uint8_t *base = (uint8_t *)&s->core.counters;
-        uint64_t *counter = (uint64_t *)(base + uzura_counter_props[i].offset);
-
-        object_property_add_uint64_ptr(obj, uzura_counter_props[i].name,
-                                       counter, OBJ_PROP_FLAG_READ);
-    }
-    for (i = UZ_FAM_NONE + 1; i < UZ_FAM_MAX; i++) {
-        UzuraCounters *c = &s->core.counters;
-        const char *f = uzura_family_names[i];
-        g_autofree char *tp = g_strdup_printf("tx_pkts_%s", f);
-        g_autofree char *tb = g_strdup_printf("tx_bytes_%s", f);
-        g_autofree char *rp = g_strdup_printf("rx_pkts_%s", f);
-        g_autofree char *rb = g_strdup_printf("rx_bytes_%s", f);
-
-        object_property_add_uint64_ptr(obj, tp, &c->roce_tx_pkts[i],
-                                       OBJ_PROP_FLAG_READ);
-        object_property_add_uint64_ptr(obj, tb, &c->roce_tx_bytes[i],
-                                       OBJ_PROP_FLAG_READ);
-        object_property_add_uint64_ptr(obj, rp, &c->roce_rx_pkts[i],
-                                       OBJ_PROP_FLAG_READ);
-        object_property_add_uint64_ptr(obj, rb, &c->roce_rx_bytes[i],
+    /* Counters, read-only with qom-get: the names QUERY_COUNTERS uses. */
+    for (i = 0; i < UZ_CNT_NUM; i++) {
+        object_property_add_uint64_ptr(obj, uzura_counter_descs[i].name,
+                                       uzura_counter(&s->core.counters, i),
                                        OBJ_PROP_FLAG_READ);
     }
 }
