@@ -11,7 +11,7 @@ QEMU_DIR  := $(BUILD)/qemu
 HOST_DIR  := $(BUILD)/host
 export UZURA_CACHE := $(CACHE)
 
-.PHONY: all setup sources qemu host image cluster-parts check demo clean distclean help
+.PHONY: all setup sources qemu host image cluster-parts check demo bench clean distclean help
 
 all: qemu host image
 
@@ -19,6 +19,7 @@ help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
 	@echo "make demo     boot two nodes and show the NIC on each"
+	@echo "make bench    uzura vs rxe vs TCP benchmark (bench/run; BENCH_ARGS=--quick)"
 	@echo "make clean    remove build outputs (keeps downloads and the QEMU tree)"
 	@echo "make distclean  remove build/ entirely"
 
@@ -49,6 +50,11 @@ check: all
 
 demo: all
 	@scripts/demo.sh
+
+# The benchmark (bench/README.md): about 15 minutes; BENCH_ARGS=--quick
+# for a short one.
+bench: all
+	@bench/run $(BENCH_ARGS)
 
 clean:
 	-@[ ! -f $(QEMU_DIR)/build.ninja ] || ninja -C $(QEMU_DIR) -t clean >/dev/null

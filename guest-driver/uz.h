@@ -115,6 +115,10 @@ struct uz_ibdev {
 	struct xarray cq_xa;
 	struct xarray srq_xa;
 	atomic_t mr_key;		/* next key byte */
+	/* hw counters: where QUERY_COUNTERS writes them (uz_stats.c) */
+	struct mutex stats_lock;	/* one query at a time */
+	__le64 *stats_buf;		/* UZ_CNT_NUM counters */
+	dma_addr_t stats_dma;
 };
 
 enum uz_mmap_type {
@@ -336,6 +340,13 @@ int uz_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		     const struct ib_recv_wr **bad_wr);
 void uz_qp_send_done(struct uz_qp *qp, const struct uz_cqe *cqe);
 void uz_qp_recv_done(struct uz_qp *qp);
+
+/* uz_stats.c */
+int uz_stats_init(struct uz_ibdev *ib);
+struct rdma_hw_stats *uz_alloc_hw_port_stats(struct ib_device *ibdev,
+					     u32 port);
+int uz_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		    u32 port, int index);
 
 /* uz_mr.c */
 struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);

@@ -569,6 +569,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = UZURA_UVERBS_ABI_VERSION,
 
+	.alloc_hw_port_stats = uz_alloc_hw_port_stats,
 	.alloc_pd = uz_alloc_pd,
 	.alloc_ucontext = uz_alloc_ucontext,
 	.create_ah = uz_create_ah,
@@ -584,6 +585,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.destroy_qp = uz_destroy_qp,
 	.destroy_srq = uz_destroy_srq,
 	.get_dma_mr = uz_get_dma_mr,
+	.get_hw_stats = uz_get_hw_stats,
 	.get_link_layer = uz_get_link_layer,
 	.get_port_immutable = uz_get_port_immutable,
 	.mmap = uz_mmap,
@@ -628,6 +630,9 @@ int uz_ib_init(struct uz_dev *uz)
 	xa_init_flags(&ib->cq_xa, XA_FLAGS_LOCK_BH);
 	xa_init_flags(&ib->srq_xa, XA_FLAGS_LOCK_BH);
 	atomic_set(&ib->mr_key, 0);
+	err = uz_stats_init(ib);
+	if (err)
+		goto err_dealloc;
 
 	ib->ibdev.node_type = RDMA_NODE_IB_CA;
 	ib->ibdev.phys_port_cnt = 1;

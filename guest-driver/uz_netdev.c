@@ -274,6 +274,19 @@ static int uz_napi_poll(struct napi_struct *napi, int budget)
 	return done;
 }
 
+/*
+ * The EQ is armed again only by a poll, and an EQ interrupt that comes
+ * while NAPI is disabled (uz_open, uz_stop) schedules nothing: poll once
+ * after enabling, or the EQ stays unarmed and the NIC silent.
+ */
+static void uz_napi_enable(struct uz_netdev *net)
+{
+	napi_enable(&net->napi);
+	local_bh_disable();
+	napi_schedule(&net->napi);
+	local_bh_enable();
+}
+
 static irqreturn_t uz_eq_irq(int irq, void *data)
 {
 	struct uz_netdev *net = data;
@@ -347,7 +360,7 @@ static int uz_open(struct net_device *ndev)
 		goto err_destroy_tx;
 
 	uz_rx_refill(net);
-	napi_enable(&net->napi);
+	uz_napi_enable(net);
 	netif_start_queue(ndev);
 	return 0;
 
@@ -363,7 +376,7 @@ err_free:
 	net->tx_ring = NULL;
 	net->rx_ring = NULL;
 err_napi:
-	napi_enable(&net->napi);
+	uz_napi_enable(net);
 	return err;
 }
 
@@ -388,7 +401,7 @@ static int uz_stop(struct net_device *ndev)
 	net->rx_ring = NULL;
 	net->tx_slots = NULL;
 	net->rx_slots = NULL;
-	napi_enable(&net->napi);
+	uz_napi_enable(net);
 	return 0;
 }
 

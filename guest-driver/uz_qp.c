@@ -392,11 +392,12 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 	if (!ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask))
 		return -EINVAL;
+	/*
+	 * Access flags the device has no use for (flush, relaxed ordering,
+	 * ...) are ignored, as other RDMA drivers do; unknown bits are not.
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~(IB_ACCESS_LOCAL_WRITE |
-				       IB_ACCESS_REMOTE_WRITE |
-				       IB_ACCESS_REMOTE_READ |
-				       IB_ACCESS_REMOTE_ATOMIC)))
+	    (attr->qp_access_flags & ~IB_ACCESS_SUPPORTED))
 		return -EINVAL;
 
 	a = dma_alloc_coherent(&uz->pdev->dev, sizeof(*a), &dma, GFP_KERNEL);
@@ -420,7 +421,11 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	a->min_rnr_timer = attr->min_rnr_timer;
 	a->max_rd_atomic = attr->max_rd_atomic;
 	a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	a->access_flags = cpu_to_le32(attr->qp_access_flags);
+	a->access_flags = cpu_to_le32(attr->qp_access_flags &
+				      (IB_ACCESS_LOCAL_WRITE |
+				       IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC));
 	a->sq_psn = cpu_to_le32(attr->sq_psn & 0xffffff);
 	a->rq_psn = cpu_to_le32(attr->rq_psn & 0xffffff);
 	a->dest_qpn = cpu_to_le32(attr->dest_qp_num & 0xffffff);

@@ -15,10 +15,18 @@ cp "$layer"/modules/*.ko "$kdir/updates/"
 cp "$layer"/modules-index/modules.* "$kdir/"
 modprobe uzura || { echo "uzura boot: cannot load the uzura module"; exit 1; }
 
-# The verbs provider, where libibverbs looks for it.
-if [ -n "$(ls "$layer"/provider/*.so 2>/dev/null)" ]; then
-	cp "$layer"/provider/*.so "$(dirname "$(ls /usr/lib/*/libibverbs/*.so | head -n 1)")/"
+# The verbs provider, laid out as Debian's ibverbs-providers does for a
+# provider with a direct-verbs library (efa, mlx5): libuzura.so.1 in the
+# library directory, the libibverbs plugin a link to it (one copy in a
+# process that also links -luzura), and libuzura.so for linking.
+if [ -f "$layer"/provider/libuzura.so.1 ]; then
+	plugins=$(dirname "$(ls /usr/lib/*/libibverbs/*.so | head -n 1)")
+	libdir=$(dirname "$plugins")
+	cp "$layer"/provider/libuzura.so.1 "$libdir/"
+	ln -sf libuzura.so.1 "$libdir/libuzura.so"
+	ln -sf ../libuzura.so.1 "$plugins/libuzura-rdmav34.so"
 	cp "$layer"/provider/*.driver /etc/libibverbs.d/
+	ldconfig
 fi
 
 # Guest test programs (tests/guest), on the PATH.
@@ -29,7 +37,8 @@ fi
 for n in /sys/class/net/*; do
 	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue
 	dev=$(basename "$n")
-	ip link set "$dev" up
+	# Jumbo frames, as RoCE fabrics are set up: the RoCE path MTU is 4096.
+	ip link set "$dev" mtu 9000 up
 	ip addr add "10.77.0.$node/24" dev "$dev"
 	echo "uzura boot: $dev is 10.77.0.$node"
 done

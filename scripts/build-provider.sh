@@ -8,13 +8,18 @@
 # gets the provider overlaid as providers/uzura (symbolic links, so an edit
 # rebuilds at once) and registered in two CMake lists; it is configured
 # once, and then only libibverbs and the provider are built.  OUT-DIR gets
-# the provider library and its /etc/libibverbs.d file for the guest.
+# what the guest needs: libuzura.so.1, which is both the libibverbs plugin
+# (installed as libibverbs/libuzura-rdmav34.so, a link to it) and the
+# uzuradv library applications link with -luzura, and the
+# /etc/libibverbs.d file.  The build tree's include/infiniband/uzuradv.h
+# and lib/libuzura.so serve programs built for the guest
+# (build-guest-tests.sh).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=$1 bld=$2 out=$3
 tree=$bld/src
-lib=uzura-rdmav34
+lib=uzura
 
 if [ ! -f "$tree/.uzura-overlay" ]; then
 	rm -rf "$tree"
@@ -30,6 +35,8 @@ mkdir -p "$tree/providers/uzura"
 for f in "$top"/guest-lib/uzura/*; do
 	ln -sf "$f" "$tree/providers/uzura/"
 done
+# Links to files since removed from guest-lib/uzura would break CMake.
+find "$tree/providers/uzura" -xtype l -delete
 ln -sf "$top/hw/rdma/uzura/uzura-hw.h" "$tree/providers/uzura/uzura-hw.h"
 ln -sf "$top/guest-driver/uapi/rdma/uzura-abi.h" \
 	"$tree/kernel-headers/rdma/uzura-abi.h"
@@ -41,6 +48,6 @@ fi
 ninja -C "$bld/build" "$lib" >&2
 
 mkdir -p "$out"
-cmp -s "$bld/build/lib/lib$lib.so" "$out/lib$lib.so" ||
-	cp "$bld/build/lib/lib$lib.so" "$out/lib$lib.so"
+cmp -s "$bld/build/lib/lib$lib.so.1" "$out/lib$lib.so.1" ||
+	cp -L "$bld/build/lib/lib$lib.so.1" "$out/lib$lib.so.1"
 echo "driver uzura" > "$out/uzura.driver"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...] [TEST...]
+# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...] [PROGRAM...]
 #
 # The read-only second disk of every node: what this checkout builds for the
 # guest.  It carries the modules and the module index files for the guest
@@ -42,7 +42,7 @@ modules=()
 for f in "$@"; do
 	case $f in
 	*.ko) modules+=("$f"); cp "$f" "$stage/modules/" ;;
-	*.so|*.driver) cp "$f" "$stage/provider/" ;;	# the verbs provider
+	*.so|*.so.*|*.driver) cp "$f" "$stage/provider/" ;;	# the verbs provider
 	*) cp "$f" "$stage/tests/" ;;	# guest test programs
 	esac
 done

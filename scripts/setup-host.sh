@@ -22,8 +22,27 @@ BOOKWORM_PKGS=(
 	debootstrap e2fsprogs openssh-client socat zstd xz-utils cpio
 )
 BACKPORTS_PKGS=(meson python3-pycotap)
+# Only for the benchmark (bench/run calls "setup-host.sh --bench").
+BENCH_PKGS=(qperf gnuplot-nox)
 
 log() { printf 'setup-host: %s\n' "$*"; }
+
+# --bench: the benchmark's host packages, from bookworm; a no-op (and no
+# root needed) when they are there.
+if [ "${1:-}" = "--bench" ]; then
+	missing=()
+	for p in "${BENCH_PKGS[@]}"; do
+		[ "$(dpkg-query -W -f '${Status}' "$p" 2>/dev/null)" = "install ok installed" ] ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && exit 0
+	[ "$(id -u)" -eq 0 ] || { log "must run as root to install ${missing[*]}"; exit 1; }
+	log "installing the benchmark's packages: ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	log "must run as root (apt-get install)"; exit 1

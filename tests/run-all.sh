@@ -32,8 +32,10 @@ run_suite() {
 	failed=$((failed + f))
 }
 
-# Host unit tests: every *-test program the host meson project built.
-for t in "$top"/build/host/*-test; do
+# Host unit tests: the program the host meson project built from each
+# tests/unit/NAME.c (build/host also holds guest programs).
+for t in "$top"/tests/unit/*-test.c; do
+	t=$top/build/host/$(basename "$t" .c)
 	[ -x "$t" ] && run_suite "unit-$(basename "$t")" "$t"
 done
 

@@ -15,6 +15,8 @@ DECLARE_DRV_CMD(uzv_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
 		empty, uzura_alloc_ucontext_resp);
 DECLARE_DRV_CMD(uzv_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, uzura_create_cq_resp);
+DECLARE_DRV_CMD(uzv_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
+		empty, uzura_create_cq_resp);
 DECLARE_DRV_CMD(uzv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		uzura_create_qp, uzura_create_qp_resp);
 DECLARE_DRV_CMD(uzv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

@@ -26,10 +26,12 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.reg_mr = uzura_reg_mr,
 	.dereg_mr = uzura_dereg_mr,
 	.create_cq = uzura_create_cq,
+	.create_cq_ex = uzura_create_cq_ex,
 	.destroy_cq = uzura_destroy_cq,
 	.poll_cq = uzura_poll_cq,
 	.req_notify_cq = uzura_req_notify_cq,
 	.create_qp = uzura_create_qp,
+	.create_qp_ex = uzura_create_qp_ex,
 	.modify_qp = uzura_modify_qp,
 	.query_qp = uzura_query_qp,
 	.destroy_qp = uzura_destroy_qp,
@@ -51,6 +53,7 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 {
 	struct uzv_alloc_ucontext_resp resp = {};
 	struct uzv_alloc_ucontext cmd = {};
+	struct ibv_device_attr_ex attr;
 	struct uzura_context *ctx;
 	int i;
 
@@ -74,6 +77,7 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 	ctx->max_inline = resp.max_inline;
 	ctx->sq_max_log_wqe = resp.sq_max_log_wqe;
 	ctx->rq_max_log_wqe = resp.rq_max_log_wqe;
+	ctx->max_crw_tags = resp.max_crw_tags;
 	ctx->caps = resp.caps;
 
 	/* The kernel maps the page uncached; doorbells are 32-bit stores. */
@@ -89,6 +93,10 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 		list_head_init(&ctx->qp_table[i]);
 
 	verbs_set_ops(&ctx->ibvctx, &uzura_ctx_ops);
+	/* CQ sizing (uzura_cq_ask) needs the device's limit. */
+	if (!uzura_query_device_ex(&ctx->ibvctx.context, NULL, &attr,
+				   sizeof(attr)))
+		ctx->max_cqe = attr.orig_attr.max_cqe;
 	return &ctx->ibvctx;
 
 err_free:
@@ -131,5 +139,10 @@ static const struct verbs_device_ops uzura_dev_ops = {
 	.uninit_device = uzura_uninit_device,
 	.alloc_context = uzura_alloc_context,
 };
+
+bool is_uzura_dev(struct ibv_device *device)
+{
+	return verbs_get_device(device)->ops == &uzura_dev_ops;
+}
 
 PROVIDER_DRIVER(uzura, uzura_dev_ops);

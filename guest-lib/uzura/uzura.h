@@ -16,10 +16,12 @@
 #include <ccan/list.h>
 #include <ccan/minmax.h>
 #include <infiniband/driver.h>
+#include <util/mmio.h>
 #include <util/util.h>
 
 #include "uzura-abi.h"
 #include "uzura-hw.h"
+#include "uzuradv.h"
 
 /* Buckets of the context's qpn -> QP table (poll_cq looks QPs up). */
 #define UZURA_QP_TABLE_SIZE	256
@@ -37,7 +39,9 @@ struct uzura_context {
 	uint32_t max_inline;
 	uint32_t sq_max_log_wqe;
 	uint32_t rq_max_log_wqe;
+	uint32_t max_crw_tags;		/* 0: no CRW */
 	uint32_t caps;
+	uint32_t max_cqe;		/* the device's, 0 if unknown */
 	pthread_spinlock_t qp_table_lock;
 	struct list_head qp_table[UZURA_QP_TABLE_SIZE];
 };
@@ -56,20 +60,31 @@ struct uzura_wq {
 };
 
 struct uzura_cq {
-	struct ibv_cq ibcq;
+	union {
+		struct ibv_cq ibcq;
+		struct verbs_cq vcq;	/* ibv_cq_ex: ibv_create_cq_ex */
+	};
 	void *ring;
 	size_t map_size;
 	uint32_t log_depth;
 	uint32_t ci;			/* free running, UZ_DB_CI_MASK */
+	uint32_t ci_reported;		/* the ci the device last heard of */
+	uint32_t report_every;		/* report ci after this many CQEs */
 	uint32_t cqn;
 	void *db;
 	pthread_spinlock_t lock;
+	/* ibv_cq_ex polling (cq_ex.c): the completion the read_* return */
+	struct ibv_wc cur;
 };
 
 struct uzura_sq_slot {
 	uint64_t wr_id;
 	bool signaled;
+	bool crw;			/* a CRW: completes out of SQ order */
+	uint32_t crw_seq;		/* its number among the QP's CRWs */
 };
+
+struct uzura_crw_table;			/* outstanding CRWs (uzuradv.c) */
 
 struct uzura_srq {
 	struct ibv_srq ibsrq;
@@ -78,21 +93,76 @@ struct uzura_srq {
 };
 
 struct uzura_qp {
-	struct ibv_qp ibqp;
+	union {
+		struct ibv_qp ibqp;
+		struct verbs_qp vqp;	/* ibv_qp_ex: ibv_create_qp_ex */
+	};
 	struct uzura_wq sq;
 	struct uzura_wq rq;		/* unused with an SRQ */
 	struct uzura_sq_slot *slots;	/* one per SQ ring entry */
 	struct uzura_srq *srq;
+	struct uzura_crw_table *crw;	/* allocated by the first CRW */
+	uint32_t crw_posted;		/* CRWs posted since RESET */
+	uint32_t crw_done;		/* their completions seen */
 	uint32_t max_inline;
 	bool sig_all;
 	enum ibv_qp_state state;	/* as last set or queried */
 	struct list_node entry;		/* in the context's qp_table */
+	/* ibv_wr_* between wr_start and wr_complete (qp_ex.c) */
+	struct uz_send_wqe *wr_wqe;	/* the WQE being built, or NULL */
+	uint32_t wr_pi;			/* SQ index of the next WQE */
+	int wr_err;			/* first error since wr_start */
+	bool wr_need_ah;		/* UD WQE still without wr_set_ud_addr */
 };
 
 struct uzura_ah {
 	struct ibv_ah ibah;
 	uint32_t ahn;
 };
+
+static inline void uz_ring_db(void *db, uint32_t val)
+{
+	mmio_write32_le(db, htole32(val));
+}
+
+/*
+ * Tell the device how far the CQ has been consumed.  Each report is a
+ * doorbell store, which traps to the hypervisor, so a CQ made with twice
+ * the room asked for reports only every half ring: with at most half a
+ * ring of completions outstanding and less than half a ring unreported,
+ * the device never sees it full.  @now reports whatever is unreported.
+ */
+static inline void uzura_cq_report(struct uzura_cq *cq, bool now)
+{
+	uint32_t lag = (cq->ci - cq->ci_reported) & UZ_DB_CI_MASK;
+
+	if (!lag || (!now && lag < cq->report_every))
+		return;
+	uz_ring_db(cq->db, cq->ci);
+	cq->ci_reported = cq->ci;
+}
+
+static inline uint32_t uz_wq_depth(const struct uzura_wq *wq)
+{
+	return 1u << wq->log_depth;
+}
+
+static inline void *uz_wq_slot(struct uzura_wq *wq, uint32_t idx)
+{
+	return (uint8_t *)wq->ring +
+	       ((size_t)(idx & (uz_wq_depth(wq) - 1)) << wq->log_wqe);
+}
+
+/* Slots in use from the consumer index up to the producer index pi. */
+static inline bool uz_wq_full_at(const struct uzura_wq *wq, uint32_t pi)
+{
+	return ((pi - wq->ci) & UZ_DB_PI_MASK) >= uz_wq_depth(wq);
+}
+
+static inline bool uz_wq_full(const struct uzura_wq *wq)
+{
+	return uz_wq_full_at(wq, wq->pi);
+}
 
 static inline struct uzura_context *to_uctx(struct ibv_context *ibctx)
 {
@@ -134,12 +204,24 @@ int uzura_dereg_mr(struct verbs_mr *vmr);
 struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);
+struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr);
+uint32_t uzura_cq_ask(struct uzura_context *ctx, uint32_t cqe);
+int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
+		  const struct uzura_create_cq_resp *resp, uint32_t cqe);
+struct uz_cqe *uzura_cq_next(struct uzura_cq *cq);
+bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
+		      struct ibv_wc *wc);
 int uzura_destroy_cq(struct ibv_cq *cq);
 int uzura_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int uzura_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
 			       struct ibv_qp_init_attr *attr);
+struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr);
+struct uzura_qp *uzura_qp_create(struct ibv_context *context,
+				 struct ibv_qp_init_attr_ex *attr);
 int uzura_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask);
 int uzura_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -149,6 +231,23 @@ int uzura_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int uzura_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
+
+/*
+ * Post one send WQE that fill() writes into the SQ slot (2^sq.log_wqe
+ * bytes) and ring the doorbell; fill's error is returned.  A CRW slot
+ * (crw) is freed by the CRW completion count (docs/uzuradv.md).
+ */
+typedef int (*uzura_wqe_fill_fn)(struct uzura_qp *qp, struct uz_send_wqe *wqe,
+				 const void *arg);
+int uzura_post_wqe(struct uzura_qp *qp, uzura_wqe_fill_fn fill,
+		   const void *arg, uint64_t wr_id, bool signaled, bool crw);
+
+bool is_uzura_dev(struct ibv_device *device);
+
+/* uzuradv.c: CRW completions and QP reset. */
+bool uzura_crw_complete(struct uzura_qp *qp, const struct uz_cqe *cqe,
+			struct ibv_wc *wc);
+void uzura_crw_reset(struct uzura_qp *qp);
 
 struct ibv_srq *uzura_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr);

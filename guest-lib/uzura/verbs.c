@@ -30,11 +30,6 @@ static void *uz_map(struct ibv_context *ibctx, size_t size, uint64_t key)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static void uz_ring_db(void *db, uint32_t val)
-{
-	mmio_write32_le(db, htole32(val));
-}
-
 static uint32_t uz_log2_up(uint32_t n)
 {
 	uint32_t l = 0;
@@ -42,22 +37,6 @@ static uint32_t uz_log2_up(uint32_t n)
 	while ((1u << l) < n)
 		l++;
 	return l;
-}
-
-static uint32_t uz_wq_depth(const struct uzura_wq *wq)
-{
-	return 1u << wq->log_depth;
-}
-
-static void *uz_wq_slot(struct uzura_wq *wq, uint32_t idx)
-{
-	return (uint8_t *)wq->ring +
-	       ((size_t)(idx & (uz_wq_depth(wq) - 1)) << wq->log_wqe);
-}
-
-static bool uz_wq_full(const struct uzura_wq *wq)
-{
-	return ((wq->pi - wq->ci) & UZ_DB_PI_MASK) >= uz_wq_depth(wq);
 }
 
 static int uz_wq_init(struct uzura_context *ctx, struct uzura_wq *wq,
@@ -222,35 +201,61 @@ struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibcq,
+	ret = ibv_cmd_create_cq(context, uzura_cq_ask(ctx, cqe), channel,
+				comp_vector, &cq->ibcq,
 				&cmd.ibv_cmd, sizeof(cmd), &resp.ibv_resp,
 				sizeof(resp));
 	if (ret) {
 		errno = ret;
 		goto err_free;
 	}
-	if (resp.db_offset + 4 > ctx->db_page_size ||
-	    resp.ring_size < (sizeof(struct uz_cqe) << resp.log_depth)) {
-		errno = EINVAL;
-		goto err_destroy;
+	ret = uzura_cq_init(ctx, cq, &resp.drv_payload, cqe);
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->ibcq);
+		errno = ret;
+		goto err_free;
 	}
-	cq->ring = uz_map(context, resp.ring_size, resp.ring_mmap_key);
-	if (!cq->ring)
-		goto err_destroy;
-	cq->map_size = resp.ring_size;
-	cq->log_depth = resp.log_depth;
-	cq->cqn = resp.cqn;
-	cq->db = (uint8_t *)ctx->db_page + resp.db_offset;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &cq->ibcq;
 
-err_destroy:
-	ret = errno;
-	ibv_cmd_destroy_cq(&cq->ibcq);
-	errno = ret;
 err_free:
 	free(cq);
 	return NULL;
+}
+
+/* How many CQEs to ask the kernel for: twice @cqe where the device allows. */
+uint32_t uzura_cq_ask(struct uzura_context *ctx, uint32_t cqe)
+{
+	return cqe && cqe <= ctx->max_cqe / 2 ? 2 * cqe : cqe;
+}
+
+/*
+ * Map the ring of a CQ the kernel created for @cqe completions; 0 or an
+ * errno.  A ring of at least twice that reports its consumer index every
+ * half ring (uzura_cq_report) and offers half its depth.
+ */
+int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
+		  const struct uzura_create_cq_resp *resp, uint32_t cqe)
+{
+	uint32_t depth = 1u << resp->log_depth;
+
+	if (resp->db_offset + 4 > ctx->db_page_size ||
+	    resp->ring_size < (sizeof(struct uz_cqe) << resp->log_depth))
+		return EINVAL;
+	cq->ring = uz_map(&ctx->ibvctx.context, resp->ring_size,
+			  resp->ring_mmap_key);
+	if (!cq->ring)
+		return errno;
+	cq->map_size = resp->ring_size;
+	cq->log_depth = resp->log_depth;
+	cq->cqn = resp->cqn;
+	cq->db = (uint8_t *)ctx->db_page + resp->db_offset;
+	cq->report_every = 1;
+	if (cqe && depth / 2 >= cqe) {
+		cq->report_every = depth / 2;
+		cq->ibcq.cqe = depth / 2;
+	}
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
 }
 
 int uzura_destroy_cq(struct ibv_cq *ibcq)
@@ -267,7 +272,8 @@ int uzura_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-static struct uz_cqe *uz_cq_next(struct uzura_cq *cq)
+/* The CQE at the consumer index if the device has written it, or NULL. */
+struct uz_cqe *uzura_cq_next(struct uzura_cq *cq)
 {
 	struct uz_cqe *cqe;
 	uint8_t phase;
@@ -300,6 +306,10 @@ static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
 		return IBV_WC_RECV;
 	case UZ_WC_RECV_RDMA_WITH_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
+	case UZ_WC_CRW:
+		return UZURADV_WC_CRW;
+	case UZ_WC_STCRW:
+		return UZURADV_WC_STCRW;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -311,7 +321,8 @@ static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
  * signalled WQE has one, so the CQE's WQE lies at or before the first
  * signalled outstanding slot: a success is exactly that slot; an error or
  * flush (written for unsignalled WQEs too) is the first slot up to there
- * with the CQE's wr_id.
+ * with the CQE's wr_id.  CRW slots complete without a CQE of their own
+ * (uzura_crw_complete).
  */
 static void uz_sq_complete(struct uzura_qp *qp, const struct uz_cqe *cqe)
 {
@@ -325,6 +336,8 @@ static void uz_sq_complete(struct uzura_qp *qp, const struct uz_cqe *cqe)
 	for (i = sq->ci; i != sq->pi; i = (i + 1) & UZ_DB_PI_MASK) {
 		struct uzura_sq_slot *s = &qp->slots[i & mask];
 
+		if (s->crw)
+			continue;
 		if (ok ? s->signaled : s->wr_id == wr_id)
 			break;
 		if (s->signaled) {
@@ -350,8 +363,8 @@ static void uz_rq_complete(struct uzura_wq *wq)
 }
 
 /* Fill wc from a CQE; false when its QP is gone (the CQE is dropped). */
-static bool uz_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
-			  struct ibv_wc *wc)
+bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
+		      struct ibv_wc *wc)
 {
 	uint32_t qpn = le32toh(cqe->qpn) & 0xffffff;
 	struct uzura_qp *qp;
@@ -368,6 +381,8 @@ static bool uz_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 	wc->byte_len = le32toh(cqe->byte_len);
 	wc->qp_num = qpn;
 
+	if (cqe->opcode == UZ_WC_CRW)
+		return uzura_crw_complete(qp, cqe, wc);
 	if (!(cqe->opcode & UZ_WC_RECV)) {
 		uz_sq_complete(qp, cqe);
 		return true;
@@ -393,22 +408,15 @@ int uzura_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	struct uzura_context *ctx = to_uctx(ibcq->context);
 	struct uzura_cq *cq = to_ucq(ibcq);
 	struct uz_cqe *cqe;
-	uint32_t start;
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
-	start = cq->ci;
-	while (n < ne && (cqe = uz_cq_next(cq))) {
-		if (uz_cq_convert(ctx, cqe, &wc[n]))
+	while (n < ne && (cqe = uzura_cq_next(cq))) {
+		if (uzura_cq_convert(ctx, cqe, &wc[n]))
 			n++;
 		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
 	}
-	/*
-	 * The device never overwrites an unconsumed CQE (it would overflow
-	 * the CQ instead), so report the consumer index every batch.
-	 */
-	if (cq->ci != start)
-		uz_ring_db(cq->db, cq->ci);
+	uzura_cq_report(cq, false);
 	pthread_spin_unlock(&cq->lock);
 	return n;
 }
@@ -420,6 +428,7 @@ int uzura_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	pthread_spin_lock(&cq->lock);
 	uz_ring_db(cq->db, cq->ci | (solicited_only ? UZ_DB_ARM_SOLICITED :
 						       UZ_DB_ARM));
+	cq->ci_reported = cq->ci;
 	pthread_spin_unlock(&cq->lock);
 	return 0;
 }
@@ -455,7 +464,7 @@ static void uz_unlock_cqs(struct ibv_qp *ibqp)
 
 /* WQE sizes for the caps asked for, within what the device accepts. */
 static int uz_qp_sizes(struct uzura_context *ctx,
-		       const struct ibv_qp_init_attr *attr,
+		       const struct ibv_qp_init_attr_ex *attr,
 		       struct uzura_create_qp *ucmd)
 {
 	const struct ibv_qp_cap *cap = &attr->cap;
@@ -480,10 +489,14 @@ static int uz_qp_sizes(struct uzura_context *ctx,
 	return 0;
 }
 
-struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
-			       struct ibv_qp_init_attr *attr)
+/*
+ * An RC or UD QP, for create_qp and create_qp_ex (which checks the rest of
+ * attr); NULL with errno set.
+ */
+struct uzura_qp *uzura_qp_create(struct ibv_context *context,
+				 struct ibv_qp_init_attr_ex *attr)
 {
-	struct uzura_context *ctx = to_uctx(pd->context);
+	struct uzura_context *ctx = to_uctx(context);
 	struct uzv_create_qp_resp resp = {};
 	struct uzv_create_qp cmd = {};
 	struct uzura_qp *qp;
@@ -503,8 +516,8 @@ struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
 	if (!qp)
 		return NULL;
 
-	ret = ibv_cmd_create_qp(pd, &qp->ibqp, attr, &cmd.ibv_cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (ret) {
 		errno = ret;
 		goto err_free;
@@ -547,7 +560,7 @@ struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
 	pthread_spin_lock(&ctx->qp_table_lock);
 	list_add_tail(uz_qp_bucket(ctx, qp->ibqp.qp_num), &qp->entry);
 	pthread_spin_unlock(&ctx->qp_table_lock);
-	return &qp->ibqp;
+	return qp;
 
 err_rq:
 	uz_wq_fini(&qp->rq);
@@ -559,6 +572,29 @@ err_destroy:
 err_free:
 	free(qp);
 	return NULL;
+}
+
+struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct uzura_qp *qp;
+
+	qp = uzura_qp_create(pd->context, &attr_ex);
+	if (!qp)
+		return NULL;
+	attr->cap = attr_ex.cap;
+	return &qp->ibqp;
 }
 
 /* The device restarts every index of a QP at 0 after RESET. */
@@ -585,6 +621,7 @@ int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (attr_mask & IBV_QP_STATE) {
 		if (attr->qp_state == IBV_QPS_RESET) {
 			uz_wq_reset(&qp->sq);
+			uzura_crw_reset(qp);
 			if (!qp->srq)
 				uz_wq_reset(&qp->rq);
 		}
@@ -628,6 +665,7 @@ int uzura_destroy_qp(struct ibv_qp *ibqp)
 	uz_wq_fini(&qp->rq);
 	uz_wq_fini(&qp->sq);
 	free(qp->slots);
+	free(qp->crw);
 	free(qp);
 	return 0;
 }
@@ -772,6 +810,7 @@ int uzura_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		slot->wr_id = wr->wr_id;
 		slot->signaled = qp->sig_all ||
 				 (wr->send_flags & IBV_SEND_SIGNALED);
+		slot->crw = false;
 		sq->pi = (sq->pi + 1) & UZ_DB_PI_MASK;
 	}
 out:
@@ -783,6 +822,39 @@ out:
 	pthread_spin_unlock(&sq->lock);
 	if (ret)
 		*bad_wr = wr;
+	return ret;
+}
+
+int uzura_post_wqe(struct uzura_qp *qp, uzura_wqe_fill_fn fill,
+		   const void *arg, uint64_t wr_id, bool signaled, bool crw)
+{
+	struct uzura_wq *sq = &qp->sq;
+	struct uzura_sq_slot *slot;
+	int ret;
+
+	pthread_spin_lock(&sq->lock);
+	if (qp->state == IBV_QPS_RESET) {
+		ret = EINVAL;
+		goto out;
+	}
+	if (uz_wq_full(sq)) {
+		ret = ENOMEM;
+		goto out;
+	}
+	ret = fill(qp, uz_wq_slot(sq, sq->pi), arg);
+	if (ret)
+		goto out;
+	slot = &qp->slots[sq->pi & (uz_wq_depth(sq) - 1)];
+	slot->wr_id = wr_id;
+	slot->signaled = signaled && !crw;
+	slot->crw = crw;
+	if (crw)
+		slot->crw_seq = qp->crw_posted++;
+	sq->pi = (sq->pi + 1) & UZ_DB_PI_MASK;
+	udma_to_device_barrier();
+	uz_ring_db(sq->db, sq->pi);
+out:
+	pthread_spin_unlock(&sq->lock);
 	return ret;
 }
 

@@ -19,6 +19,15 @@
  *    (guest-lib/README.md).
  *  - a WQE the device refuses: its CQE status, and IBV_EVENT_QP_FATAL on
  *    the async fd (the device's QP_FATAL event, through the driver).
+ *  - extended verbs (the provider's qp_ex.c and cq_ex.c): a CQ asking for
+ *    completion timestamps or IGNORE_OVERRUN, a QP asking for send ops the
+ *    device lacks (BIND_MW, SEND_WITH_INV; RDMA on UD) or create flags:
+ *    EOPNOTSUPP; cqe > max_cqe: EINVAL (the driver).  ibv_wr_complete
+ *    fails the whole batch, posting nothing: EINVAL in RESET, for inline
+ *    data over max_inline_data, too many SGEs, an unaligned atomic, a
+ *    setter with no WR, a UD WR without wr_set_ud_addr, an unknown
+ *    wr_flags bit; ENOMEM past the SQ's depth; EOPNOTSUPP for a WR the
+ *    QP type or the device lacks (guest-lib/README.md).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -173,6 +182,250 @@ out:
 		ibv_destroy_qp(qp);
 	if (cq)
 		ibv_destroy_cq(cq);
+}
+
+/* A QP with ibv_create_qp_ex; NULL with *err set. */
+static struct ibv_qp *make_qp_ex(struct ibv_context *ctx, struct ibv_pd *pd,
+				 struct ibv_cq *cq, enum ibv_qp_type type,
+				 uint64_t send_ops, uint32_t create_flags,
+				 int *err)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = type,
+		.cap = {
+			.max_send_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_wr = 4,
+			.max_recv_sge = 1,
+			.max_inline_data = 16,
+		},
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = send_ops,
+	};
+	struct ibv_qp *qp;
+
+	if (create_flags) {
+		a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		a.create_flags = create_flags;
+	}
+	errno = 0;
+	qp = ibv_create_qp_ex(ctx, &a);
+	*err = errno;
+	return qp;
+}
+
+static struct ibv_cq_ex *make_cq_ex(struct ibv_context *ctx, int cqe,
+				    uint64_t wc_flags, uint32_t flags,
+				    int *err)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = cqe,
+		.wc_flags = wc_flags,
+	};
+	struct ibv_cq_ex *cq;
+
+	if (flags) {
+		a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+		a.flags = flags;
+	}
+	errno = 0;
+	cq = ibv_create_cq_ex(ctx, &a);
+	*err = errno;
+	return cq;
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qkey = 0x11111111,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | (qp->qp_type == IBV_QPT_UD ?
+					    IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
+}
+
+/* Post n SENDs of one SGE in one wr_start..wr_complete batch. */
+static int wr_sends(struct ibv_qp_ex *qpx, struct ibv_mr *mr, char *buf,
+		    int n)
+{
+	int i;
+
+	ibv_wr_start(qpx);
+	for (i = 0; i < n; i++) {
+		qpx->wr_id = i;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 8);
+	}
+	return ibv_wr_complete(qpx);
+}
+
+/* Bad input to ibv_create_cq_ex, ibv_create_qp_ex and the ibv_wr_* API. */
+static void check_ex_verbs(struct ibv_context *ctx, struct ibv_pd *pd,
+			   struct ibv_cq *cq, struct ibv_mr *mr, char *buf,
+			   const struct ibv_device_attr *dattr)
+{
+	const uint64_t rc_ops = IBV_QP_EX_WITH_SEND |
+		IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
+		IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	struct ibv_poll_cq_attr pattr = {};
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qattr;
+	struct ibv_cq_ex *cqx;
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qp;
+	struct ibv_sge sgl[64];
+	struct ibv_wc wc;
+	char big[4096];
+	uint32_t depth;
+	int err, ret, i;
+
+	memset(big, 0x5a, sizeof(big));
+
+	/* CQs */
+	cqx = make_cq_ex(ctx, 16, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, &err);
+	check_null(cqx, err, EOPNOTSUPP,
+		   "create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP");
+	cqx = make_cq_ex(ctx, 16, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+			 0, &err);
+	check_null(cqx, err, EOPNOTSUPP,
+		   "create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK");
+	cqx = make_cq_ex(ctx, 16, 0, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, &err);
+	check_null(cqx, err, EOPNOTSUPP,
+		   "create_cq_ex with IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN");
+	cqx = make_cq_ex(ctx, dattr->max_cqe + 1, 0, 0, &err);
+	check_null(cqx, err, EINVAL, "create_cq_ex with cqe = max_cqe + 1");
+	cqx = make_cq_ex(ctx, 16, IBV_WC_STANDARD_FLAGS,
+			 IBV_CREATE_CQ_ATTR_SINGLE_THREADED, &err);
+	check(cqx != NULL, "create_cq_ex with IBV_WC_STANDARD_FLAGS (errno %d)",
+	      cqx ? 0 : err);
+	if (cqx) {
+		check_ret(ibv_start_poll(cqx, &pattr), ENOENT,
+			  "start_poll on an empty CQ");
+		check_ret(ibv_poll_cq(ibv_cq_ex_to_cq(cqx), 1, &wc), 0,
+			  "poll_cq on the same CQ finds nothing either");
+		check_ret(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0,
+			  "destroy_cq of an extended CQ");
+	}
+
+	/* QPs */
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, 0, &err);
+	check_null(qp, err, EOPNOTSUPP, "create_qp_ex RC with IBV_QP_EX_WITH_BIND_MW");
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_SEND_WITH_INV, 0,
+			&err);
+	check_null(qp, err, EOPNOTSUPP,
+		   "create_qp_ex RC with IBV_QP_EX_WITH_SEND_WITH_INV");
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0,
+			&err);
+	check_null(qp, err, EOPNOTSUPP,
+		   "create_qp_ex UD with IBV_QP_EX_WITH_RDMA_WRITE");
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_SEND,
+			IBV_QP_CREATE_SCATTER_FCS, &err);
+	check_null(qp, err, EOPNOTSUPP,
+		   "create_qp_ex with IBV_QP_CREATE_SCATTER_FCS");
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_UC, IBV_QP_EX_WITH_SEND, 0, &err);
+	check_null(qp, err, EOPNOTSUPP, "create_qp_ex of type UC");
+
+	/* ibv_wr_* on an RC QP with every op the device has */
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, rc_ops, 0, &err);
+	qpx = qp ? ibv_qp_to_qp_ex(qp) : NULL;
+	check(qpx != NULL, "create_qp_ex RC with SEND, WRITE, READ and atomics "
+	      "(errno %d)", qp ? 0 : err);
+	if (!qpx)
+		goto out_qp;
+	check_ret(wr_sends(qpx, mr, buf, 1), EINVAL,
+		  "wr_complete of a SEND on a QP in RESET");
+	check_ret(to_init(qp), 0, "modify_qp RESET -> INIT");
+	ret = ibv_query_qp(qp, &qattr, IBV_QP_CAP, &init);
+	depth = ret ? 0 : init.cap.max_send_wr;
+	check(!ret && depth >= 4 && depth <= 64 &&
+	      init.cap.max_inline_data >= 16 &&
+	      init.cap.max_inline_data < sizeof(big),
+	      "query_qp: max_send_wr %u, max_inline_data %u", depth,
+	      init.cap.max_inline_data);
+	if (ret || depth < 4 || depth > 64 ||
+	    init.cap.max_inline_data >= sizeof(big))
+		goto out_qp;
+
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data(qpx, big, init.cap.max_inline_data + 1);
+	check_ret(ibv_wr_complete(qpx), EINVAL,
+		  "wr_set_inline_data of max_inline_data + 1 bytes");
+	ibv_wr_start(qpx);
+	ibv_wr_rdma_read(qpx, mr->rkey, (uintptr_t)buf);
+	ibv_wr_set_inline_data(qpx, big, 8);
+	check_ret(ibv_wr_complete(qpx), EINVAL, "inline data on an RDMA READ");
+	for (i = 0; i < (int)(sizeof(sgl) / sizeof(sgl[0])); i++)
+		sgl[i] = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 8,
+					   .lkey = mr->lkey };
+	ibv_wr_start(qpx);
+	ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)buf);
+	ibv_wr_set_sge_list(qpx, (size_t)dattr->max_sge + 1 < 64 ?
+			    (size_t)dattr->max_sge + 1 : 64, sgl);
+	check_ret(ibv_wr_complete(qpx), EINVAL,
+		  "wr_set_sge_list with more SGEs than the QP has");
+	ibv_wr_start(qpx);
+	ibv_wr_atomic_fetch_add(qpx, mr->rkey, (uintptr_t)buf + 4, 1);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 8);
+	check_ret(ibv_wr_complete(qpx), EINVAL,
+		  "wr_atomic_fetch_add at an address not 8-byte aligned");
+	ibv_wr_start(qpx);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 8);
+	check_ret(ibv_wr_complete(qpx), EINVAL, "wr_set_sge with no WR");
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_IP_CSUM;
+	ibv_wr_send(qpx);
+	check_ret(ibv_wr_complete(qpx), EINVAL, "wr_flags IBV_SEND_IP_CSUM");
+	ibv_wr_start(qpx);
+	ibv_wr_local_inv(qpx, mr->rkey);
+	check_ret(ibv_wr_complete(qpx), EOPNOTSUPP,
+		  "wr_local_inv (not in the device)");
+	/* An aborted batch posts nothing either. */
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 8);
+	ibv_wr_abort(qpx);
+	check_ret(wr_sends(qpx, mr, buf, depth + 1), ENOMEM,
+		  "max_send_wr + 1 SENDs in one batch");
+	check_ret(wr_sends(qpx, mr, buf, depth), 0,
+		  "max_send_wr SENDs: none of the failed batches was posted");
+	check_ret(wr_sends(qpx, mr, buf, 1), ENOMEM, "one more SEND on a full SQ");
+out_qp:
+	if (qp)
+		check_ret(ibv_destroy_qp(qp), 0, "destroy_qp of an extended QP");
+
+	/* A UD WR needs its address. */
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_UD, IBV_QP_EX_WITH_SEND, 0, &err);
+	qpx = qp ? ibv_qp_to_qp_ex(qp) : NULL;
+	check(qpx != NULL && !to_init(qp), "create_qp_ex UD, to INIT (errno %d)",
+	      qp ? 0 : err);
+	if (qpx) {
+		check_ret(wr_sends(qpx, mr, buf, 1), EINVAL,
+			  "a UD SEND without wr_set_ud_addr");
+		ibv_wr_start(qpx);
+		ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)buf);
+		check_ret(ibv_wr_complete(qpx), EOPNOTSUPP,
+			  "wr_rdma_write on a UD QP");
+	}
+	if (qp)
+		ibv_destroy_qp(qp);
+
+	/* A QP from ibv_create_qp has no ibv_qp_ex. */
+	qp = make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err);
+	check(qp && !ibv_qp_to_qp_ex(qp), "ibv_qp_to_qp_ex of an ibv_create_qp QP is NULL");
+	if (qp)
+		ibv_destroy_qp(qp);
 }
 
 int main(void)
@@ -347,6 +600,7 @@ int main(void)
 
 	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
 	check_qp_fatal(ctx, pd, mr, buf);
+	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");
 	check_ret(ibv_dealloc_pd(pd), 0, "dealloc_pd");

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause
+/*
+ * uzura provider: ibv_create_cq_ex and polling through ibv_cq_ex
+ * (start_poll/next_poll/end_poll and the read_* callbacks).  The CQ is
+ * the same ring as ibv_create_cq's and may be polled with ibv_poll_cq as
+ * well.  start_poll takes the CQ lock and end_poll releases it; each CQE
+ * taken is converted to the ibv_wc that ibv_poll_cq would return (which
+ * also retires SQ and RQ slots), and the read_* callbacks return its
+ * fields.  The device gives no timestamps, VLANs, flow tags or tag
+ * matching: CQs asking for them are refused with EOPNOTSUPP.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "uzura.h"
+
+/* What a CQE holds (SLID, SL and DLID path bits read as 0 on RoCE). */
+#define UZ_CQ_WC_FLAGS		IBV_WC_STANDARD_FLAGS
+#define UZ_CQ_COMP_MASK		IBV_CQ_INIT_ATTR_MASK_FLAGS
+#define UZ_CQ_FLAGS		IBV_CREATE_CQ_ATTR_SINGLE_THREADED
+
+static struct uzura_cq *cqx_to_ucq(struct ibv_cq_ex *ibcqx)
+{
+	return to_ucq(ibv_cq_ex_to_cq(ibcqx));
+}
+
+/* Take the next CQE that is reported into cq->cur; 0 or ENOENT. */
+static int uz_cqx_fetch(struct uzura_cq *cq)
+{
+	struct uzura_context *ctx = to_uctx(cq->ibcq.context);
+	struct uz_cqe *cqe;
+	bool reported;
+
+	while ((cqe = uzura_cq_next(cq))) {
+		reported = uzura_cq_convert(ctx, cqe, &cq->cur);
+		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
+		if (reported) {
+			cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+			cq->vcq.cq_ex.status = cq->cur.status;
+			return 0;
+		}
+	}
+	return ENOENT;
+}
+
+/* Tell the device what was consumed since start_poll, and unlock. */
+static void uz_cqx_done(struct uzura_cq *cq)
+{
+	uzura_cq_report(cq, false);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static int uz_start_poll(struct ibv_cq_ex *ibcqx,
+			 struct ibv_poll_cq_attr *attr)
+{
+	struct uzura_cq *cq = cqx_to_ucq(ibcqx);
+	int ret;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	ret = uz_cqx_fetch(cq);
+	/* No end_poll follows an empty start_poll. */
+	if (ret)
+		uz_cqx_done(cq);
+	return ret;
+}
+
+static int uz_next_poll(struct ibv_cq_ex *ibcqx)
+{
+	return uz_cqx_fetch(cqx_to_ucq(ibcqx));
+}
+
+static void uz_end_poll(struct ibv_cq_ex *ibcqx)
+{
+	uz_cqx_done(cqx_to_ucq(ibcqx));
+}
+
+static enum ibv_wc_opcode uz_read_opcode(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.opcode;
+}
+
+static uint32_t uz_read_vendor_err(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.vendor_err;
+}
+
+static uint32_t uz_read_byte_len(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.byte_len;
+}
+
+static __be32 uz_read_imm_data(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.imm_data;
+}
+
+static uint32_t uz_read_qp_num(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.qp_num;
+}
+
+static uint32_t uz_read_src_qp(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.src_qp;
+}
+
+static unsigned int uz_read_wc_flags(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.wc_flags;
+}
+
+static uint32_t uz_read_slid(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.slid;
+}
+
+static uint8_t uz_read_sl(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.sl;
+}
+
+static uint8_t uz_read_dlid_path_bits(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur.dlid_path_bits;
+}
+
+struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct uzura_context *ctx = to_uctx(context);
+	struct uzv_create_cq_ex_resp resp = {};
+	struct uzv_create_cq_ex cmd = {};
+	struct ibv_cq_init_attr_ex ask;
+	struct ibv_cq_ex *cqx;
+	struct uzura_cq *cq;
+	int ret;
+
+	/* No parent domains, timestamps, ignoring overruns, ... */
+	if (attr->comp_mask & ~UZ_CQ_COMP_MASK ||
+	    attr->wc_flags & ~UZ_CQ_WC_FLAGS ||
+	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS &&
+	     attr->flags & ~UZ_CQ_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	ask = *attr;
+	ask.cqe = uzura_cq_ask(ctx, attr->cqe);
+	ret = ibv_cmd_create_cq_ex(context, &ask, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
+				   0);
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
+	ret = uzura_cq_init(ctx, cq, &resp.drv_payload, attr->cqe);
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->ibcq);
+		errno = ret;
+		goto err_free;
+	}
+
+	cqx = &cq->vcq.cq_ex;
+	cqx->start_poll = uz_start_poll;
+	cqx->next_poll = uz_next_poll;
+	cqx->end_poll = uz_end_poll;
+	cqx->read_opcode = uz_read_opcode;
+	cqx->read_vendor_err = uz_read_vendor_err;
+	cqx->read_wc_flags = uz_read_wc_flags;
+	/* Every field a CQE has, whether asked for or not. */
+	cqx->read_byte_len = uz_read_byte_len;
+	cqx->read_imm_data = uz_read_imm_data;
+	cqx->read_qp_num = uz_read_qp_num;
+	cqx->read_src_qp = uz_read_src_qp;
+	cqx->read_slid = uz_read_slid;
+	cqx->read_sl = uz_read_sl;
+	cqx->read_dlid_path_bits = uz_read_dlid_path_bits;
+	return cqx;
+
+err_free:
+	free(cq);
+	return NULL;
+}

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# CRW test: Conditional RDMA Write through the uzuradv direct verbs between
+# two nodes.  Boots two nodes, runs tests/guest/crw-test as the target on
+# node 2 and as the data source on node 1 (both arrival orders, sizes 0 to
+# 1 MiB, tags matched out of order, SQ slot accounting, argument errors,
+# a duplicate tag), relays its TAP lines into this stream, checks that the
+# NIC's crw_* hw counters moved (when the driver exports them), runs the
+# uzuradv example guest-lib/examples/crw-example once, and downs the
+# cluster.  Speaks TAP.  UZURA_BUILD picks the build (and cluster) dir.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+uz=$top/uzura
+n=0
+fails=0
+
+t() {
+	local desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc"
+		fails=$((fails + 1))
+	fi
+}
+
+skip() {
+	n=$((n + 1))
+	echo "ok $n # SKIP $1"
+}
+
+# relay CMD...: run a TAP-speaking command; its ok/not ok lines join this
+# stream under our numbering, the rest become comments.  Returns its status.
+relay() {
+	local out rc line re='^(not )?ok [0-9]+ ?(.*)$'
+
+	out=$("$@" 2>&1)
+	rc=$?
+	while IFS= read -r line; do
+		if [[ $line =~ $re ]]; then
+			n=$((n + 1))
+			if [ -n "${BASH_REMATCH[1]}" ]; then
+				fails=$((fails + 1))
+				echo "not ok $n ${BASH_REMATCH[2]}"
+			else
+				echo "ok $n ${BASH_REMATCH[2]}"
+			fi
+		elif [ -n "$line" ]; then
+			echo "# $line"
+		fi
+	done <<< "$out"
+	return "$rc"
+}
+
+# On node I: the index of its RoCE v2 GID of 10.77.0.I.
+gidx='$(p=/sys/class/infiniband/uzura0/ports/1
+	want=0000:0000:0000:0000:0000:ffff:0a4d:$(printf %04x $(hostname | tr -dc 0-9))
+	for g in $p/gids/*; do
+		[ "$(cat $g)" = $want ] &&
+		[ "$(cat $p/gid_attrs/types/${g##*/} 2>/dev/null)" = "RoCE v2" ] &&
+		echo ${g##*/}
+	done)'
+counters=/sys/class/infiniband/uzura0/ports/1/hw_counters
+
+# start_server NODE CMD: run CMD in the background on NODE, its output and
+# then its exit status in /tmp/srv.log and /tmp/srv.rc; wait for PORT.
+start_server() {
+	"$uz" run "$1" -- "rm -f /tmp/srv.rc
+		( ( $2 ) > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc ) < /dev/null > /dev/null 2>&1 &
+		for k in \$(seq 60); do ss -ltn | grep -q ':$3 ' && exit 0; sleep 0.5; done; exit 1"
+}
+
+server_ok() {
+	"$uz" run "$1" -- 'for k in $(seq 60); do [ -s /tmp/srv.rc ] && break; sleep 0.5; done
+		cat /tmp/srv.log; [ "$(cat /tmp/srv.rc 2>/dev/null)" = 0 ]'
+}
+
+crw_parked() {
+	"$uz" run 1 -- "echo \$((\$(cat $counters/crw_parked) + \$(cat $counters/crw_matched_stcrw_first)))"
+}
+
+"$uz" down
+t "two nodes boot" "$uz" up -n 2
+t "node 1 and 2: libuzura.so.1 and the plugin link are installed" bash -c "
+	'$uz' run 1 -- 'ls /usr/lib/*/libuzura.so.1 && [ -L /usr/lib/*/libibverbs/libuzura-rdmav34.so ]' >/dev/null &&
+	'$uz' run 2 -- 'ls /usr/lib/*/libuzura.so.1' >/dev/null"
+
+have_counters=0
+"$uz" run 1 -- "[ -r $counters/crw_parked ]" && have_counters=1
+before=$([ $have_counters = 1 ] && crw_parked)
+
+t "crw-test server starts on node 2" start_server 2 "timeout 300 crw-test -g $gidx" 18600
+relay "$uz" run 1 -- "timeout 300 crw-test -g $gidx 10.77.0.2"
+rc=$?
+t "crw-test client (node 1) exits 0" [ "$rc" -eq 0 ]
+t "crw-test server (node 2) exits 0" server_ok 2
+
+if [ $have_counters = 1 ]; then
+	after=$(crw_parked)
+	t "sysfs hw_counters: crw_parked + crw_matched_stcrw_first grew ($before -> $after)" \
+		[ "${after:-0}" -gt "${before:-0}" ]
+else
+	skip "the driver exports no crw_* hw counters ($counters)"
+fi
+
+t "crw-example target starts on node 2" start_server 2 "timeout 120 crw-example -g $gidx" 18601
+t "crw-example: the source's CRW completes" bash -c "
+	'$uz' run 1 -- 'timeout 120 crw-example -g $gidx 10.77.0.2' |
+		grep -q '^source: CRW completed, 64 bytes written$'"
+t "crw-example: the target sees the data with the tag as imm" bash -c "
+	'$uz' run 2 -- 'for k in \$(seq 60); do [ -s /tmp/srv.rc ] && break; sleep 0.5; done; cat /tmp/srv.log' |
+		grep -q '^target: write of 64 bytes, tag 0xc0ffee: \"hello through a conditional write\"$'"
+
+"$uz" down
+t "down leaves no cluster state" [ ! -e "${UZURA_BUILD:-$top/build}/cluster" ]
+
+echo "1..$n"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# perftest between two nodes: the unmodified ib_*_bw/_lat tools of the
+# guest image run over the uzura provider, node 2 the server and node 1
+# the client, each on the RoCE v2 GID of its 10.77.0.N address.  Each tool
+# must exit 0 on both sides and the client must print a result row.
+# ibv_rc_pingpong -N covers the ibv_wr_* post API between the nodes
+# (perftest uses it only on devices it knows, and falls back to
+# ibv_post_send on others).  Small iteration counts keep it short under
+# TCG.  Speaks TAP.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+uz=$top/uzura
+n=0
+fails=0
+
+t() {
+	local desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc"
+		fails=$((fails + 1))
+	fi
+}
+
+# Shell snippets for the guest: the uzura ib_device, and the index of the
+# RoCE v2 GID of this node's 10.77.0.N (N from the hostname nodeN).
+ibdev='$(for d in /sys/class/infiniband/*; do
+	[ "$(basename "$(readlink $d/device/driver)")" = uzura ] && echo ${d##*/}; done | head -n 1)'
+gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
+	for g in $p/gids/*; do
+		[ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:000$(hostname | tr -dc 0-9) ] &&
+		[ "$(cat $p/gid_attrs/types/${g##*/})" = "RoCE v2" ] && echo ${g##*/}
+	done | head -n 1)'
+
+# A result row: #bytes and #iterations, then at least two figures.
+row='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'
+
+# perf NAME PORT ARGS...: server on node 2, client on node 1.
+perf() {
+	local tool=$1 port=$2 ok=1
+	shift 2
+	local args="-d $ibdev -x $gidx -p $port $*"
+
+	"$uz" run 2 -- "rm -f /tmp/$tool-$port.*
+		(timeout 120 $tool $args > /tmp/$tool-$port.log 2>&1
+		 echo \$? > /tmp/$tool-$port.rc) < /dev/null > /dev/null 2>&1 &
+		for k in \$(seq 120); do ss -ltn | grep -q :$port && exit 0; sleep 0.5; done
+		echo 'server did not listen'; exit 1" || ok=0
+	[ $ok = 1 ] && { "$uz" run 1 -- "timeout 120 $tool $args 10.77.0.2" \
+		> "$log/$tool-$port.client" 2>&1 || ok=0; }
+	# The server ends once the client is done.
+	"$uz" run 2 -- "for k in \$(seq 60); do [ -s /tmp/$tool-$port.rc ] && break; sleep 0.5; done
+		cat /tmp/$tool-$port.log; exit \$(cat /tmp/$tool-$port.rc 2>/dev/null || echo 1)" \
+		> "$log/$tool-$port.server" 2>&1 || ok=0
+	grep -Eq "$row" "$log/$tool-$port.client" || ok=0
+	if [ $ok = 0 ]; then
+		sed 's/^/# client: /' "$log/$tool-$port.client"
+		sed 's/^/# server: /' "$log/$tool-$port.server"
+		return 1
+	fi
+	grep -E "$row" "$log/$tool-$port.client" | sed "s/^ */# $tool: /"
+	return 0
+}
+
+# The ib_device and GID index each node uses, as TAP comments.
+node_info() {
+	local i
+	for i in 1 2; do
+		"$uz" run "$i" -- "d=$ibdev; x=$gidx; echo \"\$d, GID index \$x\"
+			[ -n \"\$d\" ] && [ -n \"\$x\" ]" | sed "s/^/# node $i: /" ||
+			return 1
+	done
+}
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+"$uz" down
+t "two nodes boot" "$uz" up -n 2
+t "node 1 and node 2 have a uzura ib_device and a RoCE v2 GID of 10.77.0.N" \
+	node_info
+
+t "ib_write_bw node 1 -> node 2 (100 x 64 KiB)" perf ib_write_bw 18515 -n 100
+t "ib_write_lat node 1 <-> node 2 (200 iterations)" perf ib_write_lat 18516 -n 200
+t "ib_read_bw node 1 <- node 2 (100 x 64 KiB)" perf ib_read_bw 18517 -n 100
+t "ib_read_lat node 1 <- node 2 (200 iterations)" perf ib_read_lat 18518 -n 200
+t "ib_send_bw node 1 -> node 2 (100 x 64 KiB)" perf ib_send_bw 18519 -n 100
+t "ib_send_lat node 1 <-> node 2 (200 iterations)" perf ib_send_lat 18520 -n 200
+t "ib_atomic_bw node 1 -> node 2, compare and swap (200 iterations)" \
+	perf ib_atomic_bw 18521 -n 200
+t "ib_atomic_bw node 1 -> node 2, fetch and add (200 iterations)" \
+	perf ib_atomic_bw 18522 -n 200 -A FETCH_AND_ADD
+t "ib_send_bw UD node 1 -> node 2 (100 x 2 KiB)" perf ib_send_bw 18523 -c UD -n 100 -s 2048
+
+# The ibv_wr_* API (ibv_create_qp_ex, wr_start/wr_send/wr_set_sge/
+# wr_complete) between the nodes.
+t "ibv_rc_pingpong -N (ibv_wr_* API) node 1 -> node 2 (100 iterations)" bash -c "
+	'$uz' run 2 -- '(timeout 120 ibv_rc_pingpong -N -d $ibdev -g $gidx -n 100 > /tmp/pp-n.log 2>&1 &)
+		for k in \$(seq 40); do ss -ltn | grep -q :18515 && exit 0; sleep 0.5; done; exit 1' &&
+	'$uz' run 1 -- 'timeout 120 ibv_rc_pingpong -N -d $ibdev -g $gidx -n 100 10.77.0.2' | grep -q '100 iters' &&
+	'$uz' run 2 -- 'sleep 1; grep -q \"100 iters\" /tmp/pp-n.log'"
+
+"$uz" down
+echo "1..$n"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# rdma-core's own test suite (pyverbs, /usr/share/doc/rdma-core/tests of
+# the guest image) on one node's uzura device.  The suite runs its two
+# sides on one device, so the traffic goes through the NIC's loopback.
+# Every test that fails or errs is not ok unless docs/rdma-core-tests.md
+# lists it as a known failure, with the reason; the tests that cover the
+# extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex) must
+# pass.  Speaks TAP; the suite's own verbose log goes in as comments only
+# for the tests that did not pass.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+uz=$top/uzura
+known_doc=$top/docs/rdma-core-tests.md
+# About 30 s of tests under TCG (docs/rdma-core-tests.md); a test that
+# waits for a completion that never comes blocks forever.
+suite_timeout=${UZURA_PYVERBS_TIMEOUT:-480}
+n=0
+fails=0
+
+t() {
+	local desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc"
+		fails=$((fails + 1))
+	fi
+}
+
+# Tests of the extended verbs that must pass, not only not fail.
+must_pass=(
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_send
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_send_imm
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add
+	tests.test_qpex.QpExTestCase.test_qp_ex_ud_send
+	tests.test_qpex.QpExTestCase.test_qp_ex_ud_send_imm
+	tests.test_cqex.CqExTestCase.test_rc_traffic_cq_ex
+	tests.test_cqex.CqExTestCase.test_ud_traffic_cq_ex
+	tests.test_cqex.CQEXAPITest.test_create_cq_ex
+	tests.test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow
+)
+
+# The uzura ib_device and the RoCE v2 GID index of 10.77.0.1 (guest side).
+ibdev='$(for d in /sys/class/infiniband/*; do
+	[ "$(basename "$(readlink $d/device/driver)")" = uzura ] && echo ${d##*/}; done | head -n 1)'
+gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
+	for g in $p/gids/*; do
+		[ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:0001 ] &&
+		[ "$(cat $p/gid_attrs/types/${g##*/})" = "RoCE v2" ] && echo ${g##*/}
+	done | head -n 1)'
+
+log=$(mktemp)
+results=$(mktemp)
+trap 'rm -f "$log" "$results"' EXIT
+
+# The suite, on a copy of its directory with the compressed files
+# unpacked; its exit status is the one of run_tests.py (or timeout's 124).
+run_suite() {
+	"$uz" run 1 -- "d=$ibdev; x=$gidx
+		[ -n \"\$d\" ] && [ -n \"\$x\" ] || { echo 'no uzura device or GID'; exit 1; }
+		rm -rf /tmp/rdma-core-tests && cp -r /usr/share/doc/rdma-core/tests /tmp/rdma-core-tests &&
+		gunzip -f /tmp/rdma-core-tests/*.gz && cd /tmp/rdma-core-tests || exit 1
+		echo \"# device \$d, GID index \$x\"
+		timeout $suite_timeout python3 -u run_tests.py --dev \$d --port 1 --gid \$x -v 2>&1" \
+		> "$log"
+}
+
+# One line per test: ID RESULT (ok, skipped, ERROR, FAIL, ...).  The -v
+# log names a test, maybe its docstring on the next line, then its result
+# after " ... " (other output can come in between).
+parse_results() {
+	awk '
+	/^test[A-Za-z0-9_]* \(tests\.[A-Za-z0-9_.]*\)/ {
+		id = $2; gsub(/[()]/, "", id); done = 0
+	}
+	id != "" && !done {
+		r = ""
+		if (match($0, / \.\.\. (ok|skipped|ERROR|FAIL|expected failure|unexpected success)/))
+			r = substr($0, RSTART + 5, RLENGTH - 5)
+		else if (match($0, /^(ok|skipped|ERROR|FAIL|expected failure|unexpected success)( |$)/))
+			r = substr($0, RSTART, RLENGTH)
+		if (r != "") {
+			sub(/ $/, "", r); gsub(/ /, "_", r)
+			print id, r; done = 1
+		}
+	}' "$log"
+}
+
+# Known failures: the test IDs in the first column of the tables of
+# docs/rdma-core-tests.md.
+known() {
+	grep -Eo '^\| *`tests\.[A-Za-z0-9_.]+`' "$known_doc" 2>/dev/null |
+		grep -Eo 'tests\.[A-Za-z0-9_.]+' | grep -qx "$1"
+}
+
+"$uz" down
+t "one node boots" "$uz" up -n 1
+
+SECONDS=0
+run_suite
+rc=$?
+elapsed=$SECONDS
+grep '^# device' "$log"
+parse_results > "$results"
+summary=$(grep -E '^Ran [0-9]+ tests? in' "$log" | tail -n 1)
+total=$(echo "$summary" | awk '{ print $2 }')
+total=${total:-0}
+last=$(grep -E '^(OK|FAILED)( \(|$)' "$log" | tail -n 1)
+count() { echo "$last" | grep -Eo "$1=[0-9]+" | cut -d= -f2 || true; }
+failed=$(count failures)
+errors=$(count errors)
+skipped=$(count skipped)
+failed=${failed:-0} errors=${errors:-0} skipped=${skipped:-0}
+passed=$((total - failed - errors - skipped))
+echo "# $summary; ${elapsed}s with the copy: $last"
+t "rdma-core suite ran: $total tests, $passed passed, $skipped skipped, $failed failed, $errors errors" \
+	test "$total" -gt 0 -a -n "$last" -a "$rc" -ne 124
+t "the suite finished within ${suite_timeout}s (took ${elapsed}s)" test "$rc" -ne 124
+t "every test the suite ran has a result in its log ($(wc -l < "$results") of $total)" \
+	test "$(wc -l < "$results")" -eq "$total"
+
+# Failures and errors: known ones are ok, with their reason in the doc.
+while read -r id res; do
+	case $res in
+	ERROR|FAIL|unexpected_success) ;;
+	*) continue ;;
+	esac
+	if known "$id"; then
+		t "$id: $res, a known failure (docs/rdma-core-tests.md)" true
+	else
+		# Its traceback from the suite's summary, as comments.
+		awk -v id="$id" '
+			/^(ERROR|FAIL): / && index($0, "(" id ")") { p = 1 }
+			p && (/^=+$/ || /^Ran [0-9]+ tests? in/) { exit }
+			p { print "# " $0 }' "$log"
+		t "$id: $res" false
+	fi
+done < "$results"
+
+for id in "${must_pass[@]}"; do
+	t "$id passes" grep -qx "$id ok" "$results"
+done
+
+if [ "$fails" -gt 0 ]; then
+	echo "# the suite's last lines:"
+	tail -n 5 "$log" | sed 's/^/# /'
+fi
+"$uz" down
+echo "1..$n"
+[ "$fails" -eq 0 ]
