@@ -6,22 +6,8 @@
 # arguments and a second cluster, and leaves nothing behind.  Speaks TAP.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-uz=$top/uzura
-n=0
-fails=0
+. "$(dirname "$0")/lib.sh"
 
-t() {
-	local desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc"
-		fails=$((fails + 1))
-	fi
-}
 
 qemu_procs() { pgrep -f "$top/build/qemu/qemu-system-x86_64" | wc -l; }
 
@@ -45,7 +31,6 @@ for i in 1 2; do
 done
 
 # The Ethernet function: IP between the nodes over the uzura link.
-uzdev='$(for n in /sys/class/net/*; do d=$(readlink $n/device/driver) && [ "${d##*/}" = uzura ] && echo ${n##*/}; done)'
 for i in 1 2; do
 	t "node $i: uzura netdev has 10.77.0.$i" \
 		"$uz" run "$i" -- "ip -br addr show dev $uzdev | grep -q 10.77.0.$i/24"
@@ -66,7 +51,6 @@ for i in 1 2; do
 		"$uz" run "$i" -- "rdma resource show qp | grep -q 'lqpn 1 .*type GSI'"
 done
 # The verbs provider: libibverbs finds the device, and RC traffic flows.
-gidx='$(for g in /sys/class/infiniband/uzura0/ports/1/gids/*; do [ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:000$(hostname | tr -dc 0-9) ] && echo ${g##*/}; done)'
 for i in 1 2; do
 	t "node $i: ibv_devinfo -v shows uzura0 with an active Ethernet port" \
 		"$uz" run "$i" -- "ibv_devinfo -v -d uzura0 > /tmp/devinfo &&

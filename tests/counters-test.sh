@@ -9,28 +9,12 @@
 # Honours UZURA_BUILD (a private cluster directory).  Speaks TAP.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-uz=$top/uzura
-n=0
-fails=0
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-t() {
-	local desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc"
-		fails=$((fails + 1))
-	fi
-}
 
 hw=/sys/class/infiniband/uzura0/ports/1/hw_counters
-# The GID index of the node's RoCE v2 IPv4 GID.
-gidx='$(for g in /sys/class/infiniband/uzura0/ports/1/gids/*; do [ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:000$(hostname | tr -dc 0-9) ] && echo ${g##*/}; done)'
 
 # The spec's index list, in index order: "| i | `UZ_CNT_X` | `name` |".
 sed -n 's/^| [0-9][0-9]* | `UZ_CNT_[A-Z_]*` | `\([a-z_]*\)` |$/\1/p' \

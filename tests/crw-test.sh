@@ -11,22 +11,8 @@
 # cluster.  Speaks TAP.  UZURA_BUILD picks the build (and cluster) dir.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-uz=$top/uzura
-n=0
-fails=0
+. "$(dirname "$0")/lib.sh"
 
-t() {
-	local desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc"
-		fails=$((fails + 1))
-	fi
-}
 
 skip() {
 	n=$((n + 1))
@@ -56,14 +42,6 @@ relay() {
 	return "$rc"
 }
 
-# On node I: the index of its RoCE v2 GID of 10.77.0.I.
-gidx='$(p=/sys/class/infiniband/uzura0/ports/1
-	want=0000:0000:0000:0000:0000:ffff:0a4d:$(printf %04x $(hostname | tr -dc 0-9))
-	for g in $p/gids/*; do
-		[ "$(cat $g)" = $want ] &&
-		[ "$(cat $p/gid_attrs/types/${g##*/} 2>/dev/null)" = "RoCE v2" ] &&
-		echo ${g##*/}
-	done)'
 counters=/sys/class/infiniband/uzura0/ports/1/hw_counters
 
 # start_server NODE CMD: run CMD in the background on NODE, its output and

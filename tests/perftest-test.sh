@@ -11,32 +11,9 @@
 # TCG.  Speaks TAP.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-uz=$top/uzura
-n=0
-fails=0
+. "$(dirname "$0")/lib.sh"
 
-t() {
-	local desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc"
-		fails=$((fails + 1))
-	fi
-}
 
-# Shell snippets for the guest: the uzura ib_device, and the index of the
-# RoCE v2 GID of this node's 10.77.0.N (N from the hostname nodeN).
-ibdev='$(for d in /sys/class/infiniband/*; do
-	[ "$(basename "$(readlink $d/device/driver)")" = uzura ] && echo ${d##*/}; done | head -n 1)'
-gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
-	for g in $p/gids/*; do
-		[ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:000$(hostname | tr -dc 0-9) ] &&
-		[ "$(cat $p/gid_attrs/types/${g##*/})" = "RoCE v2" ] && echo ${g##*/}
-	done | head -n 1)'
 
 # A result row: #bytes and #iterations, then at least two figures.
 row='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'

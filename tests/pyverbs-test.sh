@@ -11,26 +11,12 @@
 # for the tests that did not pass.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-uz=$top/uzura
+. "$(dirname "$0")/lib.sh"
 known_doc=$top/docs/rdma-core-tests.md
 # About 30 s of tests under TCG (docs/rdma-core-tests.md); a test that
 # waits for a completion that never comes blocks forever.
 suite_timeout=${UZURA_PYVERBS_TIMEOUT:-480}
-n=0
-fails=0
 
-t() {
-	local desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n - $desc"
-	else
-		echo "not ok $n - $desc"
-		fails=$((fails + 1))
-	fi
-}
 
 # Tests of the extended verbs that must pass, not only not fail.
 must_pass=(
@@ -49,14 +35,6 @@ must_pass=(
 	tests.test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow
 )
 
-# The uzura ib_device and the RoCE v2 GID index of 10.77.0.1 (guest side).
-ibdev='$(for d in /sys/class/infiniband/*; do
-	[ "$(basename "$(readlink $d/device/driver)")" = uzura ] && echo ${d##*/}; done | head -n 1)'
-gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
-	for g in $p/gids/*; do
-		[ "$(cat $g)" = 0000:0000:0000:0000:0000:ffff:0a4d:0001 ] &&
-		[ "$(cat $p/gid_attrs/types/${g##*/})" = "RoCE v2" ] && echo ${g##*/}
-	done | head -n 1)'
 
 log=$(mktemp)
 results=$(mktemp)
