@@ -656,6 +656,7 @@ err_clear:
 	WRITE_ONCE(uz->ib, NULL);
 	synchronize_rcu();
 err_dealloc:
+	mutex_destroy(&ib->stats_lock);
 	ib_dealloc_device(&ib->ibdev);
 	return err;
 }
@@ -674,5 +675,6 @@ void uz_ib_fini(struct uz_dev *uz)
 	xa_destroy(&ib->qp_xa);
 	xa_destroy(&ib->cq_xa);
 	xa_destroy(&ib->srq_xa);
+	mutex_destroy(&ib->stats_lock);
 	ib_dealloc_device(&ib->ibdev);
 }
