@@ -19,7 +19,8 @@ shift 2
 [ $# -gt 0 ] || set -- "$top"/tests/guest/*.c "$top"/guest-lib/examples/*.c
 
 mkdir -p "$out"
-deps=("$rdma/include/infiniband/verbs.h" "$rdma/include/infiniband/uzuradv.h"
+deps=("$top/tests/guest/tap.h"
+      "$rdma/include/infiniband/verbs.h" "$rdma/include/infiniband/uzuradv.h"
       "$rdma/lib/libibverbs.so" "$rdma/lib/libuzura.so")
 for src in "$@"; do
 	bin=$out/$(basename "$src" .c)

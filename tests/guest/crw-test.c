@@ -42,6 +42,8 @@
 #include <infiniband/uzuradv.h>
 #include <infiniband/verbs.h>
 
+#include "tap.h"
+
 #define GUARD		64
 #define MAX_SIZE	(1u << 20)
 #define SLOTS		4
@@ -51,36 +53,6 @@
 #define WAIT_MS		60000
 #define VERR_DUP_TAG	0x11	/* UZ_VERR_CRW_DUP_TAG, device-spec 8.5 */
 #define MARKER_WR_ID	0xfeedull
-
-static int n, fails;
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n++;
-	printf("%sok %d - ", ok ? "" : "not ", n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		fails++;
-}
-
-static void skip(const char *fmt, ...)
-{
-	va_list ap;
-
-	n++;
-	printf("ok %d # SKIP ", n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static void bail(const char *what)
 {

@@ -40,22 +40,7 @@
 
 #include <infiniband/verbs.h>
 
-static int n, fails;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n++;
-	printf("%sok %d - ", ok ? "" : "not ", n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		fails++;
-}
+#include "tap.h"
 
 /* A create call must have failed with exactly want. */
 static void check_null(const void *obj, int err, int want, const char *what)
