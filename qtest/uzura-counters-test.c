@@ -8,7 +8,6 @@
  */
 #include "uzura-verbs.h"
 
-#define GUARD           0xee        /* bytes the device must not touch */
 #define CNT_BYTES       (UZ_CNT_NUM * 8)
 #define BUF_BYTES       4096
 #define PINGS           5
@@ -142,7 +141,7 @@ static uint8_t query(UzNode *n, uint64_t addr, uint32_t len,
 
 static void guard_fill(Cnt *t, int i)
 {
-    qtest_memset(t->n[i].d.qts, t->buf[i], GUARD, BUF_BYTES);
+    qtest_memset(t->n[i].d.qts, t->buf[i], UZ_GUARD, BUF_BYTES);
 }
 
 /* Bytes [@from, BUF_BYTES) of node @i's buffer still hold the guard. */
@@ -153,7 +152,7 @@ static void guard_check(Cnt *t, int i, size_t from)
 
     qtest_memread(t->n[i].d.qts, t->buf[i], b, BUF_BYTES);
     for (k = from; k < BUF_BYTES; k++) {
-        if (b[k] != GUARD) {
+        if (b[k] != UZ_GUARD) {
             g_error("uz%d: QUERY_COUNTERS wrote byte %zu (0x%02x), past "
                     "the %zu bytes it may write", i, k, b[k], from);
         }

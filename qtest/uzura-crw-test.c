@@ -20,7 +20,6 @@
 #include "uzura-verbs.h"
 #include "uzura-wire.h"
 
-#define GUARD           0xee        /* bytes the device must not touch */
 #define MIB             (1u << 20)
 #define KIB             1024u
 #define MS              (1000 * 1000ll)
@@ -464,7 +463,7 @@ static void xchg_run(Env *e, Pair *p, const Xchg *x, bool crw_first)
                    x->offer_len);
     g_assert_cmpuint(x->offer_len, >=, x->len);
     g_assert_cmpuint(x->doff + x->len, <=, end);
-    uz_mr_fill(p->dst, 0, GUARD, end);
+    uz_mr_fill(p->dst, 0, UZ_GUARD, end);
     snap_take(e, &s);
     if (p->b->srq) {
         uz_srq_post(p->b->srq, rv_id, NULL, 0);
@@ -476,7 +475,7 @@ static void xchg_run(Env *e, Pair *p, const Xchg *x, bool crw_first)
         uz_counter_wait(&e->n[0], "crw_parked", s.c[0].parked + 1);
         uz_cq_assert_empty(p->a->scq, 5);
         uz_cq_assert_empty(p->b->rcq, 1);
-        uz_assert_mr_fill(p->dst, x->doff, GUARD, MIN(x->len, WIN),
+        uz_assert_mr_fill(p->dst, x->doff, UZ_GUARD, MIN(x->len, WIN),
                           "target while the CRW is parked");
         uz_post_send(p->b, &st);
         uz_sq_done(p->b, st_id, UZ_WC_STCRW, 0);
@@ -485,16 +484,16 @@ static void xchg_run(Env *e, Pair *p, const Xchg *x, bool crw_first)
         uz_sq_done(p->b, st_id, UZ_WC_STCRW, 0);
         snap_expect(e, &s, 0, (CrwCnt) { .offers = 1 });
         uz_cq_assert_empty(p->b->rcq, 5);
-        uz_assert_mr_fill(p->dst, x->doff, GUARD, MIN(x->len, WIN),
+        uz_assert_mr_fill(p->dst, x->doff, UZ_GUARD, MIN(x->len, WIN),
                           "target while the offer waits");
         uz_post_send(p->a, &x->crw);
     }
     uz_sq_done(p->a, x->crw.wr_id, UZ_WC_CRW, x->len);
     rq_done_imm(p->b, rv_id, x->len, x->crw.tag);
 
-    uz_assert_mr_fill(p->dst, 0, GUARD, x->doff, "before the target");
+    uz_assert_mr_fill(p->dst, 0, UZ_GUARD, x->doff, "before the target");
     uz_assert_mr(p->dst, x->doff, x->data, x->len, "conditional write");
-    uz_assert_mr_fill(p->dst, x->doff + x->len, GUARD,
+    uz_assert_mr_fill(p->dst, x->doff + x->len, UZ_GUARD,
                       end - x->doff - x->len, "after the written bytes");
     if (crw_first) {
         snap_expect(e, &s, 0, (CrwCnt) { .parked = 1, .crw_first = 1 });
@@ -672,7 +671,7 @@ static void case_no_block(Env *e)
     uz_pattern(rd_data, sizeof(rd_data), 5);
     s_rd = uz_mr_sge(p.src, 16384, sizeof(rd_data));
     uz_mr_fill(p.src, 16384, 0, sizeof(rd_data));
-    uz_mr_fill(p.dst, 0, GUARD, 64 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 64 * KIB);
     uz_mr_write(p.dst, 40000, rd_data, sizeof(rd_data));
     r_send = uz_mr_sge(p.dst, 30000, 1000);
     uz_post_recv(p.b, 0x7e01, &r_send, 1);
@@ -748,11 +747,12 @@ static void case_no_block(Env *e)
     cq_take_set(p.a->scq, ids, 2, c, 0);
     uz_expect_sq(&c[0], 0x10, UZ_WC_CRW, p.a, sizeof(crw_data));
     uz_expect_sq(&c[1], 0x11, UZ_WC_CRW, p.a, sizeof(inl));
-    uz_assert_mr_fill(p.dst, 0, GUARD, 1000, "before the inline target");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 1000, "before the inline target");
     uz_assert_mr(p.dst, 1000, inl, sizeof(inl), "inline CRW");
-    uz_assert_mr_fill(p.dst, 1150, GUARD, 5000 - 1150, "between the targets");
+    uz_assert_mr_fill(p.dst, 1150, UZ_GUARD, 5000 - 1150,
+                      "between the targets");
     uz_assert_mr(p.dst, 5000, crw_data, sizeof(crw_data), "SGE CRW");
-    uz_assert_mr_fill(p.dst, 8000, GUARD, 20000 - 8000, "after the targets");
+    uz_assert_mr_fill(p.dst, 8000, UZ_GUARD, 20000 - 8000, "after the targets");
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
     uz_cq_assert_empty(p.a->scq, 5);
     uz_cq_assert_empty(p.b->rcq, 1);
@@ -779,7 +779,7 @@ static void case_ready_first(Env *e)
     s1 = src_data(&p, 0, d1, sizeof(d1), 0x5f0);
     s2 = src_data(&p, KIB, d2, sizeof(d2), 0x5f1);
     sm = src_data(&p, 2 * KIB, msg, sizeof(msg), 0x5f2);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB);
     w = crw_wr(0x5f0, tag_of(0x5f0), &s1, 1);
     uz_sq_post(p.a, &w);
     w = crw_wr(0x5f1, tag_of(0x5f1), &s2, 1);
@@ -816,9 +816,9 @@ static void case_ready_first(Env *e)
     uz_assert_mr(p.dst, 0, d1, sizeof(d1), "the first write");
     uz_assert_mr(p.dst, 4 * KIB, d2, sizeof(d2), "the second write");
     uz_assert_mr(p.dst, 8 * KIB, msg, sizeof(msg), "the SEND");
-    uz_assert_mr_fill(p.dst, sizeof(d1), GUARD, 4 * KIB - sizeof(d1),
+    uz_assert_mr_fill(p.dst, sizeof(d1), UZ_GUARD, 4 * KIB - sizeof(d1),
                       "after the first write");
-    uz_assert_mr_fill(p.dst, 4 * KIB + sizeof(d2), GUARD,
+    uz_assert_mr_fill(p.dst, 4 * KIB + sizeof(d2), UZ_GUARD,
                       4 * KIB - sizeof(d2), "after the second write");
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
 }
@@ -842,7 +842,7 @@ static void case_unsignaled(Env *e)
         uint64_t tag = tag_of(0x300 + first);
 
         s = src_data(&p, 100, data, sizeof(data), 0x300 + first);
-        uz_mr_fill(p.dst, 0, GUARD, 8 * KIB);
+        uz_mr_fill(p.dst, 0, UZ_GUARD, 8 * KIB);
         snap_take(e, &snap);
         crw = crw_wr(0x20 + first, tag, &s, 1);
         crw.flags = 0;
@@ -858,9 +858,9 @@ static void case_unsignaled(Env *e)
             uz_post_send(p.a, &crw);
         }
         rq_done_imm(p.b, 0x7e20 + first, sizeof(data), tag);
-        uz_assert_mr_fill(p.dst, 0, GUARD, 2000, "before the target");
+        uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 2000, "before the target");
         uz_assert_mr(p.dst, 2000, data, sizeof(data), "unsignalled CRW");
-        uz_assert_mr_fill(p.dst, 2700, GUARD, 8 * KIB - 2700, "after it");
+        uz_assert_mr_fill(p.dst, 2700, UZ_GUARD, 8 * KIB - 2700, "after it");
 
         /*
          * A signalled WRITE from each side: its CQE is the first, so the
@@ -964,10 +964,10 @@ static void mt_check(Env *e, Pair *p, int round, uint8_t **data,
     for (i = 0; i < TAGS; i++) {
         uint64_t off = mt_doff(i, round);
 
-        uz_assert_mr_fill(p->dst, i * MT_SLOT, GUARD, off - i * MT_SLOT,
+        uz_assert_mr_fill(p->dst, i * MT_SLOT, UZ_GUARD, off - i * MT_SLOT,
                           "before a target");
         uz_assert_mr(p->dst, off, data[i], mt_len(i, round), "tag's data");
-        uz_assert_mr_fill(p->dst, off + mt_len(i, round), GUARD,
+        uz_assert_mr_fill(p->dst, off + mt_len(i, round), UZ_GUARD,
                           (i + 1) * MT_SLOT - off - mt_len(i, round),
                           "after a target");
     }
@@ -1017,7 +1017,7 @@ static void case_many_tags(Env *e)
 
     /* Round 0 */
     snap_take(e, &snap);
-    uz_mr_fill(p.dst, 0, GUARD, TAGS * MT_SLOT);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, TAGS * MT_SLOT);
     for (i = 0; i < TAGS; i++) {
         mt_post_crw(&p, 0, i, data[i]);
     }
@@ -1037,7 +1037,7 @@ static void case_many_tags(Env *e)
 
     /* Round 1 */
     snap_take(e, &snap);
-    uz_mr_fill(p.dst, 0, GUARD, TAGS * MT_SLOT);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, TAGS * MT_SLOT);
     for (i = 0; i < TAGS / 2; i++) {
         mt_post_crw(&p, 1, i, data[i]);
     }
@@ -1105,8 +1105,8 @@ static void case_tag_match(Env *e)
 
     pair_make(e, &p, NULL);
     pair_make(e, &q, NULL);
-    uz_mr_fill(p.dst, 0, GUARD, 64 * KIB);
-    uz_mr_fill(q.dst, 0, GUARD, 64 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 64 * KIB);
+    uz_mr_fill(q.dst, 0, UZ_GUARD, 64 * KIB);
     snap_take(e, &snap);
 
     /* Five CRWs on p, all parked: no duplicate among them. */
@@ -1140,10 +1140,10 @@ static void case_tag_match(Env *e)
     for (i = 0; i < 5; i++) {
         uint32_t len = sizeof(data[i]) - i;
 
-        uz_assert_mr_fill(p.dst, 4 * KIB * (i + 1) + len, GUARD,
+        uz_assert_mr_fill(p.dst, 4 * KIB * (i + 1) + len, UZ_GUARD,
                           4 * KIB - len, "after a target");
     }
-    uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "no target");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB, "no target");
 
     /* q's CRW with that tag takes q's offer, not p's. */
     uz_pattern(other, sizeof(other), 0x410);
@@ -1155,7 +1155,7 @@ static void case_tag_match(Env *e)
     uz_sq_done(q.a, 0x71, UZ_WC_CRW, sizeof(other));
     rq_done_imm(q.b, 0x7e71, sizeof(other), tags[1]);
     uz_assert_mr(q.dst, 0, other, sizeof(other), "q's write");
-    uz_assert_mr_fill(q.dst, sizeof(other), GUARD, 64 * KIB - sizeof(other),
+    uz_assert_mr_fill(q.dst, sizeof(other), UZ_GUARD, 64 * KIB - sizeof(other),
                       "after q's write");
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 5, .offers = 1,
                                        .crw_first = 5, .st_first = 1 });
@@ -1209,8 +1209,8 @@ static void case_symmetric(Env *e)
         uz_pattern(db, lb, 0x580 + r);
         uz_mr_write(p.src, 5, da, la);
         uz_mr_write(bsrc, 9, db, lb);
-        uz_mr_fill(p.dst, 0, GUARD, 200 + la + WIN);
-        uz_mr_fill(adst, 0, GUARD, 100 + lb + WIN);
+        uz_mr_fill(p.dst, 0, UZ_GUARD, 200 + la + WIN);
+        uz_mr_fill(adst, 0, UZ_GUARD, 100 + lb + WIN);
         uz_post_recv(p.a, 0x7ea0 + r, NULL, 0);
         uz_post_recv(p.b, 0x7eb0 + r, NULL, 0);
         uz_sq_post(p.a, &a_crw);
@@ -1230,12 +1230,12 @@ static void case_symmetric(Env *e)
         uz_expect_sq(&c[1], idb[1], UZ_WC_STCRW, p.b, 0);
         rq_done_imm(p.a, 0x7ea0 + r, lb, tb);
         rq_done_imm(p.b, 0x7eb0 + r, la, ta);
-        uz_assert_mr_fill(p.dst, 0, GUARD, 200, "before b's target");
+        uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 200, "before b's target");
         uz_assert_mr(p.dst, 200, da, la, "a's CRW at b");
-        uz_assert_mr_fill(p.dst, 200 + la, GUARD, WIN, "after b's target");
-        uz_assert_mr_fill(adst, 0, GUARD, 100, "before a's target");
+        uz_assert_mr_fill(p.dst, 200 + la, UZ_GUARD, WIN, "after b's target");
+        uz_assert_mr_fill(adst, 0, UZ_GUARD, 100, "before a's target");
         uz_assert_mr(adst, 100, db, lb, "b's CRW at a");
-        uz_assert_mr_fill(adst, 100 + lb, GUARD, WIN, "after a's target");
+        uz_assert_mr_fill(adst, 100 + lb, UZ_GUARD, WIN, "after a's target");
     }
     /* Each side parked or was offered once a round, and matched once. */
     for (side = 0; side < 2; side++) {
@@ -1424,7 +1424,7 @@ static void case_no_time_limit(Env *e)
     snap_take(e, &snap);
     sa = src_data(&p, 0, da, sizeof(da), 0x5a0);
     sb = src_data(&p, 4 * KIB, db, sizeof(db), 0x5b0);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB);
     w = crw_wr(0x5a0, ta, &sa, 1);
     uz_post_send(p.a, &w);
     stcrw_done(&p, 0x5cb0, tb, 8 * KIB, sizeof(db));
@@ -1440,7 +1440,7 @@ static void case_no_time_limit(Env *e)
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
     g_assert_cmpuint(counter(e, 0, "retry_timeouts"), ==, 0);
     g_assert_cmpuint(counter(e, 1, "retry_timeouts"), ==, 0);
-    uz_assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "targets while waiting");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB, "targets while waiting");
 
     uz_post_recv(p.b, 0x7ea0, NULL, 0);
     uz_post_recv(p.b, 0x7eb0, NULL, 0);
@@ -1453,7 +1453,7 @@ static void case_no_time_limit(Env *e)
     rq_done_imm(p.b, 0x7eb0, sizeof(db), tb);
     uz_assert_mr(p.dst, 1000, da, sizeof(da), "the parked CRW's data");
     uz_assert_mr(p.dst, 8 * KIB, db, sizeof(db), "at the parked offer");
-    uz_assert_mr_fill(p.dst, 1000 + sizeof(da), GUARD,
+    uz_assert_mr_fill(p.dst, 1000 + sizeof(da), UZ_GUARD,
                       8 * KIB - 1000 - sizeof(da), "between the targets");
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 1, .offers = 1,
                                        .crw_first = 1, .st_first = 1 });
@@ -1498,7 +1498,7 @@ static void case_retransmit(Env *e)
     snap_take(e, &snap);
     s1 = src_data(&p, 0, d1, sizeof(d1), 0x5d0);
     uz_pattern(d2, sizeof(d2), 0x5d1);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB);
     sw = uz_mr_sge(p.src, 0, 64);
     w = crw_wr(0x5d0, tag_of(0x5d0), &s1, 1);
     uz_sq_post(p.a, &w);
@@ -1539,12 +1539,12 @@ static void case_retransmit(Env *e)
     }
     rq_done_imm(p.b, 0x7ed0, sizeof(d1), tag_of(0x5d0));
     rq_done_imm(p.b, 0x7ed1, sizeof(d2), tag_of(0x5d1));
-    uz_assert_mr_fill(p.dst, 0, GUARD, 100, "before the first target");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 100, "before the first target");
     uz_assert_mr(p.dst, 100, d1, sizeof(d1), "SGE CRW, sent again");
-    uz_assert_mr_fill(p.dst, 100 + sizeof(d1), GUARD,
+    uz_assert_mr_fill(p.dst, 100 + sizeof(d1), UZ_GUARD,
                       8 * KIB - 100 - sizeof(d1), "between the targets");
     uz_assert_mr(p.dst, 8 * KIB, d2, sizeof(d2), "inline CRW, sent again");
-    uz_assert_mr_fill(p.dst, 8 * KIB + sizeof(d2), GUARD,
+    uz_assert_mr_fill(p.dst, 8 * KIB + sizeof(d2), UZ_GUARD,
                       4 * KIB - sizeof(d2), "after the targets");
     g_assert_cmpuint(counter(e, 0, "retransmits"), >, 0);
     g_assert_cmpuint(counter(e, 0, "duplicates"), >, 0);
@@ -1609,7 +1609,7 @@ static void tag_reuse(Env *e, bool crw_again)
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
     s = src_data(&p, 0, data, sizeof(data), 0x701);
-    uz_mr_fill(p.dst, 0, GUARD, 4 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB);
     w = crw_wr(0x111, tag, &s, 1);
     crw_park(e, &p, &w);
     stcrw_done(&p, 0x5c11, tag, 1000, sizeof(data));
@@ -1638,11 +1638,11 @@ static void tag_reuse(Env *e, bool crw_again)
     uz_expect_sq(&c, 0x112, UZ_WC_CRW, p.a, sizeof(data));
     rq_done_imm(p.b, 0x7e11, sizeof(data), tag);
     rq_done_imm(p.b, 0x7e12, sizeof(data), tag);
-    uz_assert_mr_fill(p.dst, 0, GUARD, 1000, "before the first write");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 1000, "before the first write");
     uz_assert_mr(p.dst, 1000, data, sizeof(data), "the first write");
-    uz_assert_mr_fill(p.dst, 1100, GUARD, 900, "between the writes");
+    uz_assert_mr_fill(p.dst, 1100, UZ_GUARD, 900, "between the writes");
     uz_assert_mr(p.dst, 2000, data, sizeof(data), "the second write");
-    uz_assert_mr_fill(p.dst, 2100, GUARD, 4 * KIB - 2100, "after them");
+    uz_assert_mr_fill(p.dst, 2100, UZ_GUARD, 4 * KIB - 2100, "after them");
     uz_cq_assert_empty(p.a->scq, 5);
     g_assert_cmpint(uz_qp_state(p.a), ==, UZ_QPS_RTS);
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
@@ -1752,7 +1752,7 @@ static void case_err_retry_exhausted(Env *e)
         rc.rnr_retry = 1;
         pair_make(e, &p, &o);
         snap_take(e, &snap);
-        uz_mr_fill(p.dst, 0, GUARD, 4 * KIB);
+        uz_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB);
         s = uz_mr_sge(p.src, 0, 2000);
         if (!rnr) {
             uz_post_recv(p.b, 0x7ee8, NULL, 0);
@@ -1771,7 +1771,7 @@ static void case_err_retry_exhausted(Env *e)
         uz_cq_assert_empty(p.a->scq, 10);
         if (!rnr) {
             drop_all(e, 0, false);
-            uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
+            uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB, "the target");
         }
         g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
         uz_cq_assert_empty(p.b->rcq, 1);
@@ -1834,7 +1834,7 @@ static void case_err_table_full_offers(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB);
     for (i = 0; i < 4; i++) {
         w = stcrw_wr(0x5c20 + i, tag_of(0x720 + i), p.dst, i * 2 * KIB,
                      sizeof(data));
@@ -1865,7 +1865,7 @@ static void case_err_table_full_offers(Env *e)
     /* Nothing reached the other offered buffers. */
     for (i = 0; i < 4; i++) {
         if (i != 2) {
-            uz_assert_mr_fill(p.dst, i * 2 * KIB, GUARD, 2 * KIB,
+            uz_assert_mr_fill(p.dst, i * 2 * KIB, UZ_GUARD, 2 * KIB,
                               "an offer never used");
         }
     }
@@ -1945,7 +1945,7 @@ static void case_err_stcrw_full(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB);
     s = uz_mr_sge(p.src, 0, 100);
     for (i = 0; i < 4; i++) {
         w = crw_wr(0x360 + i, tag_of(0x760 + i), &s, 1);
@@ -1961,7 +1961,7 @@ static void case_err_stcrw_full(Env *e)
     expect_stcrw_refused(e, &p, 0x364, UZ_VERR_CRW_TABLE_FULL);
     expect_crws_flushed(&p, ids, 4);
     uz_cq_assert_empty(p.a->scq, 10);
-    uz_assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "no write happened");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB, "no write happened");
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 4, .crw_first = 2,
                                        .flushed = 4, .errors = 1 });
     check_fresh_pair(e);
@@ -2004,7 +2004,7 @@ static void remote_case(Env *e, int how, bool crw_first)
     if (how == BAD_BOUNDS) {
         doff = dst->len - len + 1;
     }
-    uz_mr_fill(dst, 0, GUARD, dst->len);
+    uz_mr_fill(dst, 0, UZ_GUARD, dst->len);
     s = uz_mr_sge(p.src, 0, len);
     sw = uz_mr_sge(p.src, 0, 64);
     crw = crw_wr(0x380, tag, &s, 1);
@@ -2042,7 +2042,7 @@ static void remote_case(Env *e, int how, bool crw_first)
     uz_cq_assert_empty(p.a->scq, 10);
     uz_cq_assert_empty(p.b->rcq, 1);
     uz_cq_assert_empty(p.b->scq, 1);
-    uz_assert_mr_fill(dst, 0, GUARD, MIN(dst->len, 15 * KIB), "the target");
+    uz_assert_mr_fill(dst, 0, UZ_GUARD, MIN(dst->len, 15 * KIB), "the target");
     g_assert_cmpuint(counter(e, 0, "nak_rem_access_rcvd"), ==, 1);
     snap_expect_a(e, &snap, crw_first ?
                   (CrwCnt) { .parked = 1, .crw_first = 1 } :
@@ -2096,7 +2096,7 @@ static void case_err_too_long(Env *e)
         pair_make(e, &p, NULL);
         snap_take(e, &snap);
         tx_write = counter(e, 0, "tx_pkts_write");
-        uz_mr_fill(p.dst, 0, GUARD, 8 * KIB);
+        uz_mr_fill(p.dst, 0, UZ_GUARD, 8 * KIB);
         s = uz_mr_sge(p.src, 0, len);
         crw = crw_wr(0x390, tag, &s, 1);
         if (first) {
@@ -2118,7 +2118,7 @@ static void case_err_too_long(Env *e)
         g_assert_cmpuint(counter(e, 0, "tx_pkts_write"), ==, tx_write);
         g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
         uz_cq_assert_empty(p.b->rcq, 1);
-        uz_assert_mr_fill(p.dst, 0, GUARD, 8 * KIB, "the target");
+        uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 8 * KIB, "the target");
         snap_expect_a(e, &snap, first ?
                       (CrwCnt) { .parked = 1, .crw_first = 1 } :
                       (CrwCnt) { .offers = 1, .st_first = 1 });
@@ -2178,7 +2178,7 @@ static void case_err_local(Env *e)
     w = crw_wr(0x3c0, tag_of(0x7c0), &s, 1);
     crw_park(e, &p, &w);
     cmd_obj(&e->n[0], UZ_CMD_DEREG_MR, gone->key);
-    uz_mr_fill(p.dst, 0, GUARD, 4 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB);
     uz_post_recv(p.b, 0x7ec0, NULL, 0);
     stcrw_done(&p, 0x5cc0, tag_of(0x7c0), 0, 200);
     uz_sq_err(p.a, 0x3c0, UZ_WC_CRW, UZ_WC_STATUS_LOC_PROT_ERR,
@@ -2189,7 +2189,7 @@ static void case_err_local(Env *e)
     g_assert_cmpuint(counter(e, 0, "tx_pkts_write"), ==, tx_write);
     g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
     uz_cq_assert_empty(p.b->rcq, 1);
-    uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB, "the target");
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 1, .crw_first = 1 });
     check_fresh_pair(e);
 }
@@ -2322,13 +2322,13 @@ static void case_flush_err_writing(Env *e)
 
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
-    uz_mr_fill(p.dst, 0, GUARD, 4 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB);
     park_crw(e, &p, 0x420, 0x830, true);
     uz_cq_assert_empty(p.a->scq, 5);
     uz_qp_set_state(p.a, UZ_QPS_ERR);
     uz_sq_err(p.a, 0x420, UZ_WC_CRW, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
     uz_cq_assert_empty(p.a->scq, 10);
-    uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the target");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB, "the target");
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .crw_first = 1,
                                         .flushed = 1 });
     uz_qp_set_state(p.a, UZ_QPS_RESET);
@@ -2358,7 +2358,7 @@ static void case_flush_reset(Env *e)
     pair_make(e, &p, NULL);
     snap_take(e, &snap);
     uz_post_recv(p.a, 0x7e43, NULL, 0);
-    uz_mr_fill(p.dst, 0, GUARD, 16 * KIB);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB);
     park_crw(e, &p, 0x430, 0x840, false);
     park_crw(e, &p, 0x431, 0x841, false);
     park_crw(e, &p, 0x432, 0x842, true);
@@ -2374,7 +2374,7 @@ static void case_flush_reset(Env *e)
                                     p.a->qpn, 5), ==, 0);
     snap_expect(e, &snap, 0, (CrwCnt) { .parked = 3, .crw_first = 2,
                                         .flushed = 3 });
-    uz_assert_mr_fill(p.dst, 0, GUARD, 16 * KIB, "no write happened");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 16 * KIB, "no write happened");
 
     /* Reconnected: four entries free, nothing stale. */
     uz_qp_set_state(p.b, UZ_QPS_RESET);
@@ -2406,10 +2406,10 @@ static void case_flush_reset(Env *e)
         uz_expect_sq(&c[i], ids[i], UZ_WC_CRW, p.a, sizeof(data[i]));
         uz_assert_mr(p.dst, 8 * KIB + i * KIB, data[i], sizeof(data[i]),
                      "after the reset");
-        uz_assert_mr_fill(p.dst, 8 * KIB + i * KIB + sizeof(data[i]), GUARD,
+        uz_assert_mr_fill(p.dst, 8 * KIB + i * KIB + sizeof(data[i]), UZ_GUARD,
                           KIB - sizeof(data[i]), "after a target");
     }
-    uz_assert_mr_fill(p.dst, 0, GUARD, 8 * KIB, "no stale write");
+    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 8 * KIB, "no stale write");
     uz_cq_assert_empty(p.a->scq, 10);
     uz_cq_assert_empty(p.b->rcq, 1);
     snap_expect_a(e, &snap, (CrwCnt) { .parked = 4, .crw_first = 4 });
@@ -2474,7 +2474,7 @@ static void case_flush_offers_forgotten(Env *e)
 
         pair_make(e, &p, NULL);
         snap_take(e, &snap);
-        uz_mr_fill(p.dst, 0, GUARD, 8 * KIB);
+        uz_mr_fill(p.dst, 0, UZ_GUARD, 8 * KIB);
         stcrw_done(&p, 0x5c60, tag, 0, sizeof(data));
         snap_expect(e, &snap, 0, (CrwCnt) { .offers = 1 });
         if (via_err) {
@@ -2495,7 +2495,7 @@ static void case_flush_offers_forgotten(Env *e)
         stcrw_done(&p, 0x5c61, tag, 4 * KIB, sizeof(data));
         uz_sq_done(p.a, 0x460, UZ_WC_CRW, sizeof(data));
         rq_done_imm(p.b, 0x7e60, sizeof(data), tag);
-        uz_assert_mr_fill(p.dst, 0, GUARD, 4 * KIB, "the forgotten offer");
+        uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 4 * KIB, "the forgotten offer");
         uz_assert_mr(p.dst, 4 * KIB, data, sizeof(data), "the new offer");
         snap_expect_a(e, &snap, (CrwCnt) { .offers = 1, .parked = 1,
                                            .crw_first = 1 });
@@ -2541,7 +2541,7 @@ static void case_loss(Env *e)
         bool seen[LOSS_BATCH] = { false };
         int half = LOSS_BATCH / 2;
 
-        uz_mr_fill(p.dst, 0, GUARD, LOSS_BATCH * LOSS_SLOT);
+        uz_mr_fill(p.dst, 0, UZ_GUARD, LOSS_BATCH * LOSS_SLOT);
         for (k = 0; k < LOSS_BATCH; k++) {
             int i = b * LOSS_BATCH + k;
 
@@ -2617,10 +2617,10 @@ static void case_loss(Env *e)
         for (k = 0; k < LOSS_BATCH; k++) {
             uint64_t off = k * LOSS_SLOT;
 
-            uz_assert_mr_fill(p.dst, off, GUARD, 64, "before a target");
+            uz_assert_mr_fill(p.dst, off, UZ_GUARD, 64, "before a target");
             uz_assert_mr(p.dst, off + 64, data + k * LOSS_MAX, lens[k],
                          "data over a lossy link");
-            uz_assert_mr_fill(p.dst, off + 64 + lens[k], GUARD,
+            uz_assert_mr_fill(p.dst, off + 64 + lens[k], UZ_GUARD,
                               LOSS_SLOT - 64 - lens[k], "after a target");
         }
     }

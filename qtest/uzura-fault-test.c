@@ -40,7 +40,6 @@
 #define SLOT                8192    /* buffer bytes of each message */
 #define LEN_MAX             6000    /* 6 packets at MTU 1024 */
 #define RSRC_LEN            65536   /* what READs read, written once */
-#define GUARD               0xee    /* bytes the device must not touch */
 #define GUARD_LEN           16
 #define WORK_SEED           0x5eed0000u
 #define FAULT_SEED          0xfa017000ull
@@ -343,7 +342,7 @@ static void check_bytes(UzMr *mr, uint64_t off, const uint8_t *want,
                 ldl_le_p(got) & 0xffffff);
     }
     for (i = 0; i < len + GUARD_LEN; i++) {
-        uint8_t w = i < len ? want[i] : GUARD;
+        uint8_t w = i < len ? want[i] : UZ_GUARD;
 
         if (got[i] != w) {
             g_error("flow %d: %s of message %u (%s, %u bytes): byte %u is "
@@ -449,7 +448,7 @@ static void msg_make(Flow *f, int i, UzWr *wr, UzSge *s)
     case UZ_WR_RDMA_READ:
         m->len = msg_len(f->r);
         m->roff = g_rand_int_range(f->r, 0, RSRC_LEN - m->len + 1);
-        uz_mr_fill(f->lmr, L_READ + i * SLOT, GUARD, m->len + GUARD_LEN);
+        uz_mr_fill(f->lmr, L_READ + i * SLOT, UZ_GUARD, m->len + GUARD_LEN);
         *s = uz_mr_sge(f->lmr, L_READ + i * SLOT, m->len);
         wr->remote_addr = uz_mr_va(f->rmr, R_RSRC + m->roff);
         break;
@@ -484,7 +483,7 @@ static void msg_make(Flow *f, int i, UzWr *wr, UzSge *s)
         uz_mr_write(f->lmr, L_SRC + i * SLOT, buf, m->len);
         *s = uz_mr_sge(f->lmr, L_SRC + i * SLOT, m->len);
         if (m->op == UZ_WR_RDMA_WRITE || m->op == UZ_WR_RDMA_WRITE_IMM) {
-            uz_mr_fill(f->rmr, R_WRITE + i * SLOT, GUARD,
+            uz_mr_fill(f->rmr, R_WRITE + i * SLOT, UZ_GUARD,
                        m->len + GUARD_LEN);
             wr->remote_addr = uz_mr_va(f->rmr, R_WRITE + i * SLOT);
         }
@@ -496,7 +495,7 @@ static void msg_make(Flow *f, int i, UzWr *wr, UzSge *s)
         m->recv = f->nrecv;
         f->recv_of[f->nrecv++] = i;
         if (m->op != UZ_WR_RDMA_WRITE_IMM) {
-            uz_mr_fill(f->rmr, R_RECV + m->recv * SLOT, GUARD,
+            uz_mr_fill(f->rmr, R_RECV + m->recv * SLOT, UZ_GUARD,
                        m->len + GUARD_LEN);
         }
         uz_post_recv(f->resp, rq_id(f, m->seq), &r, 1);

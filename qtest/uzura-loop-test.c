@@ -13,7 +13,6 @@
 #include "uzura-verbs.h"
 #include "uzura-wire.h"
 
-#define GUARD           0xee        /* bytes the device must not touch */
 #define QKEY            0x1009beefu
 #define MSG_MAX         65536u
 #define MR_LEN          (MSG_MAX + 8192)
@@ -123,48 +122,15 @@ static void do_send(UzQp *qs, UzQp *qr, UzMr *ms, UzMr *mr, uint32_t len,
 
     uz_pattern(buf, len, id);
     uz_mr_write(ms, 5, buf, len);
-    uz_mr_fill(mr, 0, GUARD, 64 + len + 512);
+    uz_mr_fill(mr, 0, UZ_GUARD, 64 + len + 512);
     uz_post_recv(qr, 0x7ec00000ull | id, &r, 1);
     uz_post_send(qs, &wr);
     uz_sq_done(qs, wr.wr_id, UZ_WC_SEND, len);
     uz_rq_done(qr, 0x7ec00000ull | id, UZ_WC_RECV, len,
                imm ? UZ_WC_F_IMM : 0, immv);
     uz_assert_mr(mr, 64, buf, len, "received data");
-    uz_assert_mr_fill(mr, 0, GUARD, 64, "before the receive buffer");
-    uz_assert_mr_fill(mr, 64 + len, GUARD, 512, "after the message");
-}
-
-static void do_write(UzQp *qs, UzQp *qr, UzMr *ms, UzMr *mr, uint32_t len,
-                     bool imm, uint32_t id)
-{
-    const uint64_t roff = 4093;     /* unaligned, just before a page end */
-    g_autofree uint8_t *buf = g_malloc(len + 1);
-    uint32_t immv = 0x3717e000u | id;
-    UzSge s = uz_mr_sge(ms, 3, len);
-    UzWr wr = {
-        .wr_id = 0x37000000ull | id,
-        .opcode = imm ? UZ_WR_RDMA_WRITE_IMM : UZ_WR_RDMA_WRITE,
-        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1, .imm = immv,
-        .remote_addr = uz_mr_va(mr, roff), .rkey = mr->key,
-    };
-
-    uz_pattern(buf, len, 100 + id);
-    uz_mr_write(ms, 3, buf, len);
-    uz_mr_fill(mr, roff - 64, GUARD, len + 128);
-    if (imm) {
-        uz_post_recv(qr, 0x7ec10000ull | id, NULL, 0);
-    }
-    uz_post_send(qs, &wr);
-    uz_sq_done(qs, wr.wr_id, UZ_WC_RDMA_WRITE, len);
-    if (imm) {
-        uz_rq_done(qr, 0x7ec10000ull | id, UZ_WC_RECV_RDMA_WITH_IMM, len,
-                   UZ_WC_F_IMM, immv);
-    } else {
-        uz_cq_assert_empty(qr->rcq, 5);
-    }
-    uz_assert_mr(mr, roff, buf, len, "written data");
-    uz_assert_mr_fill(mr, roff - 64, GUARD, 64, "before the target");
-    uz_assert_mr_fill(mr, roff + len, GUARD, 64, "after the target");
+    uz_assert_mr_fill(mr, 0, UZ_GUARD, 64, "before the receive buffer");
+    uz_assert_mr_fill(mr, 64 + len, UZ_GUARD, 512, "after the message");
 }
 
 /* READ @len bytes of @mr (the responder's) into @ms (the requester's). */
@@ -181,12 +147,12 @@ static void do_read(UzQp *qs, UzMr *ms, UzMr *mr, uint32_t len, uint32_t id)
 
     uz_pattern(buf, len, 200 + id);
     uz_mr_write(mr, roff, buf, len);
-    uz_mr_fill(ms, 0, GUARD, loff + len + 64);
+    uz_mr_fill(ms, 0, UZ_GUARD, loff + len + 64);
     uz_post_send(qs, &wr);
     uz_sq_done(qs, wr.wr_id, UZ_WC_RDMA_READ, len);
     uz_assert_mr(ms, loff, buf, len, "read data");
-    uz_assert_mr_fill(ms, 0, GUARD, loff, "before the read buffer");
-    uz_assert_mr_fill(ms, loff + len, GUARD, 64, "after the read buffer");
+    uz_assert_mr_fill(ms, 0, UZ_GUARD, loff, "before the read buffer");
+    uz_assert_mr_fill(ms, loff + len, UZ_GUARD, 64, "after the read buffer");
     uz_assert_mr(mr, roff, buf, len, "read source");
 }
 
@@ -206,8 +172,8 @@ static void do_atomic(UzQp *qs, UzMr *ms, UzMr *mr, uint8_t opcode,
     uint64_t v = cpu_to_le64(initial);
     uint64_t got;
 
-    uz_mr_fill(ms, loff - 8, GUARD, 24);
-    uz_mr_fill(mr, roff - 8, GUARD, 24);
+    uz_mr_fill(ms, loff - 8, UZ_GUARD, 24);
+    uz_mr_fill(mr, roff - 8, UZ_GUARD, 24);
     uz_mr_write(mr, roff, &v, 8);
     uz_post_send(qs, &wr);
     uz_sq_done(qs, wr.wr_id, opcode == UZ_WR_ATOMIC_CMP_SWP ?
@@ -216,10 +182,10 @@ static void do_atomic(UzQp *qs, UzMr *ms, UzMr *mr, uint8_t opcode,
     g_assert_cmphex(le64_to_cpu(got), ==, initial);
     uz_mr_read(mr, roff, &got, 8);
     g_assert_cmphex(le64_to_cpu(got), ==, expect_remote);
-    uz_assert_mr_fill(ms, loff - 8, GUARD, 8, "before the atomic result");
-    uz_assert_mr_fill(ms, loff + 8, GUARD, 8, "after the atomic result");
-    uz_assert_mr_fill(mr, roff - 8, GUARD, 8, "before the atomic target");
-    uz_assert_mr_fill(mr, roff + 8, GUARD, 8, "after the atomic target");
+    uz_assert_mr_fill(ms, loff - 8, UZ_GUARD, 8, "before the atomic result");
+    uz_assert_mr_fill(ms, loff + 8, UZ_GUARD, 8, "after the atomic result");
+    uz_assert_mr_fill(mr, roff - 8, UZ_GUARD, 8, "before the atomic target");
+    uz_assert_mr_fill(mr, roff + 8, UZ_GUARD, 8, "after the atomic target");
 }
 
 /*
@@ -239,13 +205,13 @@ static uint64_t run_rc_ops(UzQp *qa, UzQp *qb, UzMr *ma, UzMr *mb)
         g_test_message("SEND, WRITE, READ of %u bytes", len);
         for (imm = 0; imm < 2; imm++) {
             do_send(qa, qb, ma, mb, len, imm, k * 2 + imm);
-            do_write(qa, qb, ma, mb, len, imm, k * 2 + imm);
+            uz_check_write(qa, qb, ma, mb, len, imm, k * 2 + imm);
         }
         do_read(qa, ma, mb, len, k);
         frames += 5 * npkts(len) + 1;
         if (qb != qa) {
             do_send(qb, qa, mb, ma, len, false, 0x80 + k);
-            do_write(qb, qa, mb, ma, len, true, 0x80 + k);
+            uz_check_write(qb, qa, mb, ma, len, true, 0x80 + k);
             do_read(qb, mb, ma, len, 0x80 + k);
             frames += 3 * npkts(len) + 1;
         }
@@ -380,7 +346,7 @@ static void ud_xfer(UzQp *qs, UzQp *qr, UzMr *ms, UzMr *mr, uint32_t ahn,
     g_assert_cmpuint(len, <=, sizeof(data));
     uz_pattern(data, len, id);
     uz_mr_write(ms, 11, data, len);
-    uz_mr_fill(mr, 0, GUARD, sizeof(got));
+    uz_mr_fill(mr, 0, UZ_GUARD, sizeof(got));
     uz_post_recv(qr, 0xe000 + id, &r, 1);
     uz_post_send(qs, &wr);
     uz_cq_wait(qs->scq, &c);
@@ -394,7 +360,7 @@ static void ud_xfer(UzQp *qs, UzQp *qr, UzMr *ms, UzMr *mr, uint32_t ahn,
     check_grh(got, 20 + 8 + 12 + 8 + (imm ? 4 : 0) + ROUND_UP(len, 4) + 4);
     uz_assert_bytes(got + 40, data, len, "UD payload");
     for (i = 40 + len; i < sizeof(got); i++) {
-        g_assert_cmphex(got[i], ==, GUARD);
+        g_assert_cmphex(got[i], ==, UZ_GUARD);
     }
 }
 
@@ -476,7 +442,7 @@ static void test_link_down(void)
     before = loop_counter(&t, "loop_frames");
     frames = run_rc_ops(qa, qb, ma, mb);
     do_send(q, q, ma, mb, MSG_MAX, true, 0x99);
-    do_write(q, q, ma, mb, MSG_MAX, false, 0x99);
+    uz_check_write(q, q, ma, mb, MSG_MAX, false, 0x99);
     do_read(q, ma, mb, MSG_MAX, 0x99);
     g_assert_cmpuint(loop_counter(&t, "loop_frames") - before, >=, frames);
     assert_wire_quiet(t.sock, &t.a.d);
@@ -508,7 +474,7 @@ static void test_fault_drop(void)
     before = loop_counter(&t, "loop_frames");
     frames = run_rc_ops(qa, qb, ma, mb);
     do_send(q, q, ma, mb, MSG_MAX, false, 0x99);
-    do_write(q, q, ma, mb, MSG_MAX, true, 0x99);
+    uz_check_write(q, q, ma, mb, MSG_MAX, true, 0x99);
     do_read(q, ma, mb, MSG_MAX, 0x99);
     g_assert_cmpuint(loop_counter(&t, "loop_frames") - before, >=, frames);
     assert_wire_quiet(t.sock, &t.a.d);
@@ -617,7 +583,7 @@ static void test_reset(void)
         ma = uz_mr_reg(&t.a, MR_LEN, UZ_ACCESS_ALL);
         mb = uz_mr_reg(&t.a, MR_LEN, UZ_ACCESS_ALL);
         do_send(qp[0], qp[1], ma, mb, MSG_MAX, true, 0x10 + round);
-        do_write(qp[1], qp[0], mb, ma, MSG_MAX, false, 0x10 + round);
+        uz_check_write(qp[1], qp[0], mb, ma, MSG_MAX, false, 0x10 + round);
         do_read(qp[0], ma, mb, MSG_MAX, 0x10 + round);
         do_atomic(qp[1], mb, ma, UZ_WR_ATOMIC_FETCH_ADD, 41, 1, 0, 42,
                   0x10 + round);
@@ -662,7 +628,7 @@ static void test_many(void)
     mr = uz_mr_reg(&t.a, MANY * MANY_LEN + 64, UZ_ACCESS_ALL);
     uz_pattern(data, MANY * MANY_LEN, 4242);
     uz_mr_write(ms, 0, data, MANY * MANY_LEN);
-    uz_mr_fill(mr, 0, GUARD, MANY * MANY_LEN + 64);
+    uz_mr_fill(mr, 0, UZ_GUARD, MANY * MANY_LEN + 64);
     before = loop_counter(&t, "loop_frames");
 
     while (sdone < MANY || rdone < MANY) {
@@ -725,7 +691,7 @@ static void test_many(void)
     uz_cq_assert_empty(qa->scq, 10);
     uz_cq_assert_empty(qb->rcq, 1);
     uz_assert_mr(mr, 0, data, MANY * MANY_LEN, "the received messages");
-    uz_assert_mr_fill(mr, MANY * MANY_LEN, GUARD, 64, "after the messages");
+    uz_assert_mr_fill(mr, MANY * MANY_LEN, UZ_GUARD, 64, "after the messages");
     g_assert_cmpuint(loop_counter(&t, "loop_frames") - before, >=, MANY);
     assert_wire_quiet(t.sock, &t.a.d);
     assert_no_link_counts(&t);
@@ -768,8 +734,8 @@ static void test_fifo_full(void)
     /* Slot i: QP i's source; slot BURST_QPS + i: its WRITE's target. */
     mr = uz_mr_reg(&t.a, 2 * BURST_QPS * BURST_SLOT, UZ_ACCESS_ALL);
     rmr = uz_mr_reg(&t.a, BURST_QPS * 64, UZ_ACCESS_ALL);
-    uz_mr_fill(mr, BURST_QPS * BURST_SLOT, GUARD, BURST_QPS * BURST_SLOT);
-    uz_mr_fill(rmr, 0, GUARD, BURST_QPS * 64);
+    uz_mr_fill(mr, BURST_QPS * BURST_SLOT, UZ_GUARD, BURST_QPS * BURST_SLOT);
+    uz_mr_fill(rmr, 0, UZ_GUARD, BURST_QPS * 64);
     for (i = 0; i < BURST_QPS; i++) {
         q[i] = rc_self(&t.a, scq, rcq);
         uz_mr_fill(mr, (uint64_t)i * BURST_SLOT, i + 1, BURST_SLOT);
@@ -841,11 +807,11 @@ static void test_fifo_full(void)
 
         memset(msg, i + 1, sizeof(msg));
         uz_assert_mr(rmr, i * 64, msg, sizeof(msg), "a SEND's data");
-        uz_assert_mr_fill(rmr, i * 64 + BURST_SEND, GUARD, 64 - BURST_SEND,
+        uz_assert_mr_fill(rmr, i * 64 + BURST_SEND, UZ_GUARD, 64 - BURST_SEND,
                           "after a SEND's data");
-        uz_assert_mr_fill(mr, slot, GUARD, 8, "before a WRITE's target");
+        uz_assert_mr_fill(mr, slot, UZ_GUARD, 8, "before a WRITE's target");
         uz_assert_mr_fill(mr, slot + 8, i + 1, BURST_LEN, "a WRITE's data");
-        uz_assert_mr_fill(mr, slot + 8 + BURST_LEN, GUARD, 8,
+        uz_assert_mr_fill(mr, slot + 8 + BURST_LEN, UZ_GUARD, 8,
                           "after a WRITE's target");
     }
     assert_wire_quiet(t.sock, &t.a.d);
@@ -887,13 +853,13 @@ static void test_two_nics(void)
     mb = uz_mr_reg(&a, MR_LEN, UZ_ACCESS_ALL);
     mx = uz_mr_reg(&b, MR_LEN, UZ_ACCESS_ALL);
 
-    do_write(la, lb, ma, mb, 8192, false, 1);
+    uz_check_write(la, lb, ma, mb, 8192, false, 1);
     do_send(lb, la, mb, ma, 4096, true, 2);
     assert_wire_quiet(sock, &a.d);
     looped = uz_counter(&m, 0, "loop_frames");
     g_assert_cmpuint(looped, >=, 8 + 4);
 
-    do_write(xa, xb, ma, mx, 8192, false, 3);
+    uz_check_write(xa, xb, ma, mx, 8192, false, 3);
     while (uz_wire_recv(sock, &a.d, &fr)) {
         const uint8_t *bth = fr.data + UZ_OFF_BTH;
 

@@ -10,7 +10,6 @@
  */
 #include "uzura-verbs.h"
 
-#define GUARD           0xee        /* bytes the device must not touch */
 #define BIG             (4u << 20)
 #define QKEY            0x11223344u
 
@@ -80,15 +79,15 @@ static void test_rc_send(void)
                            len);
             uz_pattern(buf, len, id);
             uz_mr_write(ma, 5, buf, len);
-            uz_mr_fill(mb, 0, GUARD, len + 256 + 3);
+            uz_mr_fill(mb, 0, UZ_GUARD, len + 256 + 3);
             uz_post_recv(qb, 0x7ec0000ull | id, &r, 1);
             uz_post_send(qa, &wr);
             uz_sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
             uz_rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV, len,
                        imm ? UZ_WC_F_IMM : 0, immv);
             uz_assert_mr(mb, 3, buf, len, "received data");
-            uz_assert_mr_fill(mb, 0, GUARD, 3, "before the receive buffer");
-            uz_assert_mr_fill(mb, 3 + len, GUARD, 256, "after the message");
+            uz_assert_mr_fill(mb, 0, UZ_GUARD, 3, "before the receive buffer");
+            uz_assert_mr_fill(mb, 3 + len, UZ_GUARD, 256, "after the message");
         }
     }
     uz_cq_assert_empty(qa->scq, 10);
@@ -133,8 +132,8 @@ static void sgl_case(Ops *t, UzQp *qa, UzQp *qb, const UzSge *s, int ns,
     /* What the receive MRs must hold afterwards: guard, data where due. */
     img1 = g_malloc(mb1->len);
     img2 = g_malloc(mb2->len);
-    memset(img1, GUARD, mb1->len);
-    memset(img2, GUARD, mb2->len);
+    memset(img1, UZ_GUARD, mb1->len);
+    memset(img2, UZ_GUARD, mb2->len);
     uz_mr_write(mb1, 0, img1, mb1->len);
     uz_mr_write(mb2, 0, img2, mb2->len);
     for (i = 0, off = 0; i < nr && off < total; i++) {
@@ -170,14 +169,14 @@ static void inline_case(Ops *t, UzQp *qa, UzQp *qb, UzMr *mb, uint32_t len,
 
     g_assert_cmpuint(len, <=, sizeof(data));
     uz_pattern(data, len, 1000 + len + opcode);
-    uz_mr_fill(mb, 0, GUARD, 1024);
+    uz_mr_fill(mb, 0, UZ_GUARD, 1024);
     uz_post_recv(qb, 0x2000 + len, &r, 1);
     uz_post_send(qa, &wr);
     uz_sq_done(qa, wr.wr_id, UZ_WC_SEND, len);
     uz_rq_done(qb, 0x2000 + len, UZ_WC_RECV, len, imm ? UZ_WC_F_IMM : 0, immv);
-    uz_assert_mr_fill(mb, 0, GUARD, 7, "before the inline message");
+    uz_assert_mr_fill(mb, 0, UZ_GUARD, 7, "before the inline message");
     uz_assert_mr(mb, 7, data, len, "inline message");
-    uz_assert_mr_fill(mb, 7 + len, GUARD, 1024 - 7 - len,
+    uz_assert_mr_fill(mb, 7 + len, UZ_GUARD, 1024 - 7 - len,
                       "after the inline message");
 }
 
@@ -245,7 +244,7 @@ static void test_rc_sgl(void)
 
     /* An inline RDMA WRITE. */
     uz_pattern(data, sizeof(data), 77);
-    uz_mr_fill(mb1, 0, GUARD, 1024);
+    uz_mr_fill(mb1, 0, UZ_GUARD, 1024);
     wr = (UzWr) {
         .wr_id = 0x3000, .opcode = UZ_WR_RDMA_WRITE,
         .flags = UZ_WQE_F_SIGNALED | UZ_WQE_F_INLINE,
@@ -254,9 +253,9 @@ static void test_rc_sgl(void)
     };
     uz_post_send(qa, &wr);
     uz_sq_done(qa, 0x3000, UZ_WC_RDMA_WRITE, 150);
-    uz_assert_mr_fill(mb1, 0, GUARD, 13, "before the inline write");
+    uz_assert_mr_fill(mb1, 0, UZ_GUARD, 13, "before the inline write");
     uz_assert_mr(mb1, 13, data, 150, "inline write");
-    uz_assert_mr_fill(mb1, 163, GUARD, 1024 - 163, "after the inline write");
+    uz_assert_mr_fill(mb1, 163, UZ_GUARD, 1024 - 163, "after the inline write");
 
     uz_cq_assert_empty(qa->scq, 10);
     uz_cq_assert_empty(qb->rcq, 10);
@@ -272,8 +271,6 @@ static void test_rc_write(void)
     Ops t;
     UzQp *qa, *qb;
     UzMr *ma, *mb;
-    g_autofree uint8_t *buf = g_malloc(BIG);
-    const uint64_t roff = 4093;     /* unaligned, just before a page end */
     int k, imm;
 
     ops_start(&t);
@@ -283,37 +280,10 @@ static void test_rc_write(void)
     for (k = 0; k < ARRAY_SIZE(sizes); k++) {
         for (imm = 0; imm < 2; imm++) {
             size_t len = sizes[k];
-            uint32_t id = k * 2 + imm;
-            uint32_t immv = 0x3717e000u | id;
-            UzSge s = uz_mr_sge(ma, 3, len);
-            UzWr wr = {
-                .wr_id = 0x3717e0000ull | id,
-                .opcode = imm ? UZ_WR_RDMA_WRITE_IMM : UZ_WR_RDMA_WRITE,
-                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                .imm = immv, .remote_addr = uz_mr_va(mb, roff),
-                .rkey = mb->key,
-            };
 
             g_test_message("WRITE%s of %zu bytes", imm ? " with imm" : "",
                            len);
-            uz_pattern(buf, len, 100 + id);
-            uz_mr_write(ma, 3, buf, len);
-            uz_mr_fill(mb, roff - 64, GUARD, len + 128);
-            if (imm) {
-                /* A receive WQE without buffers is enough. */
-                uz_post_recv(qb, 0x7ec0000ull | id, NULL, 0);
-            }
-            uz_post_send(qa, &wr);
-            uz_sq_done(qa, wr.wr_id, UZ_WC_RDMA_WRITE, len);
-            if (imm) {
-                uz_rq_done(qb, 0x7ec0000ull | id, UZ_WC_RECV_RDMA_WITH_IMM, len,
-                           UZ_WC_F_IMM, immv);
-            } else {
-                uz_cq_assert_empty(qb->rcq, 5);
-            }
-            uz_assert_mr(mb, roff, buf, len, "written data");
-            uz_assert_mr_fill(mb, roff - 64, GUARD, 64, "before the target");
-            uz_assert_mr_fill(mb, roff + len, GUARD, 64, "after the target");
+            uz_check_write(qa, qb, ma, mb, len, imm, k * 2 + imm);
         }
     }
     uz_cq_assert_empty(qa->scq, 10);
@@ -363,7 +333,7 @@ static void test_rc_read(void)
             UzMr *mr = uz_mr_by_key(&t.a, s[i].lkey);
             uint64_t o = s[i].addr - mr->iova;
 
-            uz_mr_fill(mr, o - 1, GUARD, s[i].length + 2);
+            uz_mr_fill(mr, o - 1, UZ_GUARD, s[i].length + 2);
         }
         uz_pattern(buf, len, 200 + k);
         uz_mr_write(mb, roff, buf, len);
@@ -379,8 +349,8 @@ static void test_rc_read(void)
             uint64_t o = s[i].addr - mr->iova;
 
             uz_assert_mr(mr, o, buf + off, s[i].length, "read data");
-            uz_assert_mr_fill(mr, o - 1, GUARD, 1, "before a read SGE");
-            uz_assert_mr_fill(mr, o + s[i].length, GUARD, 1,
+            uz_assert_mr_fill(mr, o - 1, UZ_GUARD, 1, "before a read SGE");
+            uz_assert_mr_fill(mr, o + s[i].length, UZ_GUARD, 1,
                               "after a read SGE");
             off += s[i].length;
         }
@@ -411,8 +381,8 @@ static void atomic_case(UzQp *qa, UzMr *ma, UzMr *mb, uint64_t roff,
     uint64_t v = cpu_to_le64(initial);
     uint64_t got;
 
-    uz_mr_fill(ma, loff - 8, GUARD, 24);
-    uz_mr_fill(mb, roff - 8, GUARD, 24);
+    uz_mr_fill(ma, loff - 8, UZ_GUARD, 24);
+    uz_mr_fill(mb, roff - 8, UZ_GUARD, 24);
     uz_mr_write(mb, roff, &v, 8);
     uz_post_send(qa, &wr);
     uz_sq_done(qa, wr_id, opcode == UZ_WR_ATOMIC_CMP_SWP ? UZ_WC_COMP_SWAP :
@@ -421,10 +391,10 @@ static void atomic_case(UzQp *qa, UzMr *ma, UzMr *mb, uint64_t roff,
     g_assert_cmphex(le64_to_cpu(got), ==, initial);
     uz_mr_read(mb, roff, &got, 8);
     g_assert_cmphex(le64_to_cpu(got), ==, expect_remote);
-    uz_assert_mr_fill(ma, loff - 8, GUARD, 8, "before the atomic result");
-    uz_assert_mr_fill(ma, loff + 8, GUARD, 8, "after the atomic result");
-    uz_assert_mr_fill(mb, roff - 8, GUARD, 8, "before the atomic target");
-    uz_assert_mr_fill(mb, roff + 8, GUARD, 8, "after the atomic target");
+    uz_assert_mr_fill(ma, loff - 8, UZ_GUARD, 8, "before the atomic result");
+    uz_assert_mr_fill(ma, loff + 8, UZ_GUARD, 8, "after the atomic result");
+    uz_assert_mr_fill(mb, roff - 8, UZ_GUARD, 8, "before the atomic target");
+    uz_assert_mr_fill(mb, roff + 8, UZ_GUARD, 8, "after the atomic target");
 }
 
 static void test_rc_atomic(void)
@@ -524,7 +494,7 @@ static void test_signalling(void)
      * ones complete, and the second batch finds the whole ring free.
      */
     for (round = 0; round < 2; round++) {
-        uz_mr_fill(mb, 0, GUARD, 64 * 64);
+        uz_mr_fill(mb, 0, UZ_GUARD, 64 * 64);
         for (i = 0; i < 64; i++) {
             s[i] = uz_mr_sge(ma, i * 13 + round, 64);
             wr = (UzWr) {
@@ -593,7 +563,7 @@ static void test_signalling(void)
     uz_pattern(new, 65536, 62);
     uz_mr_write(mb, 65536, old, 65536);
     uz_mr_write(ma, 65536, new, 65536);
-    uz_mr_fill(ma, 131072, GUARD, 65536);
+    uz_mr_fill(ma, 131072, UZ_GUARD, 65536);
     s[0] = uz_mr_sge(ma, 131072, 65536);
     s[1] = uz_mr_sge(ma, 65536, 65536);
     wr = (UzWr) {
@@ -617,7 +587,7 @@ static void test_signalling(void)
 
     /* A fenced signalled WRITE behind unsignalled READs and an atomic. */
     uz_mr_write(mb, 65536, old, 65536);
-    uz_mr_fill(ma, 131072, GUARD, 65536);
+    uz_mr_fill(ma, 131072, UZ_GUARD, 65536);
     for (i = 0; i < 4; i++) {
         s[i] = uz_mr_sge(ma, 131072 + i * 16384, 16384);
         wr = (UzWr) {
@@ -813,7 +783,7 @@ static void ud_xfer(UdSide *s, UdSide *r, uint32_t dqpn, uint32_t qkey,
     g_assert_cmpuint(len, <=, sizeof(data));
     uz_pattern(data, len, seed);
     uz_mr_write(s->mr, 11, data, len);
-    uz_mr_fill(r->mr, 0, GUARD, sizeof(got));
+    uz_mr_fill(r->mr, 0, UZ_GUARD, sizeof(got));
     uz_post_recv(r->qp, 0xe000 + seed, &rs, 1);
     uz_post_send(s->qp, &wr);
     uz_cq_wait(s->qp->scq, &c);
@@ -828,7 +798,7 @@ static void ud_xfer(UdSide *s, UdSide *r, uint32_t dqpn, uint32_t qkey,
               20 + 8 + 12 + 8 + (imm ? 4 : 0) + ROUND_UP(len, 4) + 4);
     uz_assert_bytes(got + 40, data, len, "UD payload");
     for (i = 40 + len; i < sizeof(got); i++) {
-        g_assert_cmphex(got[i], ==, GUARD);
+        g_assert_cmphex(got[i], ==, UZ_GUARD);
     }
 }
 
@@ -853,14 +823,15 @@ static void qkey_drop(Ops *t, UdSide *a, UdSide *b, UzQp *sender,
 
     uz_pattern(data, sizeof(data), id);
     uz_mr_write(a->mr, 0, data, sizeof(data));
-    uz_mr_fill(b->mr, 0, GUARD, 40 + 1024);
+    uz_mr_fill(b->mr, 0, UZ_GUARD, 40 + 1024);
     uz_post_recv(b->qp, 0xf80 + id, &rs, 1);
     uz_post_send(sender, &wr);
     uz_cq_wait(sender->scq, &c);
     uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, sender, sizeof(data));
     uz_counter_wait(b->n, "rx_qkey_errors", before + 1);
     uz_cq_assert_empty(b->qp->rcq, 50);
-    uz_assert_mr_fill(b->mr, 0, GUARD, 40 + 1024, "buffer of a dropped packet");
+    uz_assert_mr_fill(b->mr, 0, UZ_GUARD, 40 + 1024,
+                      "buffer of a dropped packet");
 
     wr.wr_id = 0xf40 + id;
     wr.remote_qkey = QKEY;
@@ -919,7 +890,7 @@ static void test_ud(void)
         ss = uz_mr_sge(a.mr, 5, sizeof(data));
         uz_pattern(data, sizeof(data), 9);
         uz_mr_write(a.mr, 5, data, sizeof(data));
-        uz_mr_fill(b.mr, 0, GUARD, 2048);
+        uz_mr_fill(b.mr, 0, UZ_GUARD, 2048);
         uz_post_recv(b.qp, 0xe009, rs, 3);
         wr = (UzWr) {
             .wr_id = 0xd009, .opcode = UZ_WR_SEND_IMM,
@@ -937,9 +908,10 @@ static void test_ud(void)
         uz_sges_read(&t.b, rs, 3, got);
         check_grh(got, 0, 1, 20 + 8 + 12 + 8 + 4 + sizeof(data) + 4);
         uz_assert_bytes(got + 40, data, sizeof(data), "split UD payload");
-        uz_assert_mr_fill(b.mr, 24, GUARD, 100 - 24, "between receive SGEs");
-        uz_assert_mr_fill(b.mr, 130, GUARD, 200 - 130, "between receive SGEs");
-        uz_assert_mr_fill(b.mr, 200 + rs[2].length, GUARD, 1000,
+        uz_assert_mr_fill(b.mr, 24, UZ_GUARD, 100 - 24, "between receive SGEs");
+        uz_assert_mr_fill(b.mr, 130, UZ_GUARD, 200 - 130,
+                          "between receive SGEs");
+        uz_assert_mr_fill(b.mr, 200 + rs[2].length, UZ_GUARD, 1000,
                           "after the split UD payload");
     }
 
@@ -1034,7 +1006,7 @@ static void test_srq(void)
     ma1 = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
     ma2 = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
     mb = uz_mr_reg(&t.b, 32 * 1024, UZ_ACCESS_ALL);
-    uz_mr_fill(mb, 0, GUARD, 32 * 1024);
+    uz_mr_fill(mb, 0, UZ_GUARD, 32 * 1024);
     for (i = 0; i < 24; i++) {
         UzSge r = uz_mr_sge(mb, i * 1024 + 3, 600);
 
@@ -1053,7 +1025,7 @@ static void test_srq(void)
         uz_expect_rq(&c, 0x5000 + i, UZ_WC_RECV, qb->qpn, len, 0, 0, 0);
         uz_pattern(data, len, 300 + i);
         uz_assert_mr(mb, i * 1024 + 3, data, len, "SRQ receive");
-        uz_assert_mr_fill(mb, i * 1024 + 3 + len, GUARD, 1024 - 3 - len,
+        uz_assert_mr_fill(mb, i * 1024 + 3 + len, UZ_GUARD, 1024 - 3 - len,
                           "after an SRQ receive");
     }
 
@@ -1270,8 +1242,8 @@ static void test_not_before_rts(void)
     uz_pattern(data, sizeof(data), 11);
     uz_mr_write(ma, 0, data, sizeof(data));
     uz_mr_write(mb, 8192, data, sizeof(data));
-    uz_mr_fill(mb, 0, GUARD, 8192);
-    uz_mr_fill(ma, 8192, GUARD, 8192);
+    uz_mr_fill(mb, 0, UZ_GUARD, 8192);
+    uz_mr_fill(ma, 8192, UZ_GUARD, 8192);
 
     /* INIT: both QPs take WQEs and do nothing with them. */
     uz_rc_init(qa);
@@ -1319,8 +1291,8 @@ static void test_not_before_rts(void)
     uz_cq_assert_empty(qa->rcq, 1);
     uz_cq_assert_empty(qb->scq, 1);
     uz_cq_assert_empty(qb->rcq, 1);
-    uz_assert_mr_fill(mb, 0, GUARD, 8192, "target before RTS");
-    uz_assert_mr_fill(ma, 8192, GUARD, 8192, "target before RTS");
+    uz_assert_mr_fill(mb, 0, UZ_GUARD, 8192, "target before RTS");
+    uz_assert_mr_fill(ma, 8192, UZ_GUARD, 8192, "target before RTS");
 
     /* qa to RTS: its three WQEs run; qb, in RTR, receives and answers. */
     uz_rc_rts(qa, o.psn[0], &o);
@@ -1334,7 +1306,7 @@ static void test_not_before_rts(void)
     uz_assert_mr(mb, 2048, data + 2, 2000, "SEND posted in RTR");
     uz_cq_assert_empty(qb->scq, 100);
     uz_cq_assert_empty(qa->rcq, 1);
-    uz_assert_mr_fill(ma, 8192, GUARD, 8192, "qb's SEND before its RTS");
+    uz_assert_mr_fill(ma, 8192, UZ_GUARD, 8192, "qb's SEND before its RTS");
 
     /* qb to RTS: its SEND, posted in INIT, runs. */
     uz_rc_rts(qb, o.psn[1], &o);
@@ -1373,7 +1345,7 @@ static void test_many_qps(void)
     mb = uz_mr_reg(&t.b, NPAIRS * (WLEN + SLEN + 64), UZ_ACCESS_ALL);
     uz_pattern(buf, NPAIRS * (WLEN + SLEN), 12);
     uz_mr_write(ma, 0, buf, NPAIRS * (WLEN + SLEN));
-    uz_mr_fill(mb, 0, GUARD, NPAIRS * (WLEN + SLEN + 64));
+    uz_mr_fill(mb, 0, UZ_GUARD, NPAIRS * (WLEN + SLEN + 64));
 
     /* Post everything, then ring every SQ. */
     for (i = 0; i < NPAIRS; i++) {
@@ -1431,7 +1403,7 @@ static void test_many_qps(void)
         uz_assert_mr(mb, i * WLEN, buf + i * WLEN, WLEN, "write of a pair");
         uz_assert_mr(mb, rsend + i * (SLEN + 64),
                      buf + NPAIRS * WLEN + i * SLEN, SLEN, "send of a pair");
-        uz_assert_mr_fill(mb, rsend + i * (SLEN + 64) + SLEN, GUARD, 64,
+        uz_assert_mr_fill(mb, rsend + i * (SLEN + 64) + SLEN, UZ_GUARD, 64,
                           "after a send");
         uz_cq_assert_empty(qa[i]->scq, 1);
         uz_cq_assert_empty(qb[i]->rcq, 1);

@@ -835,6 +835,9 @@ static inline void uz_assert_mr(UzMr *mr, uint64_t off, const uint8_t *want,
     uz_assert_bytes(got, want, len, what);
 }
 
+/* What tests fill around a target: bytes the device must not touch. */
+#define UZ_GUARD            0xee
+
 /* The @len bytes at @off of @mr all are @byte. */
 static inline void uz_assert_mr_fill(UzMr *mr, uint64_t off, uint8_t byte,
                                      size_t len, const char *what)
@@ -1251,6 +1254,46 @@ static inline void uz_srq_post(UzSrq *srq, uint64_t wr_id, const UzSge *sge,
                 nsge);
     srq->pi = (srq->pi + 1) & UZ_DB_PI_MASK;
     uz_ring(&srq->n->d, srq->db, srq->pi);
+}
+
+/*
+ * An RDMA WRITE (with immediate data if @imm) of @len bytes from @ms to
+ * @mr at an offset just before a page end, and its checks: both
+ * completions, the data, and the guard bytes on either side untouched.
+ * @id tells the work requests of one test apart.
+ */
+static inline void uz_check_write(UzQp *qs, UzQp *qr, UzMr *ms, UzMr *mr,
+                                  size_t len, bool imm, uint32_t id)
+{
+    const uint64_t roff = 4093;
+    g_autofree uint8_t *buf = g_malloc(len + 1);
+    uint32_t immv = 0x3717e000u | id;
+    UzSge s = uz_mr_sge(ms, 3, len);
+    UzWr wr = {
+        .wr_id = 0x37000000ull | id,
+        .opcode = imm ? UZ_WR_RDMA_WRITE_IMM : UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1, .imm = immv,
+        .remote_addr = uz_mr_va(mr, roff), .rkey = mr->key,
+    };
+
+    uz_pattern(buf, len, 100 + id);
+    uz_mr_write(ms, 3, buf, len);
+    uz_mr_fill(mr, roff - 64, UZ_GUARD, len + 128);
+    if (imm) {
+        /* A receive WQE without buffers is enough. */
+        uz_post_recv(qr, 0x7ec10000ull | id, NULL, 0);
+    }
+    uz_post_send(qs, &wr);
+    uz_sq_done(qs, wr.wr_id, UZ_WC_RDMA_WRITE, len);
+    if (imm) {
+        uz_rq_done(qr, 0x7ec10000ull | id, UZ_WC_RECV_RDMA_WITH_IMM, len,
+                   UZ_WC_F_IMM, immv);
+    } else {
+        uz_cq_assert_empty(qr->rcq, 5);
+    }
+    uz_assert_mr(mr, roff, buf, len, "written data");
+    uz_assert_mr_fill(mr, roff - 64, UZ_GUARD, 64, "before the target");
+    uz_assert_mr_fill(mr, roff + len, UZ_GUARD, 64, "after the target");
 }
 
 #endif /* UZURA_VERBS_H */
