@@ -90,6 +90,7 @@ struct uz_dev {
 	void __iomem *db;
 	u32 version;
 	u32 caps;
+	u32 link_speed;			/* Mb/s; 0 when the device has none */
 	int num_vectors;
 	struct uz_device_attr attr;
 	struct uz_admin admin;

@@ -46,6 +46,9 @@ static int uz_check_ident(struct uz_dev *uz)
 			uz->caps);
 		return -ENODEV;
 	}
+	/* A property of the device, the same after every reset. */
+	if (uz->caps & UZ_CAP_LINK_SPEED)
+		uz->link_speed = uz_rd(uz, UZ_REG_LINK_SPEED);
 	return 0;
 }
 

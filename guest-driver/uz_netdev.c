@@ -477,9 +477,53 @@ static void uz_get_drvinfo(struct net_device *ndev,
 	strscpy(info->bus_info, pci_name(uz->pdev), sizeof(info->bus_info));
 }
 
+/* Direct-attach copper link modes, the closest thing to an emulated cable. */
+static const struct {
+	u32 speed;
+	enum ethtool_link_mode_bit_indices mode;
+} uz_link_modes[] = {
+	{ SPEED_10000, ETHTOOL_LINK_MODE_10000baseCR_Full_BIT },
+	{ SPEED_25000, ETHTOOL_LINK_MODE_25000baseCR_Full_BIT },
+	{ SPEED_40000, ETHTOOL_LINK_MODE_40000baseCR4_Full_BIT },
+	{ SPEED_50000, ETHTOOL_LINK_MODE_50000baseCR2_Full_BIT },
+	{ SPEED_100000, ETHTOOL_LINK_MODE_100000baseCR4_Full_BIT },
+	{ SPEED_200000, ETHTOOL_LINK_MODE_200000baseCR4_Full_BIT },
+	{ SPEED_400000, ETHTOOL_LINK_MODE_400000baseCR4_Full_BIT },
+};
+
+/*
+ * The device's advertised rate.  ib_core derives the RoCE port's speed and
+ * width from it (ib_get_eth_speed); it does not limit the emulated link.
+ */
+static int uz_get_link_ksettings(struct net_device *ndev,
+				 struct ethtool_link_ksettings *ks)
+{
+	struct uz_netdev *net = netdev_priv(ndev);
+	u32 speed = net->uz->link_speed;
+	int i;
+
+	ks->base.port = PORT_OTHER;
+	ks->base.autoneg = AUTONEG_DISABLE;
+	for (i = 0; i < ARRAY_SIZE(uz_link_modes); i++) {
+		if (uz_link_modes[i].speed == speed) {
+			__set_bit(uz_link_modes[i].mode, ks->link_modes.supported);
+			ks->base.port = PORT_DA;
+		}
+	}
+	if (speed && netif_carrier_ok(ndev)) {
+		ks->base.speed = speed;
+		ks->base.duplex = DUPLEX_FULL;
+	} else {
+		ks->base.speed = SPEED_UNKNOWN;
+		ks->base.duplex = DUPLEX_UNKNOWN;
+	}
+	return 0;
+}
+
 static const struct ethtool_ops uz_ethtool_ops = {
-	.get_drvinfo	= uz_get_drvinfo,
-	.get_link	= ethtool_op_get_link,
+	.get_drvinfo		= uz_get_drvinfo,
+	.get_link		= ethtool_op_get_link,
+	.get_link_ksettings	= uz_get_link_ksettings,
 };
 
 void uz_netdev_link_event(struct uz_dev *uz, bool up)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qtest for the uzura RDMA NIC: identification, reset, MSI-X, link state
- * and the handling of bad register accesses.
+ * and speed, and the handling of bad register accesses.
  */
 #include "qemu/osdep.h"
 #include "libqtest.h"
@@ -84,8 +84,10 @@ static void test_ident(void)
     g_assert_cmphex(uz_rd(&t, UZ_REG_VERSION), ==, UZ_VERSION);
     g_assert_cmphex(uz_rd(&t, UZ_REG_CAPS), ==,
                     UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN |
-                    UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW);
+                    UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW |
+                    UZ_CAP_LINK_SPEED);
     g_assert_cmpint(uz_rd(&t, UZ_REG_DB_PAGES), ==, 64);
+    g_assert_cmpint(uz_rd(&t, UZ_REG_LINK_SPEED), ==, 25000);
     g_assert_cmphex(uz_rd(&t, UZ_REG_STATUS), ==,
                     UZ_STATUS_READY | UZ_STATUS_LINK_UP);
     /* 52:54:00:12:34:56, byte 0 in the lowest bits. */
@@ -174,6 +176,39 @@ static void test_link(void)
     uz_stop(&t);
 }
 
+/* The advertised rate: the speed property, read-only, kept by a reset. */
+static void test_link_speed(void)
+{
+    UzTest t = { 0 };
+    g_autofree char *log = NULL;
+    QPCIDevice *dev;
+    QPCIBar regs;
+
+    /* A second NIC, on its own hub, with a speed of its own. */
+    uz_start(&t, "-netdev hubport,id=n1,hubid=1 "
+             "-device uzura,netdev=n1,id=uz1,addr=05.0,speed=100000");
+    g_assert_cmpint(uz_rd(&t, UZ_REG_LINK_SPEED), ==, 25000);
+    uz_wr(&t, UZ_REG_LINK_SPEED, 1000);
+    g_assert_cmpint(uz_rd(&t, UZ_REG_ERR_STATUS), ==, UZ_ERR_READ_ONLY);
+    g_assert_cmphex(uz_rd(&t, UZ_REG_ERR_ADDR), ==, UZ_REG_LINK_SPEED);
+    g_assert_cmpint(uz_rd(&t, UZ_REG_ERR_COUNT), ==, 1);
+    g_assert_cmpint(uz_rd(&t, UZ_REG_LINK_SPEED), ==, 25000);
+    log = uz_log(&t);
+    g_assert(strstr(log, "uzura: bad register write at 0x34: "
+                    "register is read-only"));
+    uz_wr(&t, UZ_REG_RESET, UZ_RESET_KEY);
+    g_assert_cmpint(uz_rd(&t, UZ_REG_LINK_SPEED), ==, 25000);
+
+    dev = qpci_device_find(t.qs->pcibus, QPCI_DEVFN(5, 0));
+    g_assert(dev);
+    qpci_device_enable(dev);
+    regs = qpci_iomap(dev, UZ_BAR_REGS, NULL);
+    g_assert_cmpint(qpci_io_readl(dev, regs, UZ_REG_LINK_SPEED), ==, 100000);
+    g_assert(qpci_io_readl(dev, regs, UZ_REG_CAPS) & UZ_CAP_LINK_SPEED);
+    g_free(dev);
+    uz_stop(&t);
+}
+
 static void test_bad_access(void)
 {
     UzTest t = { 0 };
@@ -226,6 +261,7 @@ static void test_bad_properties(void)
         { "vectors", 0 }, { "vectors", 33 }, { "db-pages", 3 },
         { "max-qp", 2 }, { "max-qp", 4000000000 }, { "max-cqe", 3 },
         { "max-qp-wr", 131072 }, { "xlat-cache-entries", 0 },
+        { "speed", 0 }, { "speed", 9 }, { "speed", 400001 },
     };
     UzTest t = { 0 };
     int i;
@@ -261,6 +297,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/pcie", test_pcie);
     qtest_add_func("/uzura/reset", test_reset);
     qtest_add_func("/uzura/link", test_link);
+    qtest_add_func("/uzura/link-speed", test_link_speed);
     qtest_add_func("/uzura/bad-access", test_bad_access);
     qtest_add_func("/uzura/bad-properties", test_bad_properties);
 

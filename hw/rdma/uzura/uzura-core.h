@@ -26,7 +26,8 @@ typedef struct QEMUBH QEMUBH;
 
 /* What this device implements: UZ_REG_CAPS and QUERY_DEVICE. */
 #define UZURA_CAPS  (UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | \
-                     UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW)
+                     UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW | \
+                     UZ_CAP_LINK_SPEED)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
@@ -215,6 +216,7 @@ typedef struct UzuraCore {
     uint32_t mtu;
     uint32_t num_vectors;
     uint32_t db_pages;
+    uint32_t link_speed;        /* Mb/s, advertised only */
 
     /* register file */
     uint32_t status;

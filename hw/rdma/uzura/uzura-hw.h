@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            2
+#define UZ_VERSION_MINOR            3
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -92,6 +92,7 @@
 #define UZ_REG_ERR_COUNT            0x028 /* RO  guest errors since reset */
 #define UZ_REG_ERR_ADDR             0x02c /* RO  offset of the last error */
 #define UZ_REG_DB_PAGES             0x030 /* RO  doorbell pages in BAR 4 */
+#define UZ_REG_LINK_SPEED           0x034 /* RO  advertised rate, Mb/s */
 
 /* Admin queue: rings in host memory, see struct uz_admin_cmd/_cqe. */
 #define UZ_REG_ADMIN_SQ_LO          0x040 /* RW  command ring, bits 31:0 */
@@ -112,6 +113,7 @@
 #define UZ_CAP_ETH                  (1u << 3)  /* Ethernet function */
 #define UZ_CAP_RDMA                 (1u << 4)  /* RDMA objects and queues */
 #define UZ_CAP_CRW                  (1u << 5)  /* conditional RDMA write */
+#define UZ_CAP_LINK_SPEED           (1u << 6)  /* UZ_REG_LINK_SPEED valid */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */

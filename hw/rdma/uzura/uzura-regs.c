@@ -80,6 +80,11 @@ static uint32_t uzura_read_db_pages(UzuraCore *core)
     return core->db_pages;
 }
 
+static uint32_t uzura_read_link_speed(UzuraCore *core)
+{
+    return core->link_speed;
+}
+
 static uint32_t uzura_read_admin_sq_lo(UzuraCore *core)
 {
     return core->admin.sq_addr;
@@ -232,6 +237,7 @@ static const UzuraRegRead uzura_reg_readers[UZ_NUM_REGS] = {
     [UZ_REG_INDEX(UZ_REG_ERR_COUNT)] = uzura_read_err_count,
     [UZ_REG_INDEX(UZ_REG_ERR_ADDR)] = uzura_read_err_addr,
     [UZ_REG_INDEX(UZ_REG_DB_PAGES)] = uzura_read_db_pages,
+    [UZ_REG_INDEX(UZ_REG_LINK_SPEED)] = uzura_read_link_speed,
     [UZ_REG_INDEX(UZ_REG_ADMIN_SQ_LO)] = uzura_read_admin_sq_lo,
     [UZ_REG_INDEX(UZ_REG_ADMIN_SQ_HI)] = uzura_read_admin_sq_hi,
     [UZ_REG_INDEX(UZ_REG_ADMIN_CQ_LO)] = uzura_read_admin_cq_lo,

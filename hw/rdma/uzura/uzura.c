@@ -36,6 +36,7 @@ struct UzuraState {
 
     uint32_t num_vectors;
     uint32_t db_pages;
+    uint32_t speed;
     bool link;
     UzuraLimits lim;
 
@@ -154,6 +155,8 @@ static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 
 #define UZ_MAX_TABLE    (1u << 20)  /* entries of any object table */
 #define UZ_MAX_CRW_TAGS 4096        /* a QP's CRW tag table */
+#define UZ_SPEED_MIN    10          /* link speed, Mb/s: 10BASE-T .. */
+#define UZ_SPEED_MAX    400000      /* .. 400GbE */
 
 /* The RDMA limits: table sizes, and ring sizes that are powers of 2. */
 static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
@@ -199,6 +202,11 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
         !is_power_of_2(s->db_pages)) {
         error_setg(errp, "uzura: db-pages must be a power of 2, 1..%d",
                    UZ_DB_MAX_PAGES);
+        return;
+    }
+    if (s->speed < UZ_SPEED_MIN || s->speed > UZ_SPEED_MAX) {
+        error_setg(errp, "uzura: speed takes %u..%u Mb/s", UZ_SPEED_MIN,
+                   UZ_SPEED_MAX);
         return;
     }
     if (!uzura_check_limits(&s->lim, errp)) {
@@ -249,6 +257,7 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     s->core.owner_nic = s->nic;
     s->core.num_vectors = s->num_vectors;
     s->core.db_pages = s->db_pages;
+    s->core.link_speed = s->speed;
     s->core.rdma.lim = s->lim;
     memcpy(s->core.perm_mac, s->conf.macaddr.a, sizeof(s->core.perm_mac));
     uzura_core_init(&s->core);
@@ -280,6 +289,8 @@ static const Property uzura_properties[] = {
     DEFINE_NIC_PROPERTIES(UzuraState, conf),
     DEFINE_PROP_UINT32("vectors", UzuraState, num_vectors, 8),
     DEFINE_PROP_UINT32("db-pages", UzuraState, db_pages, 64),
+    /* The rate the port advertises; the link runs as fast as the host. */
+    DEFINE_PROP_UINT32("speed", UzuraState, speed, 25000),
     DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
     DEFINE_PROP_UINT32("max-cq", UzuraState, lim.max_cq, 1024),
     DEFINE_PROP_UINT32("max-cqe", UzuraState, lim.max_cqe, 65536),
