@@ -23,6 +23,10 @@
 #include "uzura-hw.h"
 #include "uzuradv.h"
 
+/* ibv_wc.sl of a RoCE UD receive: the frame's L3 header type, as ConnectX. */
+#define UZ_WC_SL_L3_IPV6	1
+#define UZ_WC_SL_L3_IPV4	2
+
 /* Buckets of the context's qpn -> QP table (poll_cq looks QPs up). */
 #define UZURA_QP_TABLE_SIZE	256
 

@@ -396,8 +396,18 @@ bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 		wc->invalidated_rkey = le32toh(cqe->imm_data);
 		wc->wc_flags |= IBV_WC_WITH_INV;
 	}
-	if (cqe->wc_flags & UZ_WC_F_GRH)
+	if (cqe->wc_flags & UZ_WC_F_GRH) {
 		wc->wc_flags |= IBV_WC_GRH;
+		/*
+		 * RoCE has no SL on the wire.  Like ConnectX, report the L3
+		 * header type of the frame (RoCE Annex A17.4.5.1) in sl: UCX's
+		 * UD transport up to 1.18 takes it from there to find the
+		 * destination address in the GRH area, and drops every packet
+		 * of a device that leaves sl at 0.
+		 */
+		wc->sl = (cqe->wc_flags & UZ_WC_F_IPV4) ? UZ_WC_SL_L3_IPV4 :
+							 UZ_WC_SL_L3_IPV6;
+	}
 	wc->src_qp = le32toh(cqe->src_qp) & 0xffffff;
 	wc->pkey_index = le16toh(cqe->pkey_index);
 	return true;
