@@ -4,9 +4,9 @@
 # build-image.sh OUTDIR
 #
 # Build the guest base image once and cache it by content: a Debian trixie
-# rootfs (rdma-core, perftest, Open MPI, UCX, sshd) with the host's 6.12
-# kernel (the one whose headers the driver is built against), as an ext4
-# image plus kernel, initrd and the harness's ssh key.  OUTDIR becomes a
+# rootfs (rdma-core, perftest, Open MPI, MPICH, UCX, libfabric, sshd) with
+# the host's 6.12 kernel (the one whose headers the driver is built
+# against), as an ext4 image plus kernel, initrd and the harness's ssh key.  OUTDIR becomes a
 # link to the cached image.
 set -euo pipefail
 
@@ -19,7 +19,8 @@ log() { printf 'build-image: %s\n' "$*"; }
 PACKAGES=(
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils python3-pyverbs
 	perftest qperf iperf3 openmpi-bin libopenmpi-dev ucx-utils
-	netpipe-openmpi openssh-server iproute2 ethtool kmod procps
+	netpipe-openmpi mpich libmpich-dev libfabric-bin
+	openssh-server iproute2 ethtool kmod procps
 	iputils-ping tini initramfs-tools linux-base zstd
 	# debootstrap does not resolve the virtual dependencies of
 	# libopenmpi-dev's tool chain; name them.

@@ -34,6 +34,7 @@ if [ -n "$(ls "$layer"/tests/ 2>/dev/null)" ]; then
 	cp "$layer"/tests/* /usr/local/bin/
 fi
 
+uzdev=
 for n in /sys/class/net/*; do
 	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue
 	dev=$(basename "$n")
@@ -41,4 +42,67 @@ for n in /sys/class/net/*; do
 	ip link set "$dev" mtu 9000 up
 	ip addr add "10.77.0.$node/24" dev "$dev"
 	echo "uzura boot: $dev is 10.77.0.$node"
+	uzdev=${uzdev:-$dev}
 done
+
+# The site's MPI configuration, as an RDMA cluster's administrator writes
+# it once for the site's NIC (docs/mpi.md): MPI and UCX run on the uzura
+# device and link, and never on the management NIC, which carries the same
+# slirp address on every node.
+ibdev=
+for d in /sys/class/infiniband/*; do
+	[ "$(basename "$(readlink "$d/device/driver" 2>/dev/null)")" = uzura ] &&
+		ibdev=${ibdev:-${d##*/}}
+done
+nodes=1
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	uzura_nodes=*) nodes=${arg#uzura_nodes=} ;;
+	esac
+done
+if [ -n "$ibdev" ] && [ -d /etc/openmpi ]; then
+	# Debian turns UCX off (pml = ^ucx, osc = ^ucx,pt2pt); Open MPI picks
+	# UCX over ob1 only for the drivers opal_common_ucx_devices names.
+	sed -i -e '/^pml *=/d' -e '/^osc *=/d' -e '/^# uzura site/,$d' \
+		/etc/openmpi/openmpi-mca-params.conf
+	cat >> /etc/openmpi/openmpi-mca-params.conf <<EOT
+# uzura site: UCX on the uzura NIC
+opal_common_ucx_devices = uzura
+btl_tcp_if_include = 10.77.0.0/24
+EOT
+	sed -i '/^# uzura site/,$d' /etc/openmpi/prte-mca-params.conf
+	cat >> /etc/openmpi/prte-mca-params.conf <<EOT
+# uzura site: daemons talk over the uzura link; one rank per node first
+oob_tcp_if_include = 10.77.0.0/24
+rmaps_default_mapping_policy = node
+EOT
+	i=1
+	while [ "$i" -le "$nodes" ]; do
+		echo "node$i slots=$(nproc)"
+		i=$((i + 1))
+	done > /etc/openmpi/prte-default-hostfile
+fi
+# MPICH's hydra (mpirun.mpich): one slot per node in the host file, so
+# ranks go round the nodes as with Open MPI above.  MPICH runs over UCX.
+if [ -n "$ibdev" ] && command -v mpiexec.hydra > /dev/null; then
+	mkdir -p /etc/mpich
+	i=1
+	while [ "$i" -le "$nodes" ]; do
+		echo "node$i:1"
+		i=$((i + 1))
+	done > /etc/mpich/hosts
+	grep -q HYDRA_HOST_FILE /etc/environment 2>/dev/null ||
+		echo HYDRA_HOST_FILE=/etc/mpich/hosts >> /etc/environment
+fi
+if [ -n "$ibdev" ]; then
+	mkdir -p /etc/ucx
+	echo "UCX_NET_DEVICES=$ibdev:1" > /etc/ucx/ucx.conf
+fi
+# mpirun starts its daemons by ssh: a node that cannot be reached (its
+# link down) fails the job in seconds rather than after TCP's minutes.
+grep -q ConnectTimeout /root/.ssh/config 2>/dev/null ||
+	printf 'Host *\n\tConnectTimeout 10\n' >> /root/.ssh/config
+# Every node logs in as root: Open MPI refuses root without these.
+grep -q OMPI_ALLOW_RUN_AS_ROOT /etc/environment 2>/dev/null ||
+	printf 'OMPI_ALLOW_RUN_AS_ROOT=1\nOMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n' \
+		>> /etc/environment
