@@ -11,15 +11,16 @@ QEMU_DIR  := $(BUILD)/qemu
 HOST_DIR  := $(BUILD)/host
 export UZURA_CACHE := $(CACHE)
 
-.PHONY: all setup sources qemu host image cluster-parts check demo bench clean distclean help
+.PHONY: all setup sources qemu host image cluster-parts check demo bench bench-mpi clean distclean help
 
 all: qemu host image
 
 help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
-	@echo "make demo     boot two nodes and show the NIC on each"
+	@echo "make demo     boot two nodes: RDMA write, CRW, an MPI job, faults"
 	@echo "make bench    uzura vs rxe vs TCP benchmark (bench/run; BENCH_ARGS=--quick)"
+	@echo "make bench-mpi  MPI latency and bandwidth, uzura vs rxe vs TCP (bench/mpi)"
 	@echo "make clean    remove build outputs (keeps downloads and the QEMU tree)"
 	@echo "make distclean  remove build/ entirely"
 
@@ -55,6 +56,11 @@ demo: all
 # for a short one.
 bench: all
 	@bench/run $(BENCH_ARGS)
+
+# MPI on uzura, rxe and TCP (bench/README.md, "bench/mpi"); BENCH_ARGS=--quick
+# for a short one.
+bench-mpi: all
+	@bench/mpi $(BENCH_ARGS)
 
 clean:
 	-@[ ! -f $(QEMU_DIR)/build.ninja ] || ninja -C $(QEMU_DIR) -t clean >/dev/null
