@@ -11,13 +11,14 @@ QEMU_DIR  := $(BUILD)/qemu
 HOST_DIR  := $(BUILD)/host
 export UZURA_CACHE := $(CACHE)
 
-.PHONY: all setup sources qemu host image cluster-parts check demo bench bench-mpi clean distclean help
+.PHONY: all setup sources qemu host image cluster-parts check check-large demo bench bench-mpi clean distclean help
 
 all: qemu host image
 
 help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
+	@echo "make check-large  MPI across 4 and 8 nodes (about 15 minutes)"
 	@echo "make demo     boot two nodes: RDMA write, CRW, an MPI job, faults"
 	@echo "make bench    uzura vs rxe vs TCP benchmark (bench/run; BENCH_ARGS=--quick)"
 	@echo "make bench-mpi  MPI latency and bandwidth, uzura vs rxe vs TCP (bench/mpi)"
@@ -48,6 +49,10 @@ image: setup
 
 check: all
 	@tests/run-all.sh
+
+# MPI across 4 and 8 nodes (tests/large): longer than make check's budget.
+check-large: all
+	@tests/run-all.sh --large
 
 demo: all
 	@scripts/demo.sh

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Run every uzura test suite and print one summary line:
+# Run every uzura test suite (--large: those of tests/large only) and
+# print one summary line:
 #   N passed, N failed
 # Each suite speaks TAP; every "ok"/"not ok" line counts as one test.
 # Logs go to build/test-logs/.
@@ -31,6 +32,16 @@ run_suite() {
 	passed=$((passed + p))
 	failed=$((failed + f))
 }
+
+# make check-large: the suites of tests/large (many nodes), nothing else.
+if [ "${1:-}" = --large ]; then
+	for t in "$top"/tests/large/*-test.sh; do
+		[ -x "$t" ] && run_suite "large-$(basename "$t" -test.sh)" "$t"
+	done
+	echo "$passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+fi
 
 # Host unit tests: the program the host meson project built from each
 # tests/unit/NAME.c (build/host also holds guest programs).
