@@ -261,6 +261,7 @@ static void test_bad_properties(void)
         { "vectors", 0 }, { "vectors", 33 }, { "db-pages", 3 },
         { "max-qp", 2 }, { "max-qp", 4000000000 }, { "max-cqe", 3 },
         { "max-qp-wr", 131072 }, { "xlat-cache-entries", 0 },
+        { "max-qp-rd-atom", 0 }, { "max-qp-rd-atom", 256 },
         { "speed", 0 }, { "speed", 9 }, { "speed", 400001 },
     };
     UzTest t = { 0 };

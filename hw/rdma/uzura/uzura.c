@@ -155,6 +155,7 @@ static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 
 #define UZ_MAX_TABLE    (1u << 20)  /* entries of any object table */
 #define UZ_MAX_CRW_TAGS 4096        /* a QP's CRW tag table */
+#define UZ_MAX_RD_ATOM  255         /* ibv_qp_attr.max_rd_atomic: 8 bits */
 #define UZ_SPEED_MIN    10          /* link speed, Mb/s: 10BASE-T .. */
 #define UZ_SPEED_MAX    400000      /* .. 400GbE */
 
@@ -178,6 +179,11 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
         l->max_qp_wr > (1u << 16) || l->max_srq_wr > (1u << 16)) {
         error_setg(errp, "uzura: RDMA limits out of range (rings a power "
                    "of 2 up to 65536, max-qp at least 3, max-mr at least 2)");
+        return false;
+    }
+    /* The responder keeps a ring of this many READ/atomic slots. */
+    if (!l->max_qp_rd_atom || l->max_qp_rd_atom > UZ_MAX_RD_ATOM) {
+        error_setg(errp, "uzura: max-qp-rd-atom takes 1..%u", UZ_MAX_RD_ATOM);
         return false;
     }
     if (!l->max_crw_tags || l->max_crw_tags > UZ_MAX_CRW_TAGS) {
