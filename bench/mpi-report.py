@@ -24,7 +24,6 @@ import csv
 import math
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,15 +73,6 @@ def read(path):
             return f.read()
     except OSError:
         return None
-
-
-def read_kv(path):
-    kv = {}
-    for line in (read(path) or "").splitlines():
-        k, sep, v = line.partition("=")
-        if sep:
-            kv[k.strip()] = v.strip()
-    return kv
 
 
 def rc_of(log):
@@ -208,7 +198,7 @@ def brief(log):
     """One line for the progress output of bench/mpi."""
     text = read(log) or ""
     rc = rc_of(log)
-    cmd = read_kv(log[:-4] + ".cmd")
+    cmd = base.read_kv(log[:-4] + ".cmd")
     out = []
     if "netpipe" in os.path.basename(log):
         np = parse_netpipe(text)
@@ -253,7 +243,7 @@ def collect(rundir, meta):
     rows, failures, traffic = {}, [], {}
 
     def add_traffic(tr, path):
-        for k, v in read_kv(path).items():
+        for k, v in base.read_kv(path).items():
             if v.lstrip("-").isdigit():
                 traffic.setdefault(tr, {}).setdefault(k, 0)
                 traffic[tr][k] += int(v)
@@ -276,7 +266,7 @@ def collect(rundir, meta):
                 for size, (lat, bw, reps) in np.items():
                     rows[(tr, "netpipe", "lat", size)] = [lat, "us", reps, ""]
                     rows[(tr, "netpipe", "bw", size)] = [bw, "MB/s", reps, ""]
-            why = run_reason(log, text, rc, read_kv(log[:-4] + ".cmd"))
+            why = run_reason(log, text, rc, base.read_kv(log[:-4] + ".cmd"))
             if why:
                 failures.append((tr, "NetPIPE", why, error_lines(text)[1:]))
                 if not np:
@@ -297,7 +287,7 @@ def collect(rundir, meta):
                 path = os.path.join(logs, p)
                 text = read(path) or ""
                 rc = rc_of(path)
-                cmd = read_kv(path[:-4] + ".cmd")
+                cmd = base.read_kv(path[:-4] + ".cmd")
                 add_traffic(tr, path[:-4] + ".traffic")
                 res, done, bad, timeout = parse_bench(text)
                 for (t, s), v in res.items():
@@ -594,11 +584,7 @@ def plot(rundir, meta, transports, sizes, rows):
             w("plot " + ", \\\n     ".join(plots) + "\n")
             w("unset label 1\n")
         w("unset multiplot\n")
-    r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write("mpi-report.py: gnuplot failed:\n" + r.stderr)
-        return None
-    return png
+    return base.gnuplot(gp, png)
 
 
 def report(rundir):

@@ -108,14 +108,32 @@ def value(path, kind):
     raise SystemExit("report.py: unknown kind " + kind)
 
 
+def read_kv(path):
+    """KEY=VALUE lines of a file; {} when it cannot be read."""
+    kv = {}
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                k, sep, v = line.rstrip("\n").partition("=")
+                if sep:
+                    kv[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return kv
+
+
 def read_meta(rundir):
-    meta = {}
-    with open(os.path.join(rundir, "meta.txt")) as f:
-        for line in f:
-            k, sep, v = line.rstrip("\n").partition("=")
-            if sep:
-                meta[k.strip()] = v.strip()
-    return meta
+    return read_kv(os.path.join(rundir, "meta.txt"))
+
+
+def gnuplot(gp, png):
+    """Run a gnuplot script; the PNG it wrote, or None."""
+    r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write("%s: gnuplot failed:\n%s"
+                         % (os.path.basename(sys.argv[0]), r.stderr))
+        return None
+    return png
 
 
 # Transports: the CSV name, what the table and plot call it, and its tests.
@@ -401,11 +419,7 @@ def plot(rundir, sizes, transports, res, meta):
                                  % (tr.replace("-", "_"), t, col, STYLE[tr]))
                 w("plot " + ", \\\n     ".join(lines) + "\n")
         w("unset multiplot\n")
-    r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write("report.py: gnuplot failed:\n" + r.stderr)
-        return None
-    return png
+    return gnuplot(gp, png)
 
 
 def report(rundir):

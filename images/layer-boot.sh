@@ -34,7 +34,6 @@ if [ -n "$(ls "$layer"/tests/ 2>/dev/null)" ]; then
 	cp "$layer"/tests/* /usr/local/bin/
 fi
 
-uzdev=
 for n in /sys/class/net/*; do
 	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue
 	dev=$(basename "$n")
@@ -42,7 +41,6 @@ for n in /sys/class/net/*; do
 	ip link set "$dev" mtu 9000 up
 	ip addr add "10.77.0.$node/24" dev "$dev"
 	echo "uzura boot: $dev is 10.77.0.$node"
-	uzdev=${uzdev:-$dev}
 done
 
 # The site's MPI configuration, as an RDMA cluster's administrator writes
@@ -76,20 +74,16 @@ EOT
 oob_tcp_if_include = 10.77.0.0/24
 rmaps_default_mapping_policy = node
 EOT
-	i=1
-	while [ "$i" -le "$nodes" ]; do
+	for i in $(seq "$nodes"); do
 		echo "node$i slots=$(nproc)"
-		i=$((i + 1))
 	done > /etc/openmpi/prte-default-hostfile
 fi
 # MPICH's hydra (mpirun.mpich): one slot per node in the host file, so
 # ranks go round the nodes as with Open MPI above.  MPICH runs over UCX.
 if [ -n "$ibdev" ] && command -v mpiexec.hydra > /dev/null; then
 	mkdir -p /etc/mpich
-	i=1
-	while [ "$i" -le "$nodes" ]; do
+	for i in $(seq "$nodes"); do
 		echo "node$i:1"
-		i=$((i + 1))
 	done > /etc/mpich/hosts
 	grep -q HYDRA_HOST_FILE /etc/environment 2>/dev/null ||
 		echo HYDRA_HOST_FILE=/etc/mpich/hosts >> /etc/environment

@@ -44,19 +44,6 @@ relay() {
 
 counters=/sys/class/infiniband/uzura0/ports/1/hw_counters
 
-# start_server NODE CMD: run CMD in the background on NODE, its output and
-# then its exit status in /tmp/srv.log and /tmp/srv.rc; wait for PORT.
-start_server() {
-	"$uz" run "$1" -- "rm -f /tmp/srv.rc
-		( ( $2 ) > /tmp/srv.log 2>&1; echo \$? > /tmp/srv.rc ) < /dev/null > /dev/null 2>&1 &
-		for k in \$(seq 60); do ss -ltn | grep -q ':$3 ' && exit 0; sleep 0.5; done; exit 1"
-}
-
-server_ok() {
-	"$uz" run "$1" -- 'for k in $(seq 60); do [ -s /tmp/srv.rc ] && break; sleep 0.5; done
-		cat /tmp/srv.log; [ "$(cat /tmp/srv.rc 2>/dev/null)" = 0 ]'
-}
-
 crw_parked() {
 	"$uz" run 1 -- "echo \$((\$(cat $counters/crw_parked) + \$(cat $counters/crw_matched_stcrw_first)))"
 }
@@ -71,11 +58,11 @@ have_counters=0
 "$uz" run 1 -- "[ -r $counters/crw_parked ]" && have_counters=1
 before=$([ $have_counters = 1 ] && crw_parked)
 
-t "crw-test server starts on node 2" start_server 2 "timeout 300 crw-test -g $gidx" 18600
+t "crw-test server starts on node 2" serve 2 18600 srv "timeout 300 crw-test -g $gidx"
 relay "$uz" run 1 -- "timeout 300 crw-test -g $gidx 10.77.0.2"
 rc=$?
 t "crw-test client (node 1) exits 0" [ "$rc" -eq 0 ]
-t "crw-test server (node 2) exits 0" server_ok 2
+t "crw-test server (node 2) exits 0" served 2 srv
 
 if [ $have_counters = 1 ]; then
 	after=$(crw_parked)
@@ -85,7 +72,7 @@ else
 	skip "the driver exports no crw_* hw counters ($counters)"
 fi
 
-t "crw-example target starts on node 2" start_server 2 "timeout 120 crw-example -g $gidx" 18601
+t "crw-example target starts on node 2" serve 2 18601 srv "timeout 120 crw-example -g $gidx"
 t "crw-example: the source's CRW completes" bash -c "
 	'$uz' run 1 -- 'timeout 120 crw-example -g $gidx 10.77.0.2' |
 		grep -q '^source: CRW completed, 64 bytes written$'"

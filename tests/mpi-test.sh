@@ -18,20 +18,6 @@ log=$top/build/test-logs/mpi
 rm -rf "$log"
 mkdir -p "$log"
 
-# mpi NAME RANKS [--mpich] FILE ARGS...: run a program of tests/guest/mpi
-# through the front door; its own TAP lines become comments, and it must
-# pass every check it printed (its exit status says so).
-mpi() {
-	local prog=$1 np=$2 out=$log/$1-$2.log
-	shift 2
-	timeout 600 "$uz" mpirun -n "$np" "$@" > "$out" 2>&1
-	local rc=$?
-	sed -n -e 's/^not ok/# &/p' -e '/^# /p' "$out" | head -n 20
-	echo "# $prog, $np ranks: $(grep -c '^ok ' "$out") checks passed," \
-	     "$(grep -c '^not ok ' "$out") failed"
-	[ "$rc" -eq 0 ] && grep -q '^ok ' "$out" && ! grep -q '^not ok ' "$out"
-}
-
 # Sum of node $1's receive packet counters of the RC data path.
 rc_rx() {
 	"$uz" stats "$1" | awk '$1 ~ /^rx_pkts_(send|write|read_resp|read_req|atomic)$/ { s += $2 }
@@ -42,7 +28,7 @@ rc_rx() {
 on_rdma() {
 	local before after
 	before=$(rc_rx 2)
-	mpi mpi-p2p 2 "$src/mpi-p2p.c" 1048576 || return 1
+	mpi_job mpi-p2p 2 "$src/mpi-p2p.c" 1048576 || return 1
 	after=$(rc_rx 2)
 	echo "# node 2 received $((after - before)) RC packets during the job"
 	[ $((after - before)) -gt 1000 ]
@@ -57,15 +43,10 @@ uperf() {
 	port=$((port + 1))
 	local args="-P 0 -p $port -d $ibdev:1 -x $tl"
 	local name=$log/uct-$tl-$test-$layout
-	"$uz" run 2 -- "(timeout 60 ucx_perftest $args > /tmp/uperf-$port.log 2>&1;
-			echo \$? > /tmp/uperf-$port.rc) < /dev/null > /dev/null 2>&1 &
-		for k in \$(seq 60); do ss -ltn | grep -q :$port && exit 0; sleep 0.5; done
-		echo 'server did not listen'; exit 1" > "$name.server" 2>&1 || ok=0
+	serve 2 "$port" uperf "timeout 60 ucx_perftest $args" > "$name.server" 2>&1 || ok=0
 	[ $ok = 1 ] && { "$uz" run 1 -- "timeout 60 ucx_perftest 10.77.0.2 $args \
 		-t $test -D $layout -w 20 $*" > "$name.client" 2>&1 || ok=0; }
-	"$uz" run 2 -- "for k in \$(seq 40); do [ -s /tmp/uperf-$port.rc ] && break; sleep 0.5; done
-		cat /tmp/uperf-$port.log; exit \$(cat /tmp/uperf-$port.rc 2>/dev/null || echo 1)" \
-		>> "$name.server" 2>&1 || ok=0
+	served 2 uperf >> "$name.server" 2>&1 || ok=0
 	grep -q '^Final:' "$name.client" || ok=0
 	if [ $ok = 0 ]; then
 		sed 's/^/# client: /' "$name.client" | tail -n 15
@@ -128,21 +109,37 @@ link_down() {
 		echo "# mpirun exit status $rc"; [ $rc -ne 0 ] && [ $rc -ne 124 ]'
 }
 
+# The front door's bad input: a rank count of 0, a C file that is not
+# there, one that does not compile; each refused with its reason.
+front_door_errors() {
+	local bad out
+	out=$("$uz" mpirun -n 0 -- /bin/true 2>&1) && return 1
+	echo "# $out"
+	echo "$out" | grep -q -- "-n takes a number of ranks" || return 1
+	out=$("$uz" mpicc "$log/no-such-file.c" 2>&1) && return 1
+	echo "$out" | grep -q "usage:" || return 1
+	bad=$log/broken.c
+	echo 'int main(void) { return undeclared; }' > "$bad"
+	out=$("$uz" mpirun -- "$bad" 2>&1) && return 1
+	echo "$out" | grep -m 1 "uzura:" | sed 's/^/# /'
+	echo "$out" | grep -q "uzura: mpicc failed on a node"
+}
+
 link_up() {
 	"$uz" fault 2 link=on > /dev/null && sleep 2 &&
-		mpi mpi-p2p 2 "$src/mpi-p2p.c" 65536
+		mpi_job mpi-p2p 2 "$src/mpi-p2p.c" 65536
 }
 
 "$uz" down
 t "two nodes boot" "$uz" up -n 2
 t "site configuration: a job with no settings runs its data over the uzura NIC" on_rdma
-t "mpi-p2p, Open MPI defaults, 2 ranks on 2 nodes, 0 B..4 MiB" mpi mpi-p2p 2 "$src/mpi-p2p.c"
-t "mpi-coll, Open MPI defaults, 2 ranks on 2 nodes, to 1 MiB" mpi mpi-coll 2 "$src/mpi-coll.c" 1048576
+t "mpi-p2p, Open MPI defaults, 2 ranks on 2 nodes, 0 B..4 MiB" mpi_job mpi-p2p 2 "$src/mpi-p2p.c"
+t "mpi-coll, Open MPI defaults, 2 ranks on 2 nodes, to 1 MiB" mpi_job mpi-coll 2 "$src/mpi-coll.c" 1048576
 t "mpi-rma, Open MPI defaults, 2 ranks on 2 nodes (fence, PSCW, lock)" \
-	mpi mpi-rma 2 "$src/mpi-rma.c"
+	mpi_job mpi-rma 2 "$src/mpi-rma.c"
 t "mpi-p2p, 4 ranks on 2 nodes (shared memory and RDMA), to 1 MiB" \
-	mpi mpi-p2p 4 "$src/mpi-p2p.c" 1048576
-t "mpi-coll, 3 ranks on 2 nodes" mpi mpi-coll 3 "$src/mpi-coll.c" 262144
+	mpi_job mpi-p2p 4 "$src/mpi-p2p.c" 1048576
+t "mpi-coll, 3 ranks on 2 nodes" mpi_job mpi-coll 3 "$src/mpi-coll.c" 262144
 # Not mpi-rma with 4 ranks on 2 nodes: 1 run in 3 UCX 1.18 aborts in
 # MPI_Win_unlock (ucp_ep_flush_internal: Assertion `cfg_index !=
 # UCP_WORKER_CFG_INDEX_NULL'), an assertion of UCX's own (docs/mpi.md).
@@ -150,13 +147,13 @@ t "mpi-coll, 3 ranks on 2 nodes" mpi mpi-coll 3 "$src/mpi-coll.c" 262144
 # MPICH (Debian's is built on UCX, ch4:ucx) with its defaults: hydra
 # takes the site's host file, UCX the site's device.
 t "mpi-p2p, MPICH defaults, 2 ranks on 2 nodes, 0 B..4 MiB" \
-	mpi mpi-p2p-mpich 2 --mpich "$src/mpi-p2p.c"
+	mpi_job mpi-p2p-mpich 2 --mpich "$src/mpi-p2p.c"
 t "mpi-coll, MPICH defaults, 2 ranks on 2 nodes, to 1 MiB" \
-	mpi mpi-coll-mpich 2 --mpich "$src/mpi-coll.c" 1048576
+	mpi_job mpi-coll-mpich 2 --mpich "$src/mpi-coll.c" 1048576
 t "mpi-rma, MPICH defaults, 2 ranks on 2 nodes (fence, PSCW, lock)" \
-	mpi mpi-rma-mpich 2 --mpich "$src/mpi-rma.c"
+	mpi_job mpi-rma-mpich 2 --mpich "$src/mpi-rma.c"
 t "mpi-p2p, MPICH, 4 ranks on 2 nodes, to 1 MiB" \
-	mpi mpi-p2p-mpich 4 --mpich "$src/mpi-p2p.c" 1048576
+	mpi_job mpi-p2p-mpich 4 --mpich "$src/mpi-p2p.c" 1048576
 
 for tl in rc_verbs ud_verbs; do
 	mapfile -t tests < <(uct_tests "$tl")
@@ -173,9 +170,7 @@ done
 ucp() {
 	local test=$1 size=$2 out
 	port=$((port + 1))
-	"$uz" run 2 -- "(timeout 60 ucx_perftest -P 0 -p $port > /tmp/ucp.log 2>&1 &)
-		for k in \$(seq 60); do ss -ltn | grep -q :$port && exit 0; sleep 0.5; done
-		exit 1" || return 1
+	serve 2 "$port" ucp "timeout 60 ucx_perftest -P 0 -p $port" || return 1
 	out=$("$uz" run 1 -- "timeout 60 ucx_perftest 10.77.0.2 -P 0 -p $port \
 		-t $test -s $size -n 50 -w 5" 2>&1)
 	echo "$out" | grep -E '^Final:|ERROR|Fatal' | sed 's/^/# /'
@@ -193,10 +188,8 @@ t "ucx_perftest UCP get 64 KiB with UCX's defaults" ucp ucp_get 65536
 fabric() {
 	local ep=$1 dom=$2 out
 	port=$((port + 1))
-	"$uz" run 2 -- "(timeout 60 fi_pingpong -p verbs -e $ep -d $dom -B $port -c -I 50 \
-			> /tmp/fi-$ep.log 2>&1 &)
-		for k in \$(seq 60); do ss -ltun | grep -q :$port && exit 0; sleep 0.5; done
-		exit 1" || return 1
+	serve 2 "$port" "fi-$ep" \
+		"timeout 60 fi_pingpong -p verbs -e $ep -d $dom -B $port -c -I 50" || return 1
 	out=$("$uz" run 1 -- "timeout 60 fi_pingpong -p verbs -e $ep -d $dom -P $port -c -I 50 \
 		10.77.0.2" 2>&1)
 	echo "$out" | sed -n 's/^/# /; 2p; $p'
@@ -215,6 +208,7 @@ t "fi_pingpong FI_EP_MSG on verbs (RC over the RDMA CM), every size" \
 t "fi_pingpong FI_EP_DGRAM on verbs (UD), every size" \
 	fabric dgram "$ibdev-dgram"
 
+t "uzura mpirun and mpicc refuse bad input with the reason" front_door_errors
 t "a rank killed with SIGKILL: mpirun fails, no verbs objects left on its node" kill_rank
 t "a job with node 2's link down fails with an error, not a hang" link_down
 t "the same job runs once the link is back" link_up

@@ -24,17 +24,11 @@ perf() {
 	shift 2
 	local args="-d $ibdev -x $gidx -p $port $*"
 
-	"$uz" run 2 -- "rm -f /tmp/$tool-$port.*
-		(timeout 120 $tool $args > /tmp/$tool-$port.log 2>&1
-		 echo \$? > /tmp/$tool-$port.rc) < /dev/null > /dev/null 2>&1 &
-		for k in \$(seq 120); do ss -ltn | grep -q :$port && exit 0; sleep 0.5; done
-		echo 'server did not listen'; exit 1" || ok=0
+	serve 2 "$port" "$tool-$port" "timeout 120 $tool $args" || ok=0
 	[ $ok = 1 ] && { "$uz" run 1 -- "timeout 120 $tool $args 10.77.0.2" \
 		> "$log/$tool-$port.client" 2>&1 || ok=0; }
 	# The server ends once the client is done.
-	"$uz" run 2 -- "for k in \$(seq 60); do [ -s /tmp/$tool-$port.rc ] && break; sleep 0.5; done
-		cat /tmp/$tool-$port.log; exit \$(cat /tmp/$tool-$port.rc 2>/dev/null || echo 1)" \
-		> "$log/$tool-$port.server" 2>&1 || ok=0
+	served 2 "$tool-$port" > "$log/$tool-$port.server" 2>&1 || ok=0
 	grep -Eq "$row" "$log/$tool-$port.client" || ok=0
 	if [ $ok = 0 ]; then
 		sed 's/^/# client: /' "$log/$tool-$port.client"

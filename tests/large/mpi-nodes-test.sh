@@ -16,19 +16,6 @@ log=$top/build/test-logs/mpi-nodes
 rm -rf "$log"
 mkdir -p "$log"
 
-# mpi NODES NAME [--mpich] FILE ARGS...
-mpi() {
-	local nodes=$1 name=$2 out
-	shift 2
-	out=$log/$name-$nodes.log
-	timeout 900 "$uz" mpirun -n "$nodes" "$@" > "$out" 2>&1
-	local rc=$?
-	sed -n -e 's/^not ok/# &/p' -e '/^# /p' "$out" | head -n 20
-	echo "# $name on $nodes nodes: $(grep -c '^ok ' "$out") checks passed," \
-	     "$(grep -c '^not ok ' "$out") failed"
-	[ "$rc" -eq 0 ] && grep -q '^ok ' "$out" && ! grep -q '^not ok ' "$out"
-}
-
 no_retransmits() {
 	local i r bad=0
 	for i in $(seq 1 "$1"); do
@@ -45,13 +32,13 @@ for nodes in ${UZURA_LARGE_NODES:-4 8}; do
 	"$uz" down
 	t "$nodes nodes boot" env UZURA_MEM=$mem "$uz" up -n "$nodes"
 	t "Open MPI, $nodes ranks: mpi-p2p to 1 MiB" \
-		mpi "$nodes" mpi-p2p "$src/mpi-p2p.c" 1048576
+		mpi_job mpi-p2p "$nodes" "$src/mpi-p2p.c" 1048576
 	t "Open MPI, $nodes ranks: mpi-coll to 256 KiB" \
-		mpi "$nodes" mpi-coll "$src/mpi-coll.c" 262144
+		mpi_job mpi-coll "$nodes" "$src/mpi-coll.c" 262144
 	t "Open MPI, $nodes ranks: mpi-rma to 256 KiB" \
-		mpi "$nodes" mpi-rma "$src/mpi-rma.c" 262144
+		mpi_job mpi-rma "$nodes" "$src/mpi-rma.c" 262144
 	t "MPICH, $nodes ranks: mpi-coll to 64 KiB" \
-		mpi "$nodes" mpi-coll-mpich --mpich "$src/mpi-coll.c" 65536
+		mpi_job mpi-coll-mpich "$nodes" --mpich "$src/mpi-coll.c" 65536
 	t "no packet retransmitted on any of the $nodes nodes" no_retransmits "$nodes"
 done
 

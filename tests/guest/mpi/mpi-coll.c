@@ -62,6 +62,29 @@ static long long sum_int(size_t i, int from, int to)
 	return s;
 }
 
+/* The c-element result of an all-ranks MPI_SUM of f_int, then its guard. */
+static void check_int_sums(const int *r, size_t c)
+{
+	for (size_t i = 0; i < c; i++)
+		if (r[i] != sum_int(i, 0, mt_size))
+			mt_bad_at(&mt_cur, (long long)(i * sizeof(int)));
+	mt_untouched_at(r + c, sizeof(int), (long long)(c * sizeof(int)));
+}
+
+/* The same for f_dbl. */
+static void check_dbl_sums(const double *r, size_t c)
+{
+	for (size_t i = 0; i < c; i++) {
+		double e = 0;
+
+		for (int k = 0; k < mt_size; k++)
+			e += f_dbl(k, i);
+		if (r[i] != e)
+			mt_bad_at(&mt_cur, (long long)(i * sizeof(double)));
+	}
+	mt_untouched_at(r + c, sizeof(double), (long long)(c * sizeof(double)));
+}
+
 /* count elements: those that fit in the largest size at elem bytes each */
 static int counts(size_t *out, size_t elem, size_t div)
 {
@@ -260,60 +283,33 @@ static void test_reduce(size_t c, int ci)
 
 	/* Reduce, int, sum */
 	MT(MPI_Reduce(si, ri, (int)c, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD));
-	if (mt_rank == root) {
-		for (size_t i = 0; i < c; i++)
-			if (ri[i] != sum_int(i, 0, mt_size))
-				mt_bad_at(&mt_cur, (long long)(i * sizeof(int)));
-		mt_untouched_at(ri + c, sizeof(int), (long long)(c * sizeof(int)));
-	}
+	if (mt_rank == root)
+		check_int_sums(ri, c);
 	mt_check("MPI_Reduce MPI_SUM MPI_INT x%zu to root %d", c, root);
 
 	/* Reduce, double, sum */
 	MT(MPI_Reduce(sdb, rdb, (int)c, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD));
-	if (mt_rank == root) {
-		for (size_t i = 0; i < c; i++) {
-			double e = 0;
-
-			for (int r = 0; r < mt_size; r++)
-				e += f_dbl(r, i);
-			if (rdb[i] != e)
-				mt_bad_at(&mt_cur, (long long)(i * sizeof(double)));
-		}
-		mt_untouched_at(rdb + c, sizeof(double), (long long)(c * sizeof(double)));
-	}
+	if (mt_rank == root)
+		check_dbl_sums(rdb, c);
 	mt_check("MPI_Reduce MPI_SUM MPI_DOUBLE x%zu to root %d", c, root);
 
 	/* Allreduce, int, sum */
 	memset(ri, MT_POISON, (c + 1) * sizeof(int));
 	MT(MPI_Allreduce(si, ri, (int)c, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-	for (size_t i = 0; i < c; i++)
-		if (ri[i] != sum_int(i, 0, mt_size))
-			mt_bad_at(&mt_cur, (long long)(i * sizeof(int)));
-	mt_untouched_at(ri + c, sizeof(int), (long long)(c * sizeof(int)));
+	check_int_sums(ri, c);
 	mt_check("MPI_Allreduce MPI_SUM MPI_INT x%zu", c);
 
 	/* Allreduce, int, sum, in place */
 	for (size_t i = 0; i < c; i++)
 		ri[i] = f_int(mt_rank, i);
 	MT(MPI_Allreduce(MPI_IN_PLACE, ri, (int)c, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-	for (size_t i = 0; i < c; i++)
-		if (ri[i] != sum_int(i, 0, mt_size))
-			mt_bad_at(&mt_cur, (long long)(i * sizeof(int)));
-	mt_untouched_at(ri + c, sizeof(int), (long long)(c * sizeof(int)));
+	check_int_sums(ri, c);
 	mt_check("MPI_Allreduce MPI_IN_PLACE MPI_SUM MPI_INT x%zu", c);
 
 	/* Allreduce, double, sum */
 	memset(rdb, MT_POISON, (c + 1) * sizeof(double));
 	MT(MPI_Allreduce(sdb, rdb, (int)c, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-	for (size_t i = 0; i < c; i++) {
-		double e = 0;
-
-		for (int r = 0; r < mt_size; r++)
-			e += f_dbl(r, i);
-		if (rdb[i] != e)
-			mt_bad_at(&mt_cur, (long long)(i * sizeof(double)));
-	}
-	mt_untouched_at(rdb + c, sizeof(double), (long long)(c * sizeof(double)));
+	check_dbl_sums(rdb, c);
 	mt_check("MPI_Allreduce MPI_SUM MPI_DOUBLE x%zu", c);
 
 	/* Allreduce, int, max */

@@ -106,11 +106,11 @@ static void self_unlock(struct win *w)
 	MT(MPI_Win_unlock(mt_rank, w->w));
 }
 
-/* Poison this rank's window [0, len) (under a lock on itself), then barrier. */
-static void poison_window(struct win *w, size_t len)
+/* Fill this rank's window [0, len) (under a lock on itself), then barrier. */
+static void fill_window(struct win *w, int byte, size_t len)
 {
 	self_lock(w, MPI_LOCK_EXCLUSIVE);
-	memset(w->base, MT_POISON, len);
+	memset(w->base, byte, len);
 	self_unlock(w);
 	MT(MPI_Barrier(MPI_COMM_WORLD));
 }
@@ -225,7 +225,7 @@ static void lock_excl_put(struct win *w, size_t len, int si)
 
 	mt_alloc(&src, len, MT_MALLOC_ODD);
 	mt_fill(src.p, len, (uint32_t)mt_rank, key(K_EXCL, si, 0));
-	poison_window(w, len + 1);
+	fill_window(w, MT_POISON, len + 1);
 	MT(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, w->w));
 	MT(MPI_Put(src.p, (int)len, MPI_BYTE, right, 0, (int)len, MPI_BYTE, w->w));
 	MT(MPI_Win_unlock(right, w->w));
@@ -328,7 +328,7 @@ static void lock_all_flush(struct win *w, size_t len, int si)
 	mt_alloc(&src, len, MT_MPIMEM);
 	mt_alloc(&dst, len + 1, MT_MALLOC_ODD);
 	mt_fill(src.p, len, (uint32_t)mt_rank, key(K_LOCKALL, si, 0));
-	poison_window(w, len + 1);
+	fill_window(w, MT_POISON, len + 1);
 	MT(MPI_Win_lock_all(0, w->w));
 	MT(MPI_Put(src.p, (int)len, MPI_BYTE, right, 0, (int)len, MPI_BYTE, w->w));
 	MT(MPI_Win_flush(right, w->w));
@@ -428,10 +428,7 @@ static void accumulate(size_t c)
 	mt_check("fence MPI_Accumulate MPI_SUM MPI_LONG x%zu from all ranks to rank 0", c);
 
 	/* lock_all, k accumulates per rank at the same time */
-	self_lock(&wa, MPI_LOCK_EXCLUSIVE);
-	memset(wa.base, 0, c * sizeof(long));
-	self_unlock(&wa);
-	MT(MPI_Barrier(MPI_COMM_WORLD));
+	fill_window(&wa, 0, c * sizeof(long));
 	MT(MPI_Win_lock_all(0, wa.w));
 	for (int j = 0; j < k; j++)
 		MT(MPI_Accumulate(v, (int)c, MPI_LONG, 0, 0, (int)c, MPI_LONG, MPI_SUM, wa.w));
@@ -462,10 +459,7 @@ static void get_accumulate(void)
 	int n = mt_size;
 
 	/* counter: fetched values must chain up to the final value */
-	self_lock(&wa, MPI_LOCK_EXCLUSIVE);
-	memset(wa.base, 0, sizeof(long));
-	self_unlock(&wa);
-	MT(MPI_Barrier(MPI_COMM_WORLD));
+	fill_window(&wa, 0, sizeof(long));
 	MT(MPI_Win_lock_all(0, wa.w));
 	for (int j = 0; j < k; j++) {
 		old[j][0] = -1;
@@ -557,10 +551,7 @@ static void fetch_and_op(void)
 	long one = 1, old[64], fin = -1, *all = NULL;
 	int n = mt_size;
 
-	self_lock(&wa, MPI_LOCK_EXCLUSIVE);
-	memset(wa.base, 0, sizeof(long));
-	self_unlock(&wa);
-	MT(MPI_Barrier(MPI_COMM_WORLD));
+	fill_window(&wa, 0, sizeof(long));
 	MT(MPI_Win_lock_all(0, wa.w));
 	for (int j = 0; j < k; j++) {
 		old[j] = -1;
