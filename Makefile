@@ -8,10 +8,11 @@ BUILD     := build
 CACHE     ?= $(or $(UZURA_CACHE),$(HOME)/.cache/uzura)
 QEMU_SRC  := $(BUILD)/qemu-src
 QEMU_DIR  := $(BUILD)/qemu
+QEMU_SAN_DIR := $(BUILD)/qemu-san
 HOST_DIR  := $(BUILD)/host
 export UZURA_CACHE := $(CACHE)
 
-.PHONY: all setup sources qemu host image cluster-parts check check-large demo bench bench-mpi clean distclean help
+.PHONY: all setup sources qemu host image cluster-parts check check-large fuzz demo bench bench-mpi clean distclean help
 
 all: qemu host image
 
@@ -19,6 +20,7 @@ help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
 	@echo "make check-large  MPI across 4 and 8 nodes (about 15 minutes)"
+	@echo "make fuzz     fuzz the device for FUZZ_TIME seconds (default 3600)"
 	@echo "make demo     boot two nodes: RDMA write, CRW, an MPI job, faults"
 	@echo "make bench    uzura vs rxe vs TCP benchmark (bench/run; BENCH_ARGS=--quick)"
 	@echo "make bench-mpi  MPI latency and bandwidth, uzura vs rxe vs TCP (bench/mpi)"
@@ -37,6 +39,7 @@ sources: setup
 
 qemu: sources
 	@scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_DIR)
+	@scripts/build-qemu.sh --sanitize $(QEMU_SRC) $(QEMU_SAN_DIR)
 
 # The host meson project: the guest driver, the verbs provider (out of the
 # rdma-core source), the uzura layer disk and the host unit tests.
@@ -54,6 +57,11 @@ check: all
 check-large: all
 	@tests/run-all.sh --large
 
+# Fuzz the device (scripts/fuzz.sh): new corpus inputs and any crashing
+# input land in tests/fuzz/, to commit.
+fuzz: qemu
+	@scripts/fuzz.sh $(FUZZ_TIME)
+
 demo: all
 	@scripts/demo.sh
 
@@ -69,6 +77,7 @@ bench-mpi: all
 
 clean:
 	-@[ ! -f $(QEMU_DIR)/build.ninja ] || ninja -C $(QEMU_DIR) -t clean >/dev/null
+	-@[ ! -f $(QEMU_SAN_DIR)/build.ninja ] || ninja -C $(QEMU_SAN_DIR) -t clean >/dev/null
 	-@$(MAKE) -s -C guest-driver clean 2>/dev/null
 	rm -rf $(HOST_DIR) $(BUILD)/cluster $(BUILD)/image $(BUILD)/test-logs
 

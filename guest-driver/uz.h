@@ -31,9 +31,10 @@ struct uz_admin {
 	dma_addr_t cq_dma;
 	u32 pi;
 	u16 next_id;
-	struct mutex lock;		/* one sleeping command at a time */
+	struct mutex lock;		/* one command at a time */
 	spinlock_t ring_lock;		/* pi, next_id and the command ring */
 	struct completion done;
+	bool dead;			/* a command timed out or lost its id */
 };
 
 struct uz_eq {
@@ -108,6 +109,20 @@ struct uz_ring {
 	size_t size;			/* bytes allocated, page aligned */
 };
 
+/*
+ * A ring in single pages that the device reaches through a page list
+ * (CQs, which may be far larger than one contiguous allocation): buf maps
+ * the pages contiguously for the kernel; a user ring is owned by its mmap
+ * entry.
+ */
+struct uz_pring {
+	void *buf;
+	struct page **pages;
+	u32 npages;
+	size_t size;			/* npages * PAGE_SIZE */
+	struct uz_ring pbl;		/* __le64 DMA address of each page */
+};
+
 struct uz_ibdev {
 	struct ib_device ibdev;
 	struct uz_dev *uz;
@@ -125,6 +140,7 @@ struct uz_ibdev {
 enum uz_mmap_type {
 	UZ_MMAP_DB,			/* a context's doorbell page, uncached */
 	UZ_MMAP_RING,			/* a queue ring, cached */
+	UZ_MMAP_PAGES,			/* a ring in pages, cached */
 };
 
 struct uz_mmap_entry {
@@ -133,6 +149,7 @@ struct uz_mmap_entry {
 	enum uz_mmap_type type;
 	phys_addr_t db_addr;		/* UZ_MMAP_DB */
 	struct uz_ring ring;		/* UZ_MMAP_RING: freed in mmap_free */
+	struct uz_pring pring;		/* UZ_MMAP_PAGES: freed in mmap_free */
 };
 
 struct uz_ucontext {
@@ -147,10 +164,16 @@ struct uz_pd {
 	u32 uctx;
 };
 
+/*
+ * A user AH is an object of the device (ahn); a kernel AH is only its
+ * address vector, copied into each UD WQE (UZ_WQE_F_AV), so the MAD and
+ * CM layers create and destroy AHs without a command.
+ */
 struct uz_ah {
 	struct ib_ah ibah;
 	u32 ahn;
 	u32 uctx;
+	struct uz_av av;		/* kernel AHs */
 };
 
 /* Lookup references: EQ dispatch holds one while it calls out. */
@@ -168,7 +191,7 @@ struct uz_cq {
 	u32 log_depth;
 	u32 ci;				/* kernel CQs: next CQE to read */
 	spinlock_t lock;		/* kernel CQs: poll and arm */
-	struct uz_ring ring;		/* kernel CQs */
+	struct uz_pring ring;		/* kernel CQs */
 	struct rdma_user_mmap_entry *mmap;	/* user CQs */
 };
 
@@ -281,8 +304,6 @@ int uz_admin_init(struct uz_dev *uz);
 void uz_admin_fini(struct uz_dev *uz);
 int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 		  struct uz_admin_cqe *cqe);
-int uz_admin_exec_atomic(struct uz_dev *uz, struct uz_admin_cmd *cmd,
-			 struct uz_admin_cqe *out);
 int uz_admin_destroy(struct uz_dev *uz, u8 opcode, u32 handle);
 irqreturn_t uz_admin_irq(int irq, void *data);
 
@@ -303,11 +324,18 @@ void uz_ib_fini(struct uz_dev *uz);
 void uz_ib_event(struct uz_dev *uz, const struct uz_eqe *eqe);
 int uz_obj_cmd(struct uz_dev *uz, u8 opcode, u32 handle, u32 uctx);
 u32 uz_udata_uctx(struct ib_udata *udata);
+bool uz_udata_known(struct ib_device *ibdev, struct ib_udata *udata,
+		    size_t known, const char *what);
 int uz_ring_alloc(struct uz_dev *uz, struct uz_ring *ring, size_t size);
 void uz_ring_free(struct uz_dev *uz, struct uz_ring *ring);
 struct rdma_user_mmap_entry *uz_ring_mmap(struct uz_dev *uz,
 					  struct ib_udata *udata,
 					  struct uz_ring *ring, u64 *key);
+int uz_pring_alloc(struct uz_dev *uz, struct uz_pring *pr, size_t size);
+void uz_pring_free(struct uz_dev *uz, struct uz_pring *pr);
+struct rdma_user_mmap_entry *uz_pring_mmap(struct uz_dev *uz,
+					   struct ib_udata *udata,
+					   struct uz_pring *pr, u64 *key);
 void uz_obj_ref_init(struct uz_obj_ref *ref);
 void uz_obj_ref_put(struct uz_obj_ref *ref);
 void uz_obj_ref_wait(struct uz_obj_ref *ref);

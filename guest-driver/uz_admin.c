@@ -2,24 +2,21 @@
 /*
  * uzura RDMA NIC driver: the admin queue.
  *
- * Sleepable commands run one at a time under a mutex: the driver places a
- * command, rings the admin doorbell and sleeps until the admin vector fires
- * and the completion's phase bit flips.  Callers that must not sleep
- * (create_ah/destroy_ah from ib_mad and ib_cm) use uz_admin_exec_atomic():
- * it submits under the ring spinlock and polls its completion's phase with
- * the lock held.  The device completes commands from QEMU's main loop, not
- * from the vCPU, so the poll makes progress.  At most two commands are ever
- * outstanding (one sleeper, one poller), well within the ring.
+ * Commands run one at a time under a mutex: the driver places a command,
+ * rings the admin doorbell and sleeps until the admin vector fires and the
+ * completion's phase bit flips.  Nothing issues commands where it must not
+ * sleep: the kernel's AHs need none (uz_create_ah).  The completion must
+ * carry the command's id; a command that times out or comes back with
+ * another id leaves the ring in a state the driver no longer knows, so the
+ * admin queue is declared dead and every later command fails at once
+ * with -ENODEV, as efa does.
  */
 #include <linux/dma-mapping.h>
 #include <linux/interrupt.h>
-#include <linux/delay.h>
-#include <linux/iopoll.h>
 
 #include "uz.h"
 
 #define UZ_ADMIN_TIMEOUT	(5 * HZ)
-#define UZ_ADMIN_POLL_US	1000000	/* bound of the atomic poll */
 
 static u32 uz_admin_depth(void)
 {
@@ -43,6 +40,14 @@ static int uz_admin_status(struct uz_dev *uz, const struct uz_admin_cmd *cmd,
 			   struct uz_admin_cqe *cqe, struct uz_admin_cqe *out)
 {
 	dma_rmb();
+	if (cqe->cmd_id != cmd->cmd_id) {
+		dev_err(&uz->pdev->dev,
+			"admin command 0x%02x id %u completed as id %u; admin queue dead\n",
+			cmd->opcode, le16_to_cpu(cmd->cmd_id),
+			le16_to_cpu(cqe->cmd_id));
+		uz->admin.dead = true;
+		return -EIO;
+	}
 	if (out)
 		*out = *cqe;
 	if (cqe->status == UZ_CMD_OK)
@@ -99,6 +104,10 @@ int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 
 	might_sleep();
 	mutex_lock(&a->lock);
+	if (a->dead) {
+		err = -ENODEV;
+		goto out;
+	}
 	reinit_completion(&a->done);
 	spin_lock_irqsave(&a->ring_lock, flags);
 	cqe = uz_admin_submit(uz, cmd, &phase);
@@ -107,8 +116,10 @@ int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 	while (!uz_admin_cqe_ready(cqe, phase)) {
 		if (!wait_for_completion_timeout(&a->done, UZ_ADMIN_TIMEOUT) &&
 		    !uz_admin_cqe_ready(cqe, phase)) {
-			dev_err(&uz->pdev->dev, "admin command 0x%02x timed out\n",
+			dev_err(&uz->pdev->dev,
+				"admin command 0x%02x timed out; admin queue dead\n",
 				cmd->opcode);
+			a->dead = true;
 			err = -ETIMEDOUT;
 			goto out;
 		}
@@ -117,36 +128,6 @@ int uz_admin_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
 	err = uz_admin_status(uz, cmd, cqe, out);
 out:
 	mutex_unlock(&a->lock);
-	return err;
-}
-
-/* For callers that must not sleep: a bounded poll under the ring lock. */
-int uz_admin_exec_atomic(struct uz_dev *uz, struct uz_admin_cmd *cmd,
-			 struct uz_admin_cqe *out)
-{
-	struct uz_admin *a = &uz->admin;
-	struct uz_admin_cqe *cqe;
-	unsigned long flags;
-	u32 waited = 0;
-	u8 phase;
-	int err;
-
-	spin_lock_irqsave(&a->ring_lock, flags);
-	cqe = uz_admin_submit(uz, cmd, &phase);
-	while (!uz_admin_cqe_ready(cqe, phase)) {
-		if (waited >= UZ_ADMIN_POLL_US) {
-			dev_err_ratelimited(&uz->pdev->dev,
-					    "polled admin command 0x%02x timed out\n",
-					    cmd->opcode);
-			err = -ETIMEDOUT;
-			goto out;
-		}
-		udelay(2);
-		waited += 2;
-	}
-	err = uz_admin_status(uz, cmd, cqe, out);
-out:
-	spin_unlock_irqrestore(&a->ring_lock, flags);
 	return err;
 }
 

@@ -16,8 +16,6 @@
 
 #include "uz.h"
 
-#define UZ_CQ_LOG_DEPTH_MAX	16
-
 int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		 struct uverbs_attr_bundle *attrs)
 {
@@ -34,27 +32,39 @@ int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	u32 depth;
 	int err;
 
-	if (attr->flags)
+	if (attr->flags) {
+		ibdev_dbg(ibcq->device, "CQ flags 0x%x not supported\n",
+			  attr->flags);
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > max_cqe)
+	}
+	if (!uz_udata_known(ibcq->device, udata, 0, "CQ"))
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > max_cqe) {
+		ibdev_dbg(ibcq->device, "CQ of %u entries: 1..%u\n", attr->cqe,
+			  max_cqe);
 		return -EINVAL;
+	}
 	/* The device fills the whole ring: 2^n CQEs hold n entries. */
 	depth = roundup_pow_of_two(max_t(u32, attr->cqe, 2));
-	if (depth > max_cqe || ilog2(depth) > UZ_CQ_LOG_DEPTH_MAX)
+	if (depth > max_cqe || ilog2(depth) > UZ_CQ_LOG_DEPTH_MAX) {
+		ibdev_dbg(ibcq->device, "CQ of %u entries rounds to %u: 1..%u\n",
+			  attr->cqe, depth, max_cqe);
 		return -EINVAL;
+	}
 
 	cq->log_depth = ilog2(depth);
 	cq->uctx = uz_udata_uctx(udata);
 	spin_lock_init(&cq->lock);
 	uz_obj_ref_init(&cq->ref);
 
-	err = uz_ring_alloc(uz, &cq->ring, depth * sizeof(struct uz_cqe));
+	err = uz_pring_alloc(uz, &cq->ring, depth * sizeof(struct uz_cqe));
 	if (err)
 		return err;
-	c->ring_addr = cpu_to_le64(cq->ring.dma);
+	c->ring_addr = cpu_to_le64(cq->ring.pbl.dma);
+	c->flags = UZ_CQF_PAGE_LIST;
 	resp.ring_size = cq->ring.size;
 	if (udata) {
-		cq->mmap = uz_ring_mmap(uz, udata, &cq->ring, &key);
+		cq->mmap = uz_pring_mmap(uz, udata, &cq->ring, &key);
 		if (IS_ERR(cq->mmap)) {
 			err = PTR_ERR(cq->mmap);
 			cq->mmap = NULL;
@@ -97,7 +107,7 @@ err_ring:
 	if (cq->mmap)
 		rdma_user_mmap_entry_remove(cq->mmap);
 	else
-		uz_ring_free(uz, &cq->ring);
+		uz_pring_free(uz, &cq->ring);
 	return err;
 }
 
@@ -121,7 +131,7 @@ int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	if (cq->mmap)
 		rdma_user_mmap_entry_remove(cq->mmap);
 	else
-		uz_ring_free(ib->uz, &cq->ring);
+		uz_pring_free(ib->uz, &cq->ring);
 	return 0;
 }
 

@@ -55,6 +55,21 @@ u32 uz_udata_uctx(struct ib_udata *udata)
 	return uc ? uc->uctx : 0;
 }
 
+/*
+ * A newer provider may send a longer command: what this driver does not
+ * know must be zero, or the request means something it cannot do.
+ */
+bool uz_udata_known(struct ib_device *ibdev, struct ib_udata *udata,
+		    size_t known, const char *what)
+{
+	if (!udata || udata->inlen <= known ||
+	    ib_is_udata_cleared(udata, known, udata->inlen - known))
+		return true;
+	ibdev_dbg(ibdev, "%s: %zu command bytes past the %zu known are not zero\n",
+		  what, udata->inlen - known, known);
+	return false;
+}
+
 /* ALLOC_PD, DEALLOC_*, DESTROY_*, DEREG_MR: all take struct uz_cmd_obj. */
 int uz_obj_cmd(struct uz_dev *uz, u8 opcode, u32 handle, u32 uctx)
 {
@@ -64,59 +79,6 @@ int uz_obj_cmd(struct uz_dev *uz, u8 opcode, u32 handle, u32 uctx)
 	obj->handle = cpu_to_le32(handle);
 	obj->uctx = cpu_to_le32(uctx);
 	return uz_admin_exec(uz, &cmd, NULL);
-}
-
-int uz_ring_alloc(struct uz_dev *uz, struct uz_ring *ring, size_t size)
-{
-	ring->size = PAGE_ALIGN(size);
-	ring->buf = dma_alloc_coherent(&uz->pdev->dev, ring->size, &ring->dma,
-				       GFP_KERNEL);
-	if (!ring->buf)
-		return -ENOMEM;
-	/* A user ring is mapped by pfn: it must be in the direct map. */
-	if (!virt_addr_valid(ring->buf)) {
-		uz_ring_free(uz, ring);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void uz_ring_free(struct uz_dev *uz, struct uz_ring *ring)
-{
-	if (ring->buf)
-		dma_free_coherent(&uz->pdev->dev, ring->size, ring->buf,
-				  ring->dma);
-	ring->buf = NULL;
-}
-
-/*
- * Hand a ring to the process: the mmap entry owns it from here on and
- * mmap_free releases it once the object is destroyed and the last mapping
- * is gone.  On failure the caller still owns the ring.
- */
-struct rdma_user_mmap_entry *uz_ring_mmap(struct uz_dev *uz,
-					  struct ib_udata *udata,
-					  struct uz_ring *ring, u64 *key)
-{
-	struct uz_ucontext *uc;
-	struct uz_mmap_entry *e;
-	int err;
-
-	uc = rdma_udata_to_drv_context(udata, struct uz_ucontext, ibuc);
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
-	if (!e)
-		return ERR_PTR(-ENOMEM);
-	e->uz = uz;
-	e->type = UZ_MMAP_RING;
-	e->ring = *ring;
-	err = rdma_user_mmap_entry_insert(&uc->ibuc, &e->rdma, ring->size);
-	if (err) {
-		kfree(e);
-		return ERR_PTR(err);
-	}
-	*key = rdma_user_mmap_get_offset(&e->rdma);
-	ring->buf = NULL;	/* now the entry's */
-	return &e->rdma;
 }
 
 void uz_obj_ref_init(struct uz_obj_ref *ref)
@@ -264,6 +226,8 @@ static int uz_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	struct uz_mmap_entry *e;
 	int err;
 
+	if (!uz_udata_known(ibuc->device, udata, 0, "context"))
+		return -EOPNOTSUPP;
 	err = uz_admin_exec(uz, &cmd, &cqe);
 	if (err)
 		return err;
@@ -329,6 +293,12 @@ static int uz_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 	if (!rdma)
 		return -EINVAL;
 	e = container_of(rdma, struct uz_mmap_entry, rdma);
+	if (e->type == UZ_MMAP_PAGES) {
+		/* The pages are refcounted: they outlive the entry if mapped. */
+		err = vm_map_pages_zero(vma, e->pring.pages, e->pring.npages);
+		rdma_user_mmap_entry_put(rdma);
+		return err;
+	}
 	if (e->type == UZ_MMAP_DB) {
 		pfn = PHYS_PFN(e->db_addr);
 		prot = pgprot_noncached(vma->vm_page_prot);
@@ -349,6 +319,8 @@ static void uz_mmap_free(struct rdma_user_mmap_entry *rdma)
 
 	if (e->type == UZ_MMAP_RING)
 		uz_ring_free(e->uz, &e->ring);
+	else if (e->type == UZ_MMAP_PAGES)
+		uz_pring_free(e->uz, &e->pring);
 	kfree(e);
 }
 
@@ -363,6 +335,8 @@ static int uz_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct uz_admin_cqe cqe;
 	int err;
 
+	if (!uz_udata_known(ibpd->device, udata, 0, "PD"))
+		return -EOPNOTSUPP;
 	pd->uctx = uz_udata_uctx(udata);
 	obj->uctx = cpu_to_le32(pd->uctx);
 	err = uz_admin_exec(uz, &cmd, &cqe);
@@ -382,18 +356,6 @@ static int uz_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 /* ---- AHs ---- */
 
-/*
- * ib_mad and ib_cm create and destroy AHs where they must not sleep
- * (no RDMA_CREATE_AH_SLEEPABLE): those go through the polled admin path.
- */
-static int uz_ah_exec(struct uz_dev *uz, struct uz_admin_cmd *cmd,
-		      struct uz_admin_cqe *cqe, bool sleepable)
-{
-	if (sleepable)
-		return uz_admin_exec(uz, cmd, cqe);
-	return uz_admin_exec_atomic(uz, cmd, cqe);
-}
-
 static int uz_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 			struct ib_udata *udata)
 {
@@ -402,17 +364,37 @@ static int uz_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	struct rdma_ah_attr *attr = init->ah_attr;
 	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_CREATE_AH };
 	struct uz_cmd_create_ah *c = (struct uz_cmd_create_ah *)cmd.raw;
+	struct uzura_create_ah_resp resp = {};
 	const struct ib_global_route *grh;
 	struct uz_admin_cqe cqe;
 	int err;
 
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
-	    !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH))
+	    !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH)) {
+		ibdev_dbg(ibah->device, "AH: RoCE with a GRH only\n");
 		return -EINVAL;
+	}
 	grh = rdma_ah_read_grh(attr);
-	if (!grh->sgid_attr || !is_valid_ether_addr(attr->roce.dmac))
+	if (!grh->sgid_attr || !is_valid_ether_addr(attr->roce.dmac)) {
+		ibdev_dbg(ibah->device, "AH: no source GID or bad MAC %pM\n",
+			  attr->roce.dmac);
 		return -EINVAL;
+	}
 
+	if (!udata) {
+		/* A kernel AH: the AV its WQEs carry; no command. */
+		memcpy(ah->av.dgid, grh->dgid.raw, sizeof(ah->av.dgid));
+		memcpy(ah->av.sgid, grh->sgid_attr->gid.raw,
+		       sizeof(ah->av.sgid));
+		ether_addr_copy(ah->av.dmac, attr->roce.dmac);
+		ah->av.hop_limit = grh->hop_limit;
+		ah->av.traffic_class = grh->traffic_class;
+		ah->av.flow_label = cpu_to_le32(grh->flow_label);
+		return 0;
+	}
+
+	if (!uz_udata_known(ibah->device, udata, 0, "AH"))
+		return -EOPNOTSUPP;
 	ah->uctx = uz_udata_uctx(udata);
 	memcpy(c->dgid, grh->dgid.raw, sizeof(c->dgid));
 	memcpy(c->sgid, grh->sgid_attr->gid.raw, sizeof(c->sgid));
@@ -423,21 +405,16 @@ static int uz_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	c->pdn = cpu_to_le32(to_uz_pd(ibah->pd)->pdn);
 	c->uctx = cpu_to_le32(ah->uctx);
 	c->sgid_index = grh->sgid_index;
-	err = uz_ah_exec(uz, &cmd, &cqe,
-			 init->flags & RDMA_CREATE_AH_SLEEPABLE);
+	/* From uverbs: a process context, which may sleep. */
+	err = uz_admin_exec(uz, &cmd, &cqe);
 	if (err)
 		return err;
 	ah->ahn = le32_to_cpu(cqe.out0);
-
-	if (udata) {
-		struct uzura_create_ah_resp resp = { .ahn = ah->ahn };
-
-		err = ib_copy_to_udata(udata, &resp,
-				       min(udata->outlen, sizeof(resp)));
-		if (err) {
-			uz_obj_cmd(uz, UZ_CMD_DESTROY_AH, ah->ahn, ah->uctx);
-			return err;
-		}
+	resp.ahn = ah->ahn;
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (err) {
+		uz_obj_cmd(uz, UZ_CMD_DESTROY_AH, ah->ahn, ah->uctx);
+		return err;
 	}
 	return 0;
 }
@@ -445,13 +422,11 @@ static int uz_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 static int uz_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	struct uz_ah *ah = to_uz_ah(ibah);
-	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_DESTROY_AH };
-	struct uz_cmd_obj *obj = (struct uz_cmd_obj *)cmd.raw;
 
-	obj->handle = cpu_to_le32(ah->ahn);
-	obj->uctx = cpu_to_le32(ah->uctx);
-	return uz_ah_exec(ibdev_to_uz(ibah->device), &cmd, NULL,
-			  flags & RDMA_DESTROY_AH_SLEEPABLE);
+	if (!ah->uctx)
+		return 0;	/* a kernel AH */
+	return uz_obj_cmd(ibdev_to_uz(ibah->device), UZ_CMD_DESTROY_AH,
+			  ah->ahn, ah->uctx);
 }
 
 /* ---- events from the EQ (NAPI context) ---- */
@@ -620,6 +595,11 @@ int uz_ib_init(struct uz_dev *uz)
 
 	if (!(uz->caps & UZ_CAP_RDMA)) {
 		dev_info(&uz->pdev->dev, "no RDMA engine, Ethernet only\n");
+		return 0;
+	}
+	if (!(uz->caps & UZ_CAP_CQ_PAGES)) {
+		dev_info(&uz->pdev->dev,
+			 "device without paged CQs, Ethernet only\n");
 		return 0;
 	}
 	ib = ib_alloc_device(uz_ibdev, ibdev);

@@ -91,10 +91,17 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	int err;
 
 	/* Optional flags (relaxed ordering) are hints a device may ignore. */
-	if (access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL))
+	if (access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+		ibdev_dbg(ibpd->device, "MR access 0x%x not supported\n", access);
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > le64_to_cpu(uz->attr.max_mr_size))
+	}
+	if (!length || length > le64_to_cpu(uz->attr.max_mr_size)) {
+		ibdev_dbg(ibpd->device, "MR of %llu bytes: 1..%llu\n", length,
+			  le64_to_cpu(uz->attr.max_mr_size));
 		return ERR_PTR(-EINVAL);
+	}
+	if (!uz_udata_known(ibpd->device, udata, 0, "MR"))
+		return ERR_PTR(-EOPNOTSUPP);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);

@@ -94,7 +94,7 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 	struct ib_qp_cap *cap = &init->cap;
 	struct uzura_create_qp ucmd = {};
 	int sq_log, rq_log;
-	u32 need;
+	u32 need, hdr = sizeof(struct uz_send_wqe);
 	int err;
 
 	if (cap->max_send_sge > max_sge || cap->max_recv_sge > max_sge ||
@@ -111,21 +111,28 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 		qp->rq.log_depth = rq_log;
 	}
 
-	need = sizeof(struct uz_send_wqe) +
-	       max_t(u32, cap->max_send_sge * sizeof(struct uz_sge),
-		     cap->max_inline_data);
+	/* The kernel's UD WQEs carry their AV (UZ_WQE_F_AV). */
+	if (!udata && init->qp_type != IB_QPT_RC)
+		hdr += sizeof(struct uz_av);
+	need = hdr + max_t(u32, cap->max_send_sge * sizeof(struct uz_sge),
+			   cap->max_inline_data);
 	qp->sq.log_wqe = max_t(u32, order_base_2(need), UZ_SQ_LOG_WQE_MIN);
 	need = sizeof(struct uz_recv_wqe) +
 	       cap->max_recv_sge * sizeof(struct uz_sge);
 	qp->rq.log_wqe = max_t(u32, order_base_2(need), UZ_RQ_LOG_WQE_MIN);
 
 	if (udata && udata->inlen) {
+		if (!uz_udata_known(qp->ibqp.device, udata, sizeof(ucmd), "QP"))
+			return -EOPNOTSUPP;
 		err = ib_copy_from_udata(&ucmd, udata,
 					 min(udata->inlen, sizeof(ucmd)));
 		if (err)
 			return err;
-		if (ucmd.comp_mask)
+		if (ucmd.comp_mask) {
+			ibdev_dbg(qp->ibqp.device, "QP comp_mask 0x%x unknown\n",
+				  ucmd.comp_mask);
 			return -EINVAL;
+		}
 		/* The provider chose sizes that fit its own caps. */
 		if (ucmd.sq_log_wqe)
 			qp->sq.log_wqe = ucmd.sq_log_wqe;
@@ -140,10 +147,9 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 
 	/* What the rings can really hold, reported back to the caller. */
 	qp->sq.max_sge = min_t(u32, max_sge,
-			       ((1u << qp->sq.log_wqe) - sizeof(struct uz_send_wqe)) /
+			       ((1u << qp->sq.log_wqe) - hdr) /
 			       sizeof(struct uz_sge));
-	qp->max_inline = min_t(u32, max_inline,
-			       (1u << qp->sq.log_wqe) - sizeof(struct uz_send_wqe));
+	qp->max_inline = min_t(u32, max_inline, (1u << qp->sq.log_wqe) - hdr);
 	qp->rq.max_sge = min_t(u32, max_sge,
 			       ((1u << qp->rq.log_wqe) - sizeof(struct uz_recv_wqe)) /
 			       sizeof(struct uz_sge));
@@ -440,6 +446,7 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	c->buf_addr = cpu_to_le64(dma);
 	c->qpn = cpu_to_le32(qp->qpn);
 	c->attr_mask = cpu_to_le32(uz_mask);
+	c->uctx = cpu_to_le32(qp->uctx);
 	err = uz_admin_exec(uz, &cmd, NULL);
 	if (err)
 		goto out;
@@ -472,6 +479,7 @@ int uz_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	c->buf_addr = cpu_to_le64(dma);
 	c->buf_len = cpu_to_le32(sizeof(*a));
 	c->handle = cpu_to_le32(qp->qpn);
+	c->uctx = cpu_to_le32(qp->uctx);
 	err = uz_admin_exec(uz, &cmd, NULL);
 	if (err)
 		goto out;
@@ -550,6 +558,7 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 			 struct uz_send_wqe *wqe)
 {
 	int op = uz_wr_opcode(qp, wr->opcode);
+	u8 *body = (u8 *)(wqe + 1);	/* the AV, then SGEs or inline data */
 	u32 len = 0;
 	int i;
 
@@ -583,7 +592,11 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 		break;
 	default:
 		if (qp->type != UZ_QPT_RC) {
-			wqe->ud.ahn = cpu_to_le32(to_uz_ah(ud_wr(wr)->ah)->ahn);
+			/* The AV travels in the WQE, after the header. */
+			wqe->flags |= UZ_WQE_F_AV;
+			memcpy(body, &to_uz_ah(ud_wr(wr)->ah)->av,
+			       sizeof(struct uz_av));
+			body += sizeof(struct uz_av);
 			wqe->ud.remote_qpn = cpu_to_le32(ud_wr(wr)->remote_qpn);
 			wqe->ud.remote_qkey = cpu_to_le32(ud_wr(wr)->remote_qkey);
 		}
@@ -591,7 +604,7 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 	}
 
 	if (wr->send_flags & IB_SEND_INLINE) {
-		u8 *dst = (u8 *)(wqe + 1);
+		u8 *dst = body;
 
 		if (op == UZ_WR_RDMA_READ || op == UZ_WR_ATOMIC_CMP_SWP ||
 		    op == UZ_WR_ATOMIC_FETCH_ADD)
@@ -613,7 +626,7 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 	if (wr->num_sge > qp->sq.max_sge)
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
-		struct uz_sge *sge = (struct uz_sge *)(wqe + 1) + i;
+		struct uz_sge *sge = (struct uz_sge *)body + i;
 
 		sge->addr = cpu_to_le64(wr->sg_list[i].addr);
 		sge->length = cpu_to_le32(wr->sg_list[i].length);
@@ -805,12 +818,17 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	need = sizeof(struct uz_recv_wqe) + attr->max_sge * sizeof(struct uz_sge);
 	srq->rq.log_wqe = max_t(u32, order_base_2(need), UZ_RQ_LOG_WQE_MIN);
 	if (udata && udata->inlen) {
+		if (!uz_udata_known(ibsrq->device, udata, sizeof(ucmd), "SRQ"))
+			return -EOPNOTSUPP;
 		err = ib_copy_from_udata(&ucmd, udata,
 					 min(udata->inlen, sizeof(ucmd)));
 		if (err)
 			return err;
-		if (ucmd.comp_mask)
+		if (ucmd.comp_mask) {
+			ibdev_dbg(ibsrq->device, "SRQ comp_mask 0x%x unknown\n",
+				  ucmd.comp_mask);
 			return -EINVAL;
+		}
 		if (ucmd.log_wqe)
 			srq->rq.log_wqe = ucmd.log_wqe;
 	}
@@ -885,6 +903,7 @@ int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		return -EINVAL;
 	c->srqn = cpu_to_le32(srq->srqn);
 	c->limit = cpu_to_le32(attr->srq_limit);
+	c->uctx = cpu_to_le32(srq->uctx);
 	err = uz_admin_exec(ibdev_to_uz(ibsrq->device), &cmd, NULL);
 	if (!err)
 		WRITE_ONCE(srq->limit, attr->srq_limit);

@@ -97,6 +97,98 @@ static void test_rc_send(void)
     ops_stop(&t);
 }
 
+/*
+ * CQ rings in pages (UZ_CQF_PAGE_LIST): the send CQ spans two pages that
+ * lie in reverse order in memory, the receive CQ a part of one page; both
+ * wrap several times, every CQE in order.  A bad page list is refused, and
+ * a page entry made bad after creation stops the CQ with an error event.
+ */
+static void test_cq_pages(void)
+{
+    Ops t;
+    UzCq *scq, *rcq;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    struct uz_cmd_create_cq c = { 0 };
+    uint64_t list, bad;
+    int i, k;
+
+    ops_start(&t);
+    scq = uz_cq_create_paged(&t.a, 8);
+    rcq = uz_cq_create_paged(&t.b, 3);
+    qa = uz_qp_create(&t.a, UZ_QPT_RC, scq, NULL, NULL, 0);
+    qb = uz_qp_create(&t.b, UZ_QPT_RC, NULL, rcq, NULL, 0);
+    uz_rc_connect(qa, qb, NULL);
+    ma = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 4096, UZ_ACCESS_ALL);
+    for (i = 0; i < 600; i += 4) {
+        for (k = i; k < i + 4; k++) {
+            UzSge r = uz_mr_sge(mb, 64 * (k % 4), 64);
+            UzSge s = uz_mr_sge(ma, 0, 1 + k % 64);
+            UzWr wr = {
+                .wr_id = 0xc9000 + k, .opcode = UZ_WR_SEND,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+            };
+
+            uz_post_recv(qb, 0xc9800 + k, &r, 1);
+            uz_post_send(qa, &wr);
+        }
+        for (k = i; k < i + 4; k++) {
+            uz_sq_done(qa, 0xc9000 + k, UZ_WC_SEND, 1 + k % 64);
+            uz_rq_done(qb, 0xc9800 + k, UZ_WC_RECV, 1 + k % 64, 0, 0);
+        }
+    }
+    uz_cq_assert_empty(scq, 10);
+    uz_cq_assert_empty(rcq, 10);
+
+    /* Unaligned page, unreadable list, unknown flag, too deep. */
+    list = uz_alloc_pages(&t.a, 1);
+    bad = cpu_to_le64(uz_alloc_pages(&t.a, 1) + 32);
+    qtest_memwrite(t.a.d.qts, list, &bad, sizeof(bad));
+    c.ring_addr = cpu_to_le64(list);
+    c.eqn = cpu_to_le32(t.a.comp_eq.eqn);
+    c.log_depth = 4;
+    c.flags = UZ_CQF_PAGE_LIST;
+    g_assert_cmpint(uz_cmd(&t.a, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_BAD_ADDR);
+    c.ring_addr = cpu_to_le64(0xfff0000000000ull);
+    g_assert_cmpint(uz_cmd(&t.a, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_BAD_ADDR);
+    c.flags = 0x80;
+    g_assert_cmpint(uz_cmd(&t.a, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_BAD_PARAM);
+    c.flags = UZ_CQF_PAGE_LIST;
+    c.log_depth = UZ_CQ_LOG_DEPTH_MAX + 1;
+    g_assert_cmpint(uz_cmd(&t.a, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_BAD_PARAM);
+
+    /*
+     * The send CQ's next CQE is its 88th of the pass: 40 more reach its
+     * second page, whose entry is now unaligned.  The device reads the
+     * entry as it moves into the page, stops the CQ and says so.
+     */
+    bad = cpu_to_le64(scq->pages[1] + 8);
+    qtest_memwrite(t.a.d.qts, scq->list + sizeof(bad), &bad, sizeof(bad));
+    for (k = 0; k < 41; k++) {
+        UzSge s = uz_mr_sge(ma, 0, 8);
+        UzSge r = uz_mr_sge(mb, 0, 64);
+        UzWr wr = {
+            .wr_id = 0xca000 + k, .opcode = UZ_WR_SEND,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        };
+
+        uz_post_recv(qb, 0xca800 + k, &r, 1);
+        uz_post_send(qa, &wr);
+        uz_rq_done(qb, 0xca800 + k, UZ_WC_RECV, 8, 0, 0);
+        if (k < 40) {
+            uz_sq_done(qa, 0xca000 + k, UZ_WC_SEND, 8);
+        }
+    }
+    uz_event_wait(&t.a, &t.a.async_eq, UZ_EQE_CQ_ERROR, scq->cqn);
+    uz_cq_assert_empty(scq, 10);
+    ops_stop(&t);
+}
+
 /* ------------------------------------------------------------------ */
 /* 2. Scatter/gather and inline                                       */
 /* ------------------------------------------------------------------ */
@@ -915,6 +1007,49 @@ static void test_ud(void)
                           "after the split UD payload");
     }
 
+    /*
+     * The address vector in the WQE (UZ_WQE_F_AV), as the kernel sends:
+     * the AH number is ignored, the AV after the header is used, and
+     * the SGE and inline data follow it.
+     */
+    {
+        struct uz_av av = { .hop_limit = 64 };
+        uint8_t data[100], got[40 + 100];
+        UzSge rs = uz_mr_sge(b.mr, 0, sizeof(got));
+
+        uz_node_mac(1, av.dmac);
+        uz_node_gid(1, av.dgid);
+        uz_node_gid(0, av.sgid);
+        uz_pattern(data, sizeof(data), 10);
+        uz_mr_write(a.mr, 5, data, sizeof(data));
+        for (int k = 0; k < 2; k++) {
+            ss = uz_mr_sge(a.mr, 5, sizeof(data));
+            wr = (UzWr) {
+                .wr_id = 0xd00a + k, .opcode = UZ_WR_SEND,
+                .flags = UZ_WQE_F_SIGNALED, .ahn = 0x7fffff, .av = &av,
+                .remote_qpn = b.qp->qpn, .remote_qkey = QKEY,
+            };
+            if (k) {
+                wr.flags |= UZ_WQE_F_INLINE;
+                wr.inline_data = data;
+                wr.inline_len = sizeof(data);
+            } else {
+                wr.sge = &ss;
+                wr.num_sge = 1;
+            }
+            uz_mr_fill(b.mr, 0, UZ_GUARD, sizeof(got));
+            uz_post_recv(b.qp, 0xe00a + k, &rs, 1);
+            uz_post_send(a.qp, &wr);
+            uz_cq_wait(a.qp->scq, &c);
+            uz_expect_sq(&c, 0xd00a + k, UZ_WC_SEND, a.qp, sizeof(data));
+            uz_cq_wait(b.qp->rcq, &c);
+            uz_expect_rq(&c, 0xe00a + k, UZ_WC_RECV, b.qp->qpn, sizeof(got),
+                         UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, a.qp->qpn);
+            uz_mr_read(b.mr, 0, got, sizeof(got));
+            uz_assert_bytes(got + 40, data, sizeof(data), "UD payload, AV");
+        }
+    }
+
     /* The GSI QPs: QP1 on both NICs, Q_Key 0x80010000. */
     ga = a;
     gb = b;
@@ -1415,6 +1550,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/ops/rc-send", test_rc_send);
+    qtest_add_func("/uzura/ops/cq-pages", test_cq_pages);
     qtest_add_func("/uzura/ops/rc-sgl", test_rc_sgl);
     qtest_add_func("/uzura/ops/rc-write", test_rc_write);
     qtest_add_func("/uzura/ops/rc-read", test_rc_read);

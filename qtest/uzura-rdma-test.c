@@ -162,7 +162,7 @@ static void test_limits(void)
     g_assert_cmpint(le32_to_cpu(attr.max_qp_wr), ==, 256);
     g_assert_cmpint(le32_to_cpu(attr.max_sge), ==, 4);
     g_assert_cmpint(le32_to_cpu(attr.max_cq), ==, 1024);
-    g_assert_cmpint(le32_to_cpu(attr.max_cqe), ==, 65536);
+    g_assert_cmpint(le32_to_cpu(attr.max_cqe), ==, 1u << 22);
     g_assert_cmpint(le32_to_cpu(attr.xlat_cache_entries), ==, 4096);
     g_assert_cmpint(le32_to_cpu(attr.max_crw_tags), ==, 64);
     g_assert_cmpint(le64_to_cpu(attr.max_mr_size), ==, 1ull << 32);
@@ -230,8 +230,15 @@ static void test_cq(void)
     rdma_start(&t, NULL);
     g_assert_cmpint(create_cq(&t, 0, 0, t.eq.eqn, &cqn, NULL), ==,
                     UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(create_cq(&t, 0, 17, t.eq.eqn, &cqn, NULL), ==,
-                    UZ_CMD_BAD_PARAM);
+    {
+        struct uz_cmd_create_cq c = {
+            .ring_addr = cpu_to_le64(t.buf), .eqn = cpu_to_le32(t.eq.eqn),
+            .log_depth = UZ_CQ_LOG_DEPTH_MAX + 1,
+        };
+
+        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL),
+                        ==, UZ_CMD_BAD_PARAM);
+    }
     g_assert_cmpint(create_cq(&t, 0, 4, 5, &cqn, NULL), ==,
                     UZ_CMD_BAD_HANDLE);
     {
@@ -371,6 +378,11 @@ static void test_srq_and_qp_create(void)
     msrq.limit = cpu_to_le32(99);
     g_assert_cmpint(rdma_cmd(&t, UZ_CMD_MODIFY_SRQ, &msrq, sizeof(msrq), NULL),
                     ==, UZ_CMD_BAD_PARAM);
+    /* Another context's SRQ is not there (the kernel's here). */
+    msrq.limit = cpu_to_le32(2);
+    msrq.uctx = cpu_to_le32(1);
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_MODIFY_SRQ, &msrq, sizeof(msrq), NULL),
+                    ==, UZ_CMD_BAD_HANDLE);
 
     /* The GSI QP is QP1 and unique; others start at 2. */
     g_assert_cmpint(create_qp(&t, UZ_QPT_GSI, pdn, cqn, UZ_NO_SRQ, &gsi, NULL),
@@ -384,6 +396,24 @@ static void test_srq_and_qp_create(void)
     g_assert_cmpint(qpn, ==, 2);
     g_assert_cmpint(le32_to_cpu(cqe.out2), ==, 0);
     g_assert_cmpint(le32_to_cpu(cqe.out1), !=, 0);
+    /* Nor is another context's QP, to modify or to query. */
+    {
+        struct uz_qp_attr a = { .state = UZ_QPS_INIT };
+        struct uz_cmd_modify_qp mq = {
+            .buf_addr = cpu_to_le64(t.buf), .qpn = cpu_to_le32(qpn),
+            .attr_mask = cpu_to_le32(UZ_QP_ATTR_STATE), .uctx = cpu_to_le32(1),
+        };
+        struct uz_cmd_query q = {
+            .buf_addr = cpu_to_le64(t.buf), .buf_len = cpu_to_le32(sizeof(a)),
+            .handle = cpu_to_le32(qpn), .uctx = cpu_to_le32(1),
+        };
+
+        qtest_memwrite(t.d.qts, t.buf, &a, sizeof(a));
+        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_MODIFY_QP, &mq, sizeof(mq), NULL),
+                        ==, UZ_CMD_BAD_HANDLE);
+        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_QUERY_QP, &q, sizeof(q), NULL),
+                        ==, UZ_CMD_BAD_HANDLE);
+    }
     g_assert_cmpint(obj_cmd(&t, UZ_CMD_DESTROY_SRQ, srqn, 0, NULL), ==,
                     UZ_CMD_BUSY);
     g_assert_cmpint(create_qp(&t, 0x09, pdn, cqn, UZ_NO_SRQ, &qpn, NULL), ==,

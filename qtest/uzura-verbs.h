@@ -61,7 +61,9 @@ typedef struct UzCq {
     UzNode *n;
     uint32_t cqn;
     uint32_t db;
-    uint64_t ring;
+    uint64_t ring;              /* contiguous ring, or 0 */
+    uint64_t *pages;            /* paged ring: its pages, in ring order */
+    uint64_t list;              /* ... and their list as the device reads it */
     uint32_t log_depth;
     uint32_t ci;
 } UzCq;
@@ -125,6 +127,7 @@ typedef struct UzWr {
     uint64_t compare_add;
     uint64_t swap;
     uint32_t ahn;               /* UD and GSI */
+    const struct uz_av *av;     /* UD and GSI: sent in the WQE (F_AV) */
     uint32_t remote_qpn;
     uint32_t remote_qkey;
     uint64_t tag;               /* CRW and STCRW */
@@ -343,6 +346,15 @@ static inline int uz_eq_drain(UzNode *n, UzEq *eq, uint8_t type)
 /* Completion queues                                                  */
 /* ------------------------------------------------------------------ */
 
+/* libqos hands out whole 4 KiB pages from 1 MiB up: aligned already. */
+static inline uint64_t uz_alloc_pages(UzNode *n, uint32_t npages)
+{
+    uint64_t addr = uz_alloc(&n->d, (size_t)npages * UZ_PAGE_SIZE);
+
+    g_assert_cmphex(addr & UZ_PAGE_MASK, ==, 0);
+    return addr;
+}
+
 static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
 {
     UzCq *cq = uz_own(n, sizeof(*cq));
@@ -360,6 +372,54 @@ static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
     cq->cqn = le32_to_cpu(cqe.out0);
     cq->db = le32_to_cpu(cqe.out1);
     return cq;
+}
+
+/*
+ * A CQ whose ring the device reaches through a page list
+ * (UZ_CQF_PAGE_LIST), its pages taken from the allocator in reverse so no
+ * two neighbours in the ring are neighbours in memory.
+ */
+static inline UzCq *uz_cq_create_paged(UzNode *n, uint32_t log_depth)
+{
+    UzCq *cq = uz_own(n, sizeof(*cq));
+    uint32_t npages = MAX(1, (sizeof(struct uz_cqe) << log_depth) /
+                             UZ_PAGE_SIZE);
+    struct uz_cmd_create_cq c = { 0 };
+    struct uz_admin_cqe cqe;
+    uint64_t list = uz_alloc(&n->d, npages * sizeof(uint64_t));
+    uint32_t i;
+
+    cq->n = n;
+    cq->log_depth = log_depth;
+    cq->pages = uz_own(n, npages * sizeof(uint64_t));
+    for (i = npages; i-- > 0;) {
+        uint64_t le;
+
+        cq->pages[i] = uz_alloc_pages(n, 1);
+        le = cpu_to_le64(cq->pages[i]);
+        qtest_memwrite(n->d.qts, list + i * sizeof(le), &le, sizeof(le));
+    }
+    cq->list = list;
+    c.ring_addr = cpu_to_le64(list);
+    c.eqn = cpu_to_le32(n->comp_eq.eqn);
+    c.log_depth = log_depth;
+    c.flags = UZ_CQF_PAGE_LIST;
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_CQ, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    cq->cqn = le32_to_cpu(cqe.out0);
+    cq->db = le32_to_cpu(cqe.out1);
+    return cq;
+}
+
+/* Where CQE slot @pos of @cq lies in guest memory. */
+static inline uint64_t uz_cq_slot(UzCq *cq, uint32_t pos)
+{
+    uint64_t off = (uint64_t)pos * sizeof(struct uz_cqe);
+
+    if (!cq->pages) {
+        return cq->ring + off;
+    }
+    return cq->pages[off / UZ_PAGE_SIZE] + off % UZ_PAGE_SIZE;
 }
 
 /* A CQE as the device wrote it into host order, imm_data as a number. */
@@ -385,8 +445,7 @@ static inline bool uz_cq_poll(UzCq *cq, struct uz_cqe *cqe)
     uint32_t pos = cq->ci & ((1u << cq->log_depth) - 1);
     uint8_t phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
 
-    qtest_memread(cq->n->d.qts, cq->ring + pos * sizeof(*cqe), cqe,
-                  sizeof(*cqe));
+    qtest_memread(cq->n->d.qts, uz_cq_slot(cq, pos), cqe, sizeof(*cqe));
     if ((cqe->flags & UZ_CQE_PHASE) != phase) {
         return false;
     }
@@ -410,10 +469,15 @@ static inline int uz_cq_poll_many(UzCq *cq, struct uz_cqe *out, int max)
     int n = MIN(MIN(max, (int)ARRAY_SIZE(buf)), (int)(size - pos));
     int got;
 
+    if (cq->pages) {
+        /* One read stays within one page of a paged ring. */
+        n = MIN(n, (int)((UZ_PAGE_SIZE - uz_cq_slot(cq, pos) % UZ_PAGE_SIZE) /
+                         sizeof(buf[0])));
+    }
     if (n <= 0) {
         return 0;
     }
-    qtest_memread(cq->n->d.qts, cq->ring + pos * sizeof(buf[0]), buf,
+    qtest_memread(cq->n->d.qts, uz_cq_slot(cq, pos), buf,
                   n * sizeof(buf[0]));
     for (got = 0; got < n; got++) {
         struct uz_cqe *c = &buf[got];
@@ -583,15 +647,6 @@ static inline void uz_rq_flushed(UzQp *qp, uint64_t wr_id)
 /* ------------------------------------------------------------------ */
 /* Memory regions                                                     */
 /* ------------------------------------------------------------------ */
-
-/* libqos hands out whole 4 KiB pages from 1 MiB up: aligned already. */
-static inline uint64_t uz_alloc_pages(UzNode *n, uint32_t npages)
-{
-    uint64_t addr = uz_alloc(&n->d, (size_t)npages * UZ_PAGE_SIZE);
-
-    g_assert_cmphex(addr & UZ_PAGE_MASK, ==, 0);
-    return addr;
-}
 
 /* Issue REG_MR for @mr as filled in; returns the status, sets the key. */
 static inline uint8_t uz_mr_reg_cmd(UzMr *mr, uint8_t key_byte)
@@ -1153,6 +1208,11 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
         w->ud.ahn = cpu_to_le32(wr->ahn);
         w->ud.remote_qpn = cpu_to_le32(wr->remote_qpn);
         w->ud.remote_qkey = cpu_to_le32(wr->remote_qkey);
+        if (wr->av) {
+            w->flags |= UZ_WQE_F_AV;
+            memcpy(tail, wr->av, sizeof(*wr->av));
+            tail += sizeof(*wr->av);
+        }
     } else if (uz_wr_is_atomic(wr->opcode)) {
         w->atomic.compare_add = cpu_to_le64(wr->compare_add);
         w->atomic.swap = cpu_to_le64(wr->swap);
@@ -1166,7 +1226,7 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
         if (wr->inline_len) {
             memcpy(tail, wr->inline_data, wr->inline_len);
         }
-        return sizeof(*w) + wr->inline_len;
+        return tail - (uint8_t *)buf + wr->inline_len;
     }
     g_assert_cmpint(wr->num_sge, <=, UZ_SQ_MAX_SGE);
     w->num_sge = wr->num_sge;
@@ -1179,7 +1239,7 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
 
         memcpy(tail + i * sizeof(s), &s, sizeof(s));
     }
-    return sizeof(*w) + wr->num_sge * sizeof(struct uz_sge);
+    return tail - (uint8_t *)buf + wr->num_sge * sizeof(struct uz_sge);
 }
 
 /* Put a WQE of @len bytes into the next SQ slot (zero-padded); no ring. */

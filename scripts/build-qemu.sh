@@ -1,14 +1,23 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# build-qemu.sh SRC BUILD
+# build-qemu.sh [--sanitize] SRC BUILD
 #
 # Overlay the uzura device (hw/rdma) and its qtests (qtest/) into the QEMU
 # source tree SRC, configure it once into BUILD and build qemu-system-x86_64
 # and the uzura qtests.  The overlay is a set of symbolic links plus a few
 # idempotent one-line edits, so a change to hw/ or qtest/ rebuilds at once.
+#
+# --sanitize: a second build of the same tree with clang, AddressSanitizer,
+# UndefinedBehaviorSanitizer and libFuzzer, which make check runs the
+# qtests against, and which also builds QEMU's fuzzer, qemu-fuzz-x86_64.
 set -euo pipefail
 
+sanitize=0
+if [ "${1:-}" = --sanitize ]; then
+	sanitize=1
+	shift
+fi
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=$(realpath -m "$1")
 build=$(realpath -m "$2")
@@ -31,6 +40,10 @@ for t in "$top"/qtest/*.c "$top"/qtest/*.h; do
 	[ -e "$t" ] && ln -sf "$t" "$src/tests/qtest/$(basename "$t")"
 done
 
+ln -sf "$top/qtest/fuzz/uzura-generic-fuzz.h" "$src/tests/qtest/fuzz/"
+add_line "$src/tests/qtest/fuzz/generic_fuzz_configs.h" \
+	"const generic_fuzz_config predefined_configs[] = {" \
+	'#include "uzura-generic-fuzz.h"'
 add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
 add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
 add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
@@ -51,6 +64,12 @@ grep -qxF -- "$qline" "$src/tests/qtest/meson.build" || {
 		"$qline"
 }
 
+extra=() targets=()
+if [ "$sanitize" = 1 ]; then
+	extra=(--cc=clang --cxx=clang++ --enable-asan --enable-ubsan
+	       --enable-fuzzing)
+	targets=(qemu-fuzz-x86_64)
+fi
 if [ ! -f "$build/build.ninja" ]; then
 	log "configuring QEMU $(cat "$src/.uzura-version" 2>/dev/null) in $build"
 	mkdir -p "$build"
@@ -59,7 +78,7 @@ if [ ! -f "$build/build.ninja" ]; then
 		--target-list=x86_64-softmmu --without-default-features \
 		--enable-slirp --enable-tcg --enable-fdt=system \
 		--disable-docs --disable-install-blobs --disable-werror \
-		--python=/usr/bin/python3 >configure.log 2>&1) || {
+		"${extra[@]}" --python=/usr/bin/python3 >configure.log 2>&1) || {
 		tail -n 30 "$build/configure.log"; exit 1; }
 fi
 
@@ -76,7 +95,7 @@ done
 export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
 
 log "building (ninja)"
-PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 \
+PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 "${targets[@]}" \
 	$(printf 'tests/qtest/%s ' $tests) | tee "$build/uzura-ninja.log"
 # QEMU's tree builds without -Werror; uzura's own files must be clean.
 if grep -E '(hw/rdma/uzura/|tests/qtest/uzura)[^ ]*:[0-9]+:[0-9]+: warning:' \

@@ -20,6 +20,7 @@ BOOKWORM_PKGS=(
 	libnl-3-dev libnl-route-3-dev libudev-dev
 	seabios qemu-system-data
 	debootstrap e2fsprogs openssh-client socat zstd xz-utils cpio
+	clang libclang-rt-14-dev llvm
 )
 BACKPORTS_PKGS=(meson python3-pycotap)
 # Only for the benchmark (bench/run calls "setup-host.sh --bench").

@@ -16,7 +16,14 @@ t "bad arguments print usage" bash -c "'$uz' frobnicate 2>&1 | grep -q usage:"
 t "bad arguments fail" bash -c "! '$uz' frobnicate 2>/dev/null"
 t "up rejects a bad node count" bash -c "! '$uz' up -n 0 2>/dev/null"
 
-t "two nodes boot and answer ssh" "$uz" up -n 2
+# The driver runs under the run-time checks Debian's kernel offers a
+# module: SLUB debugging (red zones, poisoning, sanity checks), KFENCE
+# sampling every 10 ms, page poisoning; list debugging is built in.
+# KASAN, kmemleak, lockdep and DMA-API debugging are not built into
+# Debian's kernel.
+t "two nodes boot and answer ssh" env \
+	UZURA_KERNEL_ARGS="slub_debug=FZPU kfence.sample_interval=10 page_poison=1" \
+	"$uz" up -n 2
 for i in 1 2; do
 	t "node $i: uzura module loaded" \
 		"$uz" run "$i" -- 'grep -q "^uzura " /proc/modules'
@@ -111,6 +118,22 @@ t "run passes the exit status through" \
 t "a second up is refused while the cluster runs" \
 	bash -c "'$uz' up -n 2 2>&1 | grep -q 'already running'"
 t "run on a missing node fails" bash -c "! '$uz' run 3 -- true 2>/dev/null"
+
+# What the kernel's checks report, after everything above ran on both.
+kernel_clean() {
+	local i out rc=0
+	for i in 1 2; do
+		out=$("$uz" run "$i" -- "dmesg | grep -E 'BUG[: ]|WARNING:|Oops|general protection|Redzone|Poison overwritten|list_(add|del) corruption|refcount_t:|kfence: .*(invalid|out-of-bounds|use-after-free)'")
+		if [ -n "$out" ]; then
+			echo "$out" | head -n 20 | sed "s/^/# node $i: /"
+			rc=1
+		fi
+	done
+	"$uz" run 1 -- "grep -qw slub_debug=FZPU /proc/cmdline" || rc=1
+	return $rc
+}
+t "the kernel's SLUB, KFENCE and list checks report nothing on either node" \
+	kernel_clean
 
 "$uz" down
 t "down leaves no QEMU process" [ "$(qemu_procs)" -eq 0 ]

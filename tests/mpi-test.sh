@@ -183,14 +183,16 @@ t "ucx_perftest UCP put_bw 1 MiB with UCX's defaults" ucp ucp_put_bw 1048576
 t "ucx_perftest UCP get 64 KiB with UCX's defaults" ucp ucp_get 65536
 
 # libfabric's own tools on its verbs provider over the uzura device, with
-# data checks (-c), server on node 2: FI_EP_MSG (RC through the RDMA CM)
-# and FI_EP_DGRAM (UD).
+# data checks (-c), server on node 2: FI_EP_MSG (RC through the RDMA CM),
+# FI_EP_DGRAM (UD) and FI_EP_RDM (rxm over verbs, the endpoint MPICH's
+# and Open MPI's OFI components use; rxm sizes its CQ by the universe,
+# 256 by default, which asks for more than 131072 CQEs).
 fabric() {
-	local ep=$1 dom=$2 out
+	local ep=$1 dom=$2 prov=${3:-verbs} out
 	port=$((port + 1))
 	serve 2 "$port" "fi-$ep" \
-		"timeout 60 fi_pingpong -p verbs -e $ep -d $dom -B $port -c -I 50" || return 1
-	out=$("$uz" run 1 -- "timeout 60 fi_pingpong -p verbs -e $ep -d $dom -P $port -c -I 50 \
+		"timeout 60 fi_pingpong -p '$prov' -e $ep -d $dom -B $port -c -I 50" || return 1
+	out=$("$uz" run 1 -- "timeout 60 fi_pingpong -p '$prov' -e $ep -d $dom -P $port -c -I 50 \
 		10.77.0.2" 2>&1)
 	echo "$out" | sed -n 's/^/# /; 2p; $p'
 	# A result row for every size, the largest included.
@@ -207,6 +209,8 @@ t "fi_pingpong FI_EP_MSG on verbs (RC over the RDMA CM), every size" \
 	fabric msg "$ibdev"
 t "fi_pingpong FI_EP_DGRAM on verbs (UD), every size" \
 	fabric dgram "$ibdev-dgram"
+t "fi_pingpong FI_EP_RDM on verbs;ofi_rxm with its default universe, every size" \
+	fabric rdm "$ibdev" "verbs;ofi_rxm"
 
 t "uzura mpirun and mpicc refuse bad input with the reason" front_door_errors
 t "a rank killed with SIGKILL: mpirun fails, no verbs objects left on its node" kill_rank

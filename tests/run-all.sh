@@ -50,12 +50,24 @@ for t in "$top"/tests/unit/*-test.c; do
 	[ -x "$t" ] && run_suite "unit-$(basename "$t")" "$t"
 done
 
-export QTEST_QEMU_BINARY=$top/build/qemu/qemu-system-x86_64
+# The qtests run against the sanitizer build (AddressSanitizer and
+# UndefinedBehaviorSanitizer): a report stops QEMU, and any report in a
+# log fails the suite.  Leak checking is off: QEMU frees little at exit.
+san=$top/build/qemu-san
+export QTEST_QEMU_BINARY=$san/qemu-system-x86_64
 export QTEST_QEMU_IMG=/bin/false
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 for t in "$top"/qtest/*-test.c; do
 	t=$(basename "$t" .c)
-	run_suite "qtest-$t" "$top/build/qemu/tests/qtest/$t" --tap -k
+	run_suite "qtest-$t" "$san/tests/qtest/$t" --tap -k
+	if grep -qE 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer' \
+		"$logs/qtest-$t.log"; then
+		echo "   not ok - qtest-$t: sanitizer report (see $logs/qtest-$t.log)"
+		failed=$((failed + 1))
+	fi
 done
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # Cluster suites, one after another (one cluster runs at a time): the boot
 # test first, then every other tests/NAME-test.sh, which boots its own nodes.

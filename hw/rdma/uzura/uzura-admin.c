@@ -215,6 +215,7 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(RX_NO_QP, rx_no_qp),
     UZ_CNT(RX_QKEY_ERRORS, rx_qkey_errors),
     UZ_CNT(RX_UD_NO_WQE, rx_ud_no_wqe),
+    UZ_CNT(RX_UD_TOO_LONG, rx_ud_too_long),
     UZ_CNT(RX_STALE, rx_stale),
     UZ_CNT(ROCE_TX_DROPPED, roce_tx_dropped),
     UZ_CNT(XLAT_HITS, xlat_hits),
@@ -332,7 +333,7 @@ void uzura_admin_bh(void *opaque)
     UzuraCore *core = opaque;
     UzuraAdmin *a = &core->admin;
     unsigned budget = UZ_ADMIN_BUDGET;
-    bool done = false;
+    bool done = false, g = uzura_enter(core);
 
     while (a->enabled && a->ci != a->pi && budget--) {
         uint32_t pos = a->ci & (uzura_admin_size(core) - 1);
@@ -363,6 +364,7 @@ void uzura_admin_bh(void *opaque)
     if (a->enabled && a->ci != a->pi) {
         qemu_bh_schedule(a->bh);
     }
+    uzura_leave(core, g);
 }
 
 void uzura_admin_doorbell(UzuraCore *core, uint32_t index, uint32_t val)

@@ -27,7 +27,7 @@ typedef struct QEMUBH QEMUBH;
 /* What this device implements: UZ_REG_CAPS and QUERY_DEVICE. */
 #define UZURA_CAPS  (UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | \
                      UZ_CAP_ETH | UZ_CAP_RDMA | UZ_CAP_CRW | \
-                     UZ_CAP_LINK_SPEED)
+                     UZ_CAP_LINK_SPEED | UZ_CAP_CQ_PAGES)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
@@ -109,6 +109,7 @@ typedef struct UzuraCounters {
     uint64_t rx_no_qp;          /* no such QP, or not receiving */
     uint64_t rx_qkey_errors;    /* UD: Q_Key mismatch */
     uint64_t rx_ud_no_wqe;      /* UD: no receive WQE posted */
+    uint64_t rx_ud_too_long;    /* UD: larger than the receive WQE */
     uint64_t rx_stale;          /* responses that match nothing */
     uint64_t roce_tx_dropped;   /* link down */
     uint64_t loop_frames;       /* RoCE frames looped back to this NIC */
@@ -240,6 +241,8 @@ typedef struct UzuraCore {
     QEMUBH *work_bh;            /* Ethernet and RDMA queues */
     bool rx_flush_owed;
     bool busy;                  /* in the data path: receive later */
+    unsigned depth;             /* uzura_enter nesting */
+    bool reset_owed;            /* a reset arrived at depth > 0 */
     uint8_t *tx_frame;          /* UZ_ETH_FRAME_MAX(UZ_MAX_MTU) bytes */
     uint8_t *roce_frame;        /* the same, for RoCE frames */
 
@@ -253,6 +256,8 @@ typedef struct UzuraCore {
 void uzura_core_init(UzuraCore *core);
 void uzura_core_uninit(UzuraCore *core);
 void uzura_core_reset(UzuraCore *core);
+bool uzura_enter(UzuraCore *core);
+void uzura_leave(UzuraCore *core, bool guard_was);
 uint64_t uzura_core_reg_read(UzuraCore *core, hwaddr addr, unsigned size);
 void uzura_core_reg_write(UzuraCore *core, hwaddr addr, uint64_t val,
                           unsigned size);

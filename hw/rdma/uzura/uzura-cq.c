@@ -8,8 +8,40 @@
  * InfiniBand) and raises UZ_EQE_CQ_ERROR.
  */
 #include "qemu/osdep.h"
+#include "qemu/bitops.h"
 #include "uzura-core.h"
 #include "trace.h"
+
+/*
+ * The address of CQE slot pos.  A paged ring's page address is read from
+ * its page list once per page the device moves into, not once per CQE.
+ */
+static bool uzura_cq_slot(UzuraCore *core, UzuraCq *cq, uint32_t pos,
+                          uint64_t *addr)
+{
+    uint64_t off = (uint64_t)pos * sizeof(struct uz_cqe);
+    uint32_t page = off >> UZ_CQ_PAGE_SHIFT;
+    uint64_t pa;
+
+    if (!cq->paged) {
+        *addr = cq->ring_addr + off;
+        return true;
+    }
+    if (cq->page_addr == UZ_CQ_NO_PAGE || cq->page != page) {
+        if (!uzura_dma_read(core, cq->ring_addr + page * sizeof(pa), &pa,
+                            sizeof(pa))) {
+            return false;
+        }
+        pa = le64_to_cpu(pa);
+        if (pa & MAKE_64BIT_MASK(0, UZ_CQ_PAGE_SHIFT)) {
+            return false;
+        }
+        cq->page = page;
+        cq->page_addr = pa;
+    }
+    *addr = cq->page_addr + (off & MAKE_64BIT_MASK(0, UZ_CQ_PAGE_SHIFT));
+    return true;
+}
 
 bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
                    bool solicited)
@@ -18,6 +50,7 @@ bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
     uint32_t size = 1u << cq->log_depth;
     uint32_t pos = cq->pi & (size - 1);
     struct uz_cqe e = *cqe;
+    uint64_t addr;
 
     if (!cq->valid || cq->error) {
         return false;
@@ -30,8 +63,8 @@ bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
         return false;
     }
     e.flags = ((cq->pi >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-    if (!uzura_dma_write_entry(core, cq->ring_addr + pos * sizeof(e), &e,
-                               sizeof(e))) {
+    if (!uzura_cq_slot(core, cq, pos, &addr) ||
+        !uzura_dma_write_entry(core, addr, &e, sizeof(e))) {
         uzura_guest_error(trace_uzura_cq_err_dma(cqn, cq->ring_addr),
                           "CQ %u ring not accessible; it stops", cqn);
         cq->error = true;

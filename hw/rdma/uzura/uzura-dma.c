@@ -13,12 +13,41 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-bool uzura_dma_ok(UzuraCore *core, uint64_t addr, uint64_t len, bool write)
+/*
+ * Device DMA reaches guest RAM only.  A real NIC's DMA cannot reach
+ * config space, and a DMA into a device's registers -- this one's
+ * included: its own PCIe capability, its doorbells -- would run that
+ * device's code in the middle of ours.  An address that is not RAM (for a
+ * write: writable RAM) fails the access as an unmapped one would.
+ */
+static bool uzura_dma_ram(UzuraCore *core, uint64_t addr, uint64_t len,
+                          bool write)
 {
-    if (!len || addr + len < addr) {
+    AddressSpace *as = pci_get_address_space(core->owner);
+
+    if (addr + len < addr) {
         return false;
     }
-    return dma_memory_valid(pci_get_address_space(core->owner), addr, len,
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, l = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &l, write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (!l || !memory_region_is_ram(mr) ||
+            memory_region_is_ram_device(mr) || (write && mr->readonly)) {
+            return false;
+        }
+        addr += l;
+        len -= l;
+    }
+    return true;
+}
+
+bool uzura_dma_ok(UzuraCore *core, uint64_t addr, uint64_t len, bool write)
+{
+    return len && uzura_dma_ram(core, addr, len, write) &&
+           dma_memory_valid(pci_get_address_space(core->owner), addr, len,
                             write ? DMA_DIRECTION_FROM_DEVICE :
                                     DMA_DIRECTION_TO_DEVICE,
                             MEMTXATTRS_UNSPECIFIED);
@@ -26,8 +55,11 @@ bool uzura_dma_ok(UzuraCore *core, uint64_t addr, uint64_t len, bool write)
 
 bool uzura_dma_read(UzuraCore *core, uint64_t addr, void *buf, uint64_t len)
 {
-    MemTxResult r = pci_dma_read(core->owner, addr, buf, len);
+    MemTxResult r = MEMTX_DECODE_ERROR;
 
+    if (uzura_dma_ram(core, addr, len, false)) {
+        r = pci_dma_read(core->owner, addr, buf, len);
+    }
     trace_uzura_dma_read(addr, len, r);
     return r == MEMTX_OK;
 }
@@ -35,8 +67,11 @@ bool uzura_dma_read(UzuraCore *core, uint64_t addr, void *buf, uint64_t len)
 bool uzura_dma_write(UzuraCore *core, uint64_t addr, const void *buf,
                      uint64_t len)
 {
-    MemTxResult r = pci_dma_write(core->owner, addr, buf, len);
+    MemTxResult r = MEMTX_DECODE_ERROR;
 
+    if (uzura_dma_ram(core, addr, len, true)) {
+        r = pci_dma_write(core->owner, addr, buf, len);
+    }
     trace_uzura_dma_write(addr, len, r);
     return r == MEMTX_OK;
 }

@@ -158,6 +158,7 @@ static void uzura_fault_timer(void *opaque)
     UzuraFault *f = &core->fault;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     UzuraFaultFrame *fr;
+    bool g = uzura_enter(core);
 
     if (f->held && f->held->due <= now) {
         uzura_fault_release_held(core);
@@ -173,6 +174,7 @@ static void uzura_fault_timer(void *opaque)
         g_free(fr);
     }
     uzura_fault_arm(core);
+    uzura_leave(core, g);
 }
 
 /* Send a frame on the link, through the fault injector. */

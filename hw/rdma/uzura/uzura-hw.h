@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            3
+#define UZ_VERSION_MINOR            4
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -114,6 +114,7 @@
 #define UZ_CAP_RDMA                 (1u << 4)  /* RDMA objects and queues */
 #define UZ_CAP_CRW                  (1u << 5)  /* conditional RDMA write */
 #define UZ_CAP_LINK_SPEED           (1u << 6)  /* UZ_REG_LINK_SPEED valid */
+#define UZ_CAP_CQ_PAGES             (1u << 7)  /* UZ_CQF_PAGE_LIST */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -406,13 +407,24 @@ struct uz_cmd_obj {                 /* ALLOC_PD, DEALLOC_*, DESTROY_* */
 };
 
 struct uz_cmd_create_cq {
-	uint64_t ring_addr;         /* 2^log_depth entries of uz_cqe */
+	uint64_t ring_addr;         /* 2^log_depth entries of uz_cqe, or the
+				     * ring's page list (UZ_CQF_PAGE_LIST) */
 	uint32_t uctx;
 	uint32_t eqn;               /* EQ for completion events */
-	uint8_t log_depth;          /* 1 .. 16 */
-	uint8_t reserved_8[3];
+	uint8_t log_depth;          /* 1 .. log2(max_cqe), at most 22 */
+	uint8_t flags;              /* UZ_CQF_* */
+	uint8_t reserved_8[2];
 	uint32_t reserved_32;
 };
+
+/*
+ * UZ_CQF_PAGE_LIST: ring_addr holds max(1, ring bytes / 4096) little-endian
+ * 64-bit addresses of 4 KiB-aligned pages; the ring is their concatenation.
+ * A large CQ needs no physically contiguous memory.
+ */
+#define UZ_CQF_PAGE_LIST            (1u << 0)
+#define UZ_CQ_PAGE_SHIFT            12
+#define UZ_CQ_LOG_DEPTH_MAX         22
 
 struct uz_cmd_create_qp {
 	uint64_t sq_addr;           /* 2^sq_log_depth WQEs of sq_wqe_size */
@@ -443,12 +455,16 @@ struct uz_cmd_modify_qp {
 	uint64_t buf_addr;          /* struct uz_qp_attr in host memory */
 	uint32_t qpn;
 	uint32_t attr_mask;         /* UZ_QP_ATTR_* */
+	uint32_t uctx;              /* the QP's context */
+	uint32_t reserved_32;
 };
 
 struct uz_cmd_query {               /* QUERY_QP, QUERY_COUNTERS */
 	uint64_t buf_addr;
 	uint32_t buf_len;
 	uint32_t handle;            /* qpn for QUERY_QP */
+	uint32_t uctx;              /* QUERY_QP: the QP's context */
+	uint32_t reserved_32;
 };
 
 /*
@@ -551,7 +567,8 @@ enum uz_counter {
 	/* loopback: RoCE frames to the NIC's own MAC */
 	UZ_CNT_LOOP_FRAMES = 80,    /* loop_frames */
 	UZ_CNT_LOOP_DROPPED = 81,   /* loop_dropped */
-	UZ_CNT_NUM                  /* 82: counters of this version */
+	UZ_CNT_RX_UD_TOO_LONG = 82, /* rx_ud_too_long */
+	UZ_CNT_NUM                  /* 83: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -626,6 +643,7 @@ struct uz_cmd_create_srq {
 struct uz_cmd_modify_srq {
 	uint32_t srqn;
 	uint32_t limit;             /* new limit, 0 disarms */
+	uint32_t uctx;              /* the SRQ's context */
 };
 
 /*
@@ -767,6 +785,26 @@ UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
 #define UZ_WQE_F_SOLICITED          (1u << 1)
 #define UZ_WQE_F_FENCE              (1u << 2)
 #define UZ_WQE_F_INLINE             (1u << 3)
+#define UZ_WQE_F_AV                 (1u << 4)  /* struct uz_av follows */
+
+/*
+ * UZ_WQE_F_AV, for the kernel's UD and GSI QPs (uctx 0) only: the WQE
+ * carries its address vector right after the header, instead of naming
+ * an AH (ud.ahn is ignored); the SGEs or inline data follow the AV.  The
+ * kernel creates AHs where it must not sleep (the MAD and CM layers), so
+ * its AHs are made with no command, and a WQE's AV is copied when it is
+ * posted, as ConnectX's datagram segment is.
+ */
+struct uz_av {
+	uint8_t dgid[16];
+	uint8_t sgid[16];
+	uint8_t dmac[6];
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint32_t flow_label;
+	uint32_t reserved[5];
+};
+UZ_ASSERT_SIZE(struct uz_av, 64);
 
 struct uz_recv_wqe {
 	uint64_t wr_id;

@@ -266,6 +266,37 @@ UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx)
     return &r->cq[cqn];
 }
 
+/* Every page of a paged CQ ring is aligned and writable. */
+static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
+                              uint8_t log_depth)
+{
+    uint64_t bytes = sizeof(struct uz_cqe) << log_depth;
+    uint32_t n = MAX(1, bytes >> UZ_CQ_PAGE_SHIFT);
+    uint32_t page = MIN(bytes, 1u << UZ_CQ_PAGE_SHIFT);
+    uint64_t pa[64];
+    uint32_t i, j, k;
+
+    if (!uzura_dma_ok(core, list, (uint64_t)n * sizeof(pa[0]), false)) {
+        return false;
+    }
+    for (i = 0; i < n; i += k) {
+        k = MIN(n - i, ARRAY_SIZE(pa));
+        if (!uzura_dma_read(core, list + (uint64_t)i * sizeof(pa[0]), pa,
+                            k * sizeof(pa[0]))) {
+            return false;
+        }
+        for (j = 0; j < k; j++) {
+            uint64_t a = le64_to_cpu(pa[j]);
+
+            if ((a & MAKE_64BIT_MASK(0, UZ_CQ_PAGE_SHIFT)) ||
+                !uzura_dma_ok(core, a, page, true)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static uint8_t uzura_cmd_create_cq(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
                                    struct uz_admin_cqe *cqe)
@@ -279,12 +310,17 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     if (!uzura_uctx_ok(core, uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->log_depth < 1 || c->log_depth > 16 ||
-        (1u << c->log_depth) > r->lim.max_cqe) {
+    if (c->log_depth < 1 || c->log_depth > UZ_CQ_LOG_DEPTH_MAX ||
+        (1u << c->log_depth) > r->lim.max_cqe ||
+        (c->flags & ~UZ_CQF_PAGE_LIST)) {
         return UZ_CMD_BAD_PARAM;
     }
-    if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
-                      true)) {
+    if (c->flags & UZ_CQF_PAGE_LIST) {
+        if (!uzura_cq_pages_ok(core, ring, c->log_depth)) {
+            return UZ_CMD_BAD_ADDR;
+        }
+    } else if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
+                             true)) {
         return UZ_CMD_BAD_ADDR;
     }
     i = UZ_FIND_FREE(r->cq, r->lim.max_cq, 0);
@@ -300,6 +336,7 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     }
     r->cq[i] = (UzuraCq) {
         .valid = true, .uctx = uctx, .eqn = eqn, .ring_addr = ring,
+        .paged = c->flags & UZ_CQF_PAGE_LIST, .page_addr = UZ_CQ_NO_PAGE,
         .log_depth = c->log_depth, .db_offset = db,
     };
     uzura_uctx_get(core, uctx);
@@ -414,7 +451,7 @@ static uint8_t uzura_cmd_modify_srq(UzuraCore *core,
     UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->srqn));
     uint32_t limit = le32_to_cpu(c->limit);
 
-    if (!srq) {
+    if (!srq || srq->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (limit >= (1u << srq->log_depth)) {
@@ -487,12 +524,19 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
         len > r->lim.max_mr_size || iova + len < iova) {
         return UZ_CMD_BAD_PARAM;
     }
+    /* A DMA MR reaches all of guest memory: the kernel's only. */
+    if ((c->flags & UZ_MR_F_DMA) && uctx) {
+        return UZ_CMD_BAD_PARAM;
+    }
     if (!(c->flags & UZ_MR_F_DMA)) {
-        uint64_t first = iova & ~MAKE_64BIT_MASK(0, c->page_shift);
+        uint64_t first;
 
         /* The pages must cover [iova, iova + len). */
-        if (c->page_shift < 12 || c->page_shift > 30 || !npages ||
-            iova + len > first + ((uint64_t)npages << c->page_shift)) {
+        if (c->page_shift < 12 || c->page_shift > 30 || !npages) {
+            return UZ_CMD_BAD_PARAM;
+        }
+        first = iova & ~MAKE_64BIT_MASK(0, c->page_shift);
+        if (iova + len > first + ((uint64_t)npages << c->page_shift)) {
             return UZ_CMD_BAD_PARAM;
         }
         if (!uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
@@ -506,7 +550,10 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     }
     r->mr[i] = (UzuraMr) {
         .valid = true, .key = c->key, .flags = c->flags,
-        .page_shift = c->page_shift, .uctx = uctx,
+        /* A DMA MR has no pages: its shift is never guest input. */
+        .page_shift = (c->flags & UZ_MR_F_DMA) ? 12 :
+                                                 c->page_shift,
+        .uctx = uctx,
         .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
         .length = len, .pbl_addr = pbl, .npages = npages,
     };

@@ -382,7 +382,7 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
     uint8_t from, to;
     int ud;
 
-    if (!qp) {
+    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_dma_read(core, le64_to_cpu(c->buf_addr), &a, sizeof(a))) {
@@ -445,7 +445,7 @@ uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c)
     const struct uz_qp_attr *q;
     struct uz_qp_attr a;
 
-    if (!qp) {
+    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (le32_to_cpu(c->buf_len) < sizeof(a)) {

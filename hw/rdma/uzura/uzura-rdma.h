@@ -42,13 +42,18 @@ typedef struct UzuraPd {
     uint32_t users;
 } UzuraPd;
 
+#define UZ_CQ_NO_PAGE UINT64_MAX
+
 typedef struct UzuraCq {
     bool valid;
     bool error;                 /* overflowed: no more CQEs */
     uint8_t arm;                /* 0, UZ_DB_ARM or UZ_DB_ARM_SOLICITED */
     uint32_t uctx;
     uint32_t eqn;
-    uint64_t ring_addr;
+    uint64_t ring_addr;         /* the ring, or its page list (paged) */
+    bool paged;
+    uint32_t page;              /* ring page whose address is cached */
+    uint64_t page_addr;         /* ... or UZ_CQ_NO_PAGE */
     uint32_t log_depth;
     uint32_t pi;                /* next CQE the device writes */
     uint32_t ci;                /* from the doorbell */

@@ -338,12 +338,48 @@ void uzura_core_uninit(UzuraCore *core)
 }
 
 /*
+ * Every entry into the device (MMIO, bottom halves, timers, frames from
+ * the link) runs between uzura_enter and uzura_leave.  The entry holds the
+ * device's re-entrancy guard, as QEMU's guarded bottom halves do, so a
+ * DMA or MSI-X message of the device that lands in its own BARs is
+ * refused; and a reset that arrives meanwhile is held until the outermost
+ * entry leaves.  Such a reset comes through config space, which the guard
+ * does not cover: an FLR written by an MSI-X message the guest aimed at
+ * the device's own PCIe capability.  Nothing then runs on state a reset
+ * freed.  Returns the guard's previous state, for uzura_leave.
+ */
+bool uzura_enter(UzuraCore *core)
+{
+    MemReentrancyGuard *g = &DEVICE(core->owner)->mem_reentrancy_guard;
+    bool was = g->engaged_in_io;
+
+    g->engaged_in_io = true;
+    core->depth++;
+    return was;
+}
+
+void uzura_leave(UzuraCore *core, bool guard_was)
+{
+    DEVICE(core->owner)->mem_reentrancy_guard.engaged_in_io = guard_was;
+    if (--core->depth == 0 && core->reset_owed) {
+        core->reset_owed = false;
+        uzura_core_reset(core);
+    }
+}
+
+/*
  * Stop every queue and forget its configuration.  Pending bottom halves are
  * cancelled and the queue state they would use is gone, so no DMA and no
- * interrupt follows a reset.
+ * interrupt follows a reset.  Inside an entry (uzura_enter) the reset
+ * waits for the entry to end.
  */
 void uzura_core_reset(UzuraCore *core)
 {
+    if (core->depth) {
+        trace_uzura_regs_reset_held(core->depth);
+        core->reset_owed = true;
+        return;
+    }
     trace_uzura_regs_reset();
     uzura_admin_reset(core);
     uzura_rdma_reset(core);
@@ -409,6 +445,7 @@ void uzura_work_schedule(UzuraCore *core)
 void uzura_work_bh(void *opaque)
 {
     UzuraCore *core = opaque;
+    bool g = uzura_enter(core);
 
     core->busy = true;
     uzura_eth_work(core);
@@ -419,6 +456,7 @@ void uzura_work_bh(void *opaque)
         core->rx_flush_owed = false;
         qemu_flush_queued_packets(qemu_get_queue(core->owner_nic));
     }
+    uzura_leave(core, g);
 }
 
 /* RoCEv2 frames to our MAC go to the RDMA engine, the rest to Ethernet. */

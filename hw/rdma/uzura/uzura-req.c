@@ -58,6 +58,7 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
                      qp->sq_log_wqe_size);
     uint8_t buf[512];
     struct uz_send_wqe *h = &wr->h;
+    uint32_t off = sizeof(*h);
 
     if (!uzura_dma_read(core, addr, buf, size)) {
         memset(h, 0, sizeof(*h));
@@ -82,21 +83,28 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
     }
     wr->sgl.num = 0;
     wr->sgl.len = 0;
-    if (h->flags & UZ_WQE_F_INLINE) {
-        if (h->num_sge || h->inline_len > core->rdma.lim.max_inline ||
-            h->inline_len > size - sizeof(*h)) {
+    if (uzura_qp_is_ud(qp) && (h->flags & UZ_WQE_F_AV)) {
+        if (off + sizeof(wr->av) > size) {
             return UZ_VERR_BAD_WQE;
         }
-        memcpy(wr->inl, buf + sizeof(*h), h->inline_len);
+        memcpy(&wr->av, buf + off, sizeof(wr->av));
+        off += sizeof(wr->av);
+    }
+    if (h->flags & UZ_WQE_F_INLINE) {
+        if (h->num_sge || h->inline_len > core->rdma.lim.max_inline ||
+            h->inline_len > size - off) {
+            return UZ_VERR_BAD_WQE;
+        }
+        memcpy(wr->inl, buf + off, h->inline_len);
         wr->len = h->inline_len;
         return UZ_VERR_NONE;
     }
     if (h->num_sge > core->rdma.lim.max_sge ||
-        sizeof(*h) + h->num_sge * sizeof(struct uz_sge) > size) {
+        off + h->num_sge * sizeof(struct uz_sge) > size) {
         return UZ_VERR_BAD_WQE;
     }
     for (i = 0; i < h->num_sge; i++) {
-        const uint8_t *s = buf + sizeof(*h) + i * sizeof(struct uz_sge);
+        const uint8_t *s = buf + off + i * sizeof(struct uz_sge);
 
         wr->sgl.sge[i].addr = ldq_le_p(s);
         wr->sgl.sge[i].length = ldl_le_p(s + 8);
@@ -110,7 +118,7 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
 
 /* Checks of a decoded WQE against the QP; returns a UZ_WC_STATUS_*. */
 static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
-                                  const UzuraSendWr *wr, uint8_t *verr)
+                                  UzuraSendWr *wr, uint8_t *verr)
 {
     const struct uz_send_wqe *h = &wr->h;
     bool inl = h->flags & UZ_WQE_F_INLINE;
@@ -121,9 +129,22 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         if (h->opcode != UZ_WR_SEND && h->opcode != UZ_WR_SEND_IMM) {
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         }
-        if (h->ud.ahn >= r->lim.max_ah || !r->ah[h->ud.ahn].valid ||
-            r->ah[h->ud.ahn].pdn != qp->pdn) {
+        if (h->flags & UZ_WQE_F_AV) {
+            /* A user QP names AHs the kernel checked; its own AV is not. */
+            if (qp->uctx) {
+                return UZ_WC_STATUS_LOC_QP_OP_ERR;
+            }
+        } else if (h->ud.ahn >= r->lim.max_ah || !r->ah[h->ud.ahn].valid ||
+                   r->ah[h->ud.ahn].pdn != qp->pdn) {
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        } else {
+            const struct uz_cmd_create_ah *ah = &r->ah[h->ud.ahn].av;
+
+            memcpy(wr->av.dgid, ah->dgid, sizeof(wr->av.dgid));
+            memcpy(wr->av.sgid, ah->sgid, sizeof(wr->av.sgid));
+            memcpy(wr->av.dmac, ah->dmac, sizeof(wr->av.dmac));
+            wr->av.hop_limit = ah->hop_limit;
+            wr->av.traffic_class = ah->traffic_class;
         }
         if (wr->len > uzura_req_mtu(core, qp)) {
             *verr = UZ_VERR_NONE;
@@ -499,7 +520,7 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     last = !data || x->cur_off + n == wr->len;
 
     if (uzura_qp_is_ud(qp)) {
-        const struct uz_cmd_create_ah *av = &core->rdma.ah[h->ud.ahn].av;
+        const struct uz_av *av = &wr->av;
 
         uzura_roce_fill_av(&pkt, av->dmac, av->sgid, av->dgid,
                            av->hop_limit, av->traffic_class, x->qpn);
@@ -717,13 +738,18 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
     UzuraSendWr *wr;
     uint8_t verr;
 
-    if (k < w->resp_got || ((w->resp_bits >> (k - w->resp_got)) & 1)) {
+    if (k < w->resp_got) {
         core->counters.rx_stale++;      /* a duplicate */
         return;
     }
+    /* The window first: a shift by 64 or more is undefined. */
     if (k - w->resp_got >= 64) {
         core->counters.rx_stale++;
         uzura_req_rewind(core, qp);
+        return;
+    }
+    if ((w->resp_bits >> (k - w->resp_got)) & 1) {
+        core->counters.rx_stale++;      /* a duplicate */
         return;
     }
     if (!!(h & UZ_H_FIRST) != (k == 0) ||
@@ -813,10 +839,8 @@ void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 }
 
 /* ACK timeout, or the end of an RNR wait. */
-void uzura_req_timer(void *opaque)
+static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
 {
-    UzuraXfer *x = opaque;
-    UzuraCore *core = x->core;
     UzuraQp *qp = uzura_qp_lookup(core, x->qpn);
     UzuraSwqe *w;
 
@@ -844,6 +868,17 @@ void uzura_req_timer(void *opaque)
     x->retry_left--;
     uzura_req_rewind(core, qp);
     uzura_req_arm_timer(qp, true);
+}
+
+/* The QP's ACK/RNR timer: an entry into the device like any other. */
+void uzura_req_timer(void *opaque)
+{
+    UzuraXfer *x = opaque;
+    UzuraCore *core = x->core;
+    bool g = uzura_enter(core);
+
+    uzura_req_timeout(core, x);
+    uzura_leave(core, g);
 }
 
 /* RTR -> RTS: the send side starts at sq_psn. */

@@ -138,46 +138,71 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
     }
 }
 
-static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s);
+/* The end of a refused request (uzura_resp_error), its answers sent. */
+static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    x->err_owed = false;
+    uzura_guest_error(trace_uzura_resp_err(x->qpn, x->err_psn,
+                                           x->err_syndrome, x->err_verr),
+                      "QP %u: request at PSN %u refused (NAK 0x%x, "
+                      "detail %u)", x->qpn, x->err_psn, x->err_syndrome,
+                      x->err_verr);
+    if (x->have_rwqe) {
+        struct uz_cqe cqe = {
+            .status = x->err_status ? x->err_status :
+                                      UZ_WC_STATUS_GENERAL_ERR,
+            .vendor_err = x->err_verr, .opcode = UZ_WC_RECV,
+        };
+
+        uzura_resp_complete(core, qp, &cqe, false);
+    }
+    uzura_resp_nak(core, qp, x->err_syndrome, x->err_psn);
+    uzura_qp_fail(core, qp);
+}
+
+/* Is a READ or atomic answer for a PSN before @psn still to be sent? */
+static bool uzura_resp_owed_before(UzuraCore *core, UzuraQp *qp, uint32_t psn)
+{
+    UzuraXfer *x = qp->x;
+    uint32_t k;
+
+    for (k = 0; k < core->rdma.lim.max_qp_rd_atom; k++) {
+        if (x->rd[k].pending && uzura_psn_diff(x->rd[k].psn, psn) < 0) {
+            return true;
+        }
+    }
+    return false;
+}
 
 /*
  * The responder side of an error: the READ and atomic answers owed for
  * earlier PSNs go out first (answers keep PSN order, and the NAK ends
- * the QP's traffic), the receive WQE in hand (if any) completes with
+ * the QP's traffic), then the receive WQE in hand (if any) completes with
  * @status, the requester gets a NAK for @psn, and the QP goes to the
- * error state.
+ * error state.  The answers may be many megabytes: the work bottom half
+ * sends them within its budget, and ends the QP after them; until then
+ * the QP takes no new request.
  */
 static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
                              uint8_t syndrome, uint8_t status, uint8_t verr)
 {
     UzuraXfer *x = qp->x;
-    uint32_t n = core->rdma.lim.max_qp_rd_atom, k;
 
-    for (k = 0; k < n; k++) {
-        UzuraRdAtom *s = &x->rd[(x->rd_head + k) % n];
-
-        while (s->pending && uzura_psn_diff(s->psn, psn) < 0 &&
-               qp->attr.state != UZ_QPS_ERR) {
-            uzura_resp_answer(core, qp, s);
-        }
+    if (x->err_owed && uzura_psn_diff(psn, x->err_psn) >= 0) {
+        return;                 /* an earlier refusal already ends it */
     }
-    if (qp->attr.state == UZ_QPS_ERR) {
-        return;                 /* an answer failed and said so */
+    x->err_owed = true;
+    x->err_psn = psn;
+    x->err_syndrome = syndrome;
+    x->err_status = status;
+    x->err_verr = verr;
+    if (uzura_resp_owed_before(core, qp, psn)) {
+        uzura_work_schedule(core);
+        return;
     }
-
-    uzura_guest_error(trace_uzura_resp_err(x->qpn, psn, syndrome, verr),
-                      "QP %u: request at PSN %u refused (NAK 0x%x, "
-                      "detail %u)", x->qpn, psn, syndrome, verr);
-    if (x->have_rwqe) {
-        struct uz_cqe cqe = {
-            .status = status ? status : UZ_WC_STATUS_GENERAL_ERR,
-            .vendor_err = verr, .opcode = UZ_WC_RECV,
-        };
-
-        uzura_resp_complete(core, qp, &cqe, false);
-    }
-    uzura_resp_nak(core, qp, syndrome, psn);
-    uzura_qp_fail(core, qp);
+    uzura_resp_fail(core, qp);
 }
 
 /*
@@ -347,23 +372,28 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
     uzura_resp_done(core, qp, pkt, 1);
 }
 
-/* Queue a READ or atomic answer in the next slot of the ring. */
+/*
+ * The next slot of the ring for a READ or atomic answer, or NULL when
+ * more are outstanding than it holds; uzura_resp_slot_take uses it.
+ */
 static UzuraRdAtom *uzura_resp_slot(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
-    uint32_t n = core->rdma.lim.max_qp_rd_atom;
-    UzuraRdAtom *s = &x->rd[x->rd_head % n];
+    UzuraRdAtom *s = &x->rd[x->rd_head % core->rdma.lim.max_qp_rd_atom];
 
-    if (s->pending) {
-        return NULL;            /* more outstanding than we can hold */
-    }
-    x->rd_head = (x->rd_head + 1) % n;
-    return s;
+    return s->pending ? NULL : s;
+}
+
+static void uzura_resp_slot_take(UzuraCore *core, UzuraQp *qp)
+{
+    qp->x->rd_head = (qp->x->rd_head + 1) % core->rdma.lim.max_qp_rd_atom;
 }
 
 static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
-    uint32_t npkts = MAX(DIV_ROUND_UP(pkt->dma_len, uzura_resp_mtu(qp)), 1);
+    /* 64-bit: a DMA length near 4 GiB must not wrap to one packet. */
+    uint32_t npkts = MAX(DIV_ROUND_UP((uint64_t)pkt->dma_len,
+                                      uzura_resp_mtu(qp)), 1);
     UzuraRdAtom *s;
     UzuraMr *mr;
     uint8_t verr;
@@ -380,6 +410,7 @@ static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
+    uzura_resp_slot_take(core, qp);
     *s = (UzuraRdAtom) {
         .valid = true, .pending = true, .psn = pkt->psn, .npkts = npkts,
         .va = pkt->va, .rkey = pkt->rkey, .len = pkt->dma_len,
@@ -411,6 +442,12 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
                          verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
         return;
     }
+    /* A slot for the answer before memory changes: a NAK changes nothing. */
+    s = uzura_resp_slot(core, qp);
+    if (!s) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
     if (!uzura_mr_copy(core, mr, pkt->va, &val, 8, false)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP, 0,
                          UZ_VERR_DMA);
@@ -427,11 +464,7 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
                          UZ_VERR_DMA);
         return;
     }
-    s = uzura_resp_slot(core, qp);
-    if (!s) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
-        return;
-    }
+    uzura_resp_slot_take(core, qp);
     *s = (UzuraRdAtom) {
         .valid = true, .atomic = true, .pending = true, .psn = pkt->psn,
         .npkts = 1, .orig = orig,
@@ -494,6 +527,10 @@ void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uint8_t fam = uzura_ops[pkt->opcode].family;
     int32_t d = uzura_psn_diff(pkt->psn, x->epsn);
 
+    if (x->err_owed) {
+        trace_uzura_roce_rx_drop("RC request behind a refused one");
+        return;
+    }
     if (d < 0) {
         uzura_resp_duplicate(core, qp, pkt);
         return;
@@ -562,7 +599,8 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         core->counters.rx_qkey_errors++;
         return;
     }
-    got = uzura_resp_take(core, qp, &verr);
+    /* A WQE kept from a packet that did not fit is used first. */
+    got = x->have_rwqe ? 1 : uzura_resp_take(core, qp, &verr);
     if (!got) {
         /* Unreliable: nothing to receive into, nothing received. */
         trace_uzura_roce_rx_drop("UD without a receive WQE");
@@ -570,7 +608,16 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     if (got > 0 && UZ_GRH_LEN + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
-        cqe.status = UZ_WC_STATUS_LOC_LEN_ERR;
+        /*
+         * Any host on the link can send one: drop it and keep the WQE
+         * and the QP (QP1 serves the RDMA CM of every process).
+         */
+        uzura_guest_error(trace_uzura_roce_rx_drop("UD larger than the WQE"),
+                          "QP %u: UD message of %u bytes dropped, the "
+                          "receive WQE holds %" PRIu64, x->qpn,
+                          UZ_GRH_LEN + pkt->paylen, x->rwqe.sgl.len);
+        core->counters.rx_ud_too_long++;
+        return;
     } else if (got > 0) {
         /* IPv4 in a GRH area: the header in its last 20 bytes. */
         memcpy(grh + 20, pkt->ip_hdr, 20);
@@ -663,6 +710,10 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     for (k = 0; k < n; k++) {
         UzuraRdAtom *s = &x->rd[(x->rd_head + k) % n];
 
+        if (x->err_owed && s->pending &&
+            uzura_psn_diff(s->psn, x->err_psn) >= 0) {
+            s->pending = false;     /* behind the refused request */
+        }
         while (s->pending && *budget) {
             uzura_resp_answer(core, qp, s);
             (*budget)--;
@@ -673,6 +724,10 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
         if (s->pending) {
             return;
         }
+    }
+    if (x->err_owed) {
+        uzura_resp_fail(core, qp);
+        return;
     }
     if (x->ack_owed) {
         x->ack_owed = false;
@@ -691,6 +746,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->ack_owed = false;
     x->in_msg = 0;
     x->have_rwqe = false;
+    x->err_owed = false;
     x->rd_head = 0;
     memset(x->rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->rd));
 }

@@ -163,6 +163,7 @@ typedef struct UzuraSwqe {
 /* A send WQE read from the ring, decoded. */
 typedef struct UzuraSendWr {
     struct uz_send_wqe h;       /* host order */
+    struct uz_av av;            /* UD: from the WQE or its AH */
     UzuraSgl sgl;               /* without UZ_WQE_F_INLINE */
     uint8_t inl[UZ_INLINE_MAX]; /* with it */
     uint64_t len;               /* message bytes */
@@ -255,6 +256,12 @@ typedef struct UzuraXfer {
     uint32_t wr_off;
     UzuraRdAtom *rd;            /* max_qp_rd_atom entries, a ring */
     uint32_t rd_head;           /* next entry to use = the oldest */
+    /* a refused request, waiting for the answers owed before it */
+    bool err_owed;
+    uint32_t err_psn;
+    uint8_t err_syndrome;
+    uint8_t err_status;
+    uint8_t err_verr;
 } UzuraXfer;
 
 /* uzura-req.c */

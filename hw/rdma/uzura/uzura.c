@@ -64,8 +64,10 @@ static void uzura_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                              unsigned size)
 {
     UzuraState *s = opaque;
+    bool g = uzura_enter(&s->core);
 
     uzura_core_reg_write(&s->core, addr, val, size);
+    uzura_leave(&s->core, g);
 }
 
 static const MemoryRegionOps uzura_mmio_ops = {
@@ -86,8 +88,10 @@ static void uzura_db_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                                 unsigned size)
 {
     UzuraState *s = opaque;
+    bool g = uzura_enter(&s->core);
 
     uzura_db_write(&s->core, addr, val, size);
+    uzura_leave(&s->core, g);
 }
 
 static const MemoryRegionOps uzura_db_ops = {
@@ -108,16 +112,21 @@ static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
                                 size_t size)
 {
     UzuraState *s = qemu_get_nic_opaque(nc);
+    bool g = uzura_enter(&s->core);
+    ssize_t ret = uzura_core_receive(&s->core, buf, size);
 
-    return uzura_core_receive(&s->core, buf, size);
+    uzura_leave(&s->core, g);
+    return ret;
 }
 
 static void uzura_nc_link_status_changed(NetClientState *nc)
 {
     UzuraState *s = qemu_get_nic_opaque(nc);
+    bool g = uzura_enter(&s->core);
 
     trace_uzura_link_status(nc->link_down);
     uzura_core_set_link(&s->core, !nc->link_down, s->link);
+    uzura_leave(&s->core, g);
 }
 
 static NetClientInfo uzura_net_info = {
@@ -175,10 +184,12 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
     }
     if (l->max_qp < 3 || l->max_mr < 2 || !l->max_sge ||
         !is_power_of_2(l->max_cqe) || !is_power_of_2(l->max_qp_wr) ||
-        !is_power_of_2(l->max_srq_wr) || l->max_cqe > (1u << 16) ||
+        !is_power_of_2(l->max_srq_wr) ||
+        l->max_cqe > (1u << UZ_CQ_LOG_DEPTH_MAX) ||
         l->max_qp_wr > (1u << 16) || l->max_srq_wr > (1u << 16)) {
         error_setg(errp, "uzura: RDMA limits out of range (rings a power "
-                   "of 2 up to 65536, max-qp at least 3, max-mr at least 2)");
+                   "of 2, max-cqe up to 4194304, max-qp-wr and max-srq-wr "
+                   "up to 65536, max-qp at least 3, max-mr at least 2)");
         return false;
     }
     /* The responder keeps a ring of this many READ/atomic slots. */
@@ -299,7 +310,7 @@ static const Property uzura_properties[] = {
     DEFINE_PROP_UINT32("speed", UzuraState, speed, 25000),
     DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
     DEFINE_PROP_UINT32("max-cq", UzuraState, lim.max_cq, 1024),
-    DEFINE_PROP_UINT32("max-cqe", UzuraState, lim.max_cqe, 65536),
+    DEFINE_PROP_UINT32("max-cqe", UzuraState, lim.max_cqe, 4194304),
     DEFINE_PROP_UINT32("max-qp", UzuraState, lim.max_qp, 1024),
     DEFINE_PROP_UINT32("max-qp-wr", UzuraState, lim.max_qp_wr, 4096),
     DEFINE_PROP_UINT32("max-sge", UzuraState, lim.max_sge, 16),
