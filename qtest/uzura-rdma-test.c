@@ -35,7 +35,9 @@ static uint8_t rdma_cmd(UzRdma *t, uint8_t op, const void *args, size_t len,
 {
     struct uz_admin_cmd cmd = { .opcode = op };
 
-    memcpy(cmd.raw, args, len);
+    if (len) {
+        memcpy(cmd.raw, args, len);
+    }
     return uz_admin(&t->d, &cmd, cqe);
 }
 

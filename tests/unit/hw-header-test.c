@@ -70,9 +70,15 @@ int main(void)
 	      UZ_CNT_TX_PKTS_CRW - UZ_CNT_TX_PKTS_UD == 4);
 	CHECK(UZ_CNT_RETRANSMITS == 46 && UZ_CNT_FAULT_DELAYED == 79);
 	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
-	CHECK(UZ_CNT_NUM == 82);
+	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_NUM == 83);
 	/* A QUERY_COUNTERS payload fits the command. */
-	CHECK(sizeof(struct uz_cmd_query) == 16 && UZ_CMD_QUERY_COUNTERS == 0x21);
+	CHECK(sizeof(struct uz_cmd_query) == 24 && UZ_CMD_QUERY_COUNTERS == 0x21);
+	/* Version 0.4: paged CQ rings, AVs in UD WQEs, contexts named. */
+	CHECK(offsetof(struct uz_cmd_create_cq, flags) == 17 &&
+	      UZ_CQF_PAGE_LIST == 1 && UZ_CQ_LOG_DEPTH_MAX == 22);
+	CHECK(sizeof(struct uz_av) == 64 && UZ_WQE_F_AV == 0x10);
+	CHECK(offsetof(struct uz_cmd_modify_qp, uctx) == 16 &&
+	      offsetof(struct uz_cmd_modify_srq, uctx) == 8);
 
 	return tap_done();
 }

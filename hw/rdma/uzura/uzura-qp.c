@@ -284,7 +284,21 @@ static bool uzura_qp_flush_one(UzuraCore *core, uint32_t qpn, UzuraQp *qp,
 /* Flush a QP in the error state; true when it has more to flush. */
 static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
 {
+    UzuraXfer *x = qp->x;
     int n;
+
+    /* A WQE the QP took from its SRQ and holds is the QP's to flush. */
+    if (x->have_rwqe && qp->srqn != UZ_NO_SRQ) {
+        struct uz_cqe cqe = {
+            .wr_id = cpu_to_le64(x->rwqe.wr_id),
+            .status = UZ_WC_STATUS_WR_FLUSH_ERR,
+            .qpn = cpu_to_le32(qpn), .opcode = UZ_WC_RECV,
+        };
+
+        x->have_rwqe = false;
+        trace_uzura_qp_flush(qpn, false, 0, x->rwqe.wr_id);
+        uzura_cq_post(core, qp->recv_cqn, &cqe, false);
+    }
 
     for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
         if (!uzura_qp_flush_one(core, qpn, qp, true) &&

@@ -398,6 +398,11 @@ static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     UzuraMr *mr;
     uint8_t verr;
 
+    /* No message is longer than 2^31 bytes, and no READ answer either. */
+    if (pkt->dma_len > UZ_MAX_MSG) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
     verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, pkt->dma_len,
                             UZ_ACCESS_REMOTE_READ, &mr);
     if (verr) {
