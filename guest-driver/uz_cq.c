@@ -234,8 +234,12 @@ int uz_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	u32 start;
 	int n = 0;
 
-	if (cq->mmap)
-		return -EOPNOTSUPP;	/* user CQs are polled by the provider */
+	if (cq->mmap) {
+		/* user CQs are polled by the provider */
+		ibdev_dbg(ibcq->device, "CQ %u: a user CQ, not polled here\n",
+			  cq->cqn);
+		return -EOPNOTSUPP;
+	}
 
 	spin_lock_irqsave(&cq->lock, flags);
 	start = cq->ci;
@@ -257,8 +261,11 @@ int uz_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	u32 arm;
 	int ret = 0;
 
-	if (cq->mmap)
+	if (cq->mmap) {
+		ibdev_dbg(ibcq->device, "CQ %u: a user CQ, not armed here\n",
+			  cq->cqn);
 		return -EOPNOTSUPP;
+	}
 	arm = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
 	      UZ_DB_ARM_SOLICITED : UZ_DB_ARM;
 	spin_lock_irqsave(&cq->lock, irqflags);

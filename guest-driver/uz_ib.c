@@ -114,8 +114,12 @@ static int uz_query_device(struct ib_device *ibdev,
 	struct uz_dev *uz = ibdev_to_uz(ibdev);
 	const struct uz_device_attr *a = &uz->attr;
 
-	if (udata->inlen || udata->outlen)
+	if (udata->inlen || udata->outlen) {
+		ibdev_dbg(ibdev,
+			  "query_device takes no driver data (%zu in, %zu out)\n",
+			  udata->inlen, udata->outlen);
 		return -EINVAL;
+	}
 
 	memset(props, 0, sizeof(*props));
 	props->fw_ver = le32_to_cpu(a->version);
@@ -202,8 +206,10 @@ static int uz_get_port_immutable(struct ib_device *ibdev, u32 port,
 static int uz_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 			 u16 *pkey)
 {
-	if (index)
+	if (index) {
+		ibdev_dbg(ibdev, "P_Key index %u: only 0\n", index);
 		return -EINVAL;
+	}
 	*pkey = IB_DEFAULT_PKEY_FULL;
 	return 0;
 }
@@ -290,8 +296,12 @@ static int uz_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 	int err;
 
 	rdma = rdma_user_mmap_entry_get(ibuc, vma);
-	if (!rdma)
+	if (!rdma) {
+		ibdev_dbg(ibuc->device,
+			  "mmap: no shared entry of %lu bytes at pgoff %#lx\n",
+			  vma->vm_end - vma->vm_start, vma->vm_pgoff);
 		return -EINVAL;
+	}
 	e = container_of(rdma, struct uz_mmap_entry, rdma);
 	if (e->type == UZ_MMAP_PAGES) {
 		/* The pages are refcounted: they outlive the entry if mapped. */

@@ -60,8 +60,10 @@ struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access)
 	struct uz_mr *mr;
 	int err;
 
-	if (access & ~UZ_MR_ACCESS)
+	if (access & ~UZ_MR_ACCESS) {
+		ibdev_dbg(ibpd->device, "MR access 0x%x not supported\n", access);
 		return ERR_PTR(-EOPNOTSUPP);
+	}
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
@@ -117,11 +119,16 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				      le32_to_cpu(uz->attr.page_size_cap) &
 				      GENMASK(30, 12), virt);
 	if (!pgsz) {
+		ibdev_dbg(ibpd->device,
+			  "MR: no page size fits start 0x%llx, iova 0x%llx\n",
+			  start, virt);
 		err = -EINVAL;
 		goto err_umem;
 	}
 	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
 	if (npages > U32_MAX) {
+		ibdev_dbg(ibpd->device, "MR of %zu pages: at most %u\n", npages,
+			  U32_MAX);
 		err = -EINVAL;
 		goto err_umem;
 	}

@@ -37,12 +37,16 @@ static bool uz_wq_full(const struct uz_wq *wq)
 }
 
 /* log2 of a ring depth for wr entries, or -EINVAL above the device's. */
-static int uz_log_depth(u32 wr, u32 max_wr)
+static int uz_log_depth(struct ib_device *ibdev, const char *what, u32 wr,
+			u32 max_wr)
 {
 	u32 depth = roundup_pow_of_two(max_t(u32, wr, 2));
 
-	if (wr > max_wr || depth > max_wr)
+	if (wr > max_wr || depth > max_wr) {
+		ibdev_dbg(ibdev, "%s of %u WRs rounds to %u: at most %u\n",
+			  what, wr, depth, max_wr);
 		return -EINVAL;
+	}
 	return ilog2(depth);
 }
 
@@ -98,14 +102,21 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 	int err;
 
 	if (cap->max_send_sge > max_sge || cap->max_recv_sge > max_sge ||
-	    cap->max_inline_data > max_inline)
+	    cap->max_inline_data > max_inline) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP: SGEs %u send, %u recv, inline %u: at most %u, %u\n",
+			  cap->max_send_sge, cap->max_recv_sge,
+			  cap->max_inline_data, max_sge, max_inline);
 		return -EINVAL;
-	sq_log = uz_log_depth(cap->max_send_wr, max_wr);
+	}
+	sq_log = uz_log_depth(qp->ibqp.device, "QP: SQ", cap->max_send_wr,
+			      max_wr);
 	if (sq_log < 0)
 		return sq_log;
 	qp->sq.log_depth = sq_log;
 	if (!init->srq) {
-		rq_log = uz_log_depth(cap->max_recv_wr, max_wr);
+		rq_log = uz_log_depth(qp->ibqp.device, "QP: RQ",
+				      cap->max_recv_wr, max_wr);
 		if (rq_log < 0)
 			return rq_log;
 		qp->rq.log_depth = rq_log;
@@ -142,8 +153,13 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 	if (qp->sq.log_wqe < UZ_SQ_LOG_WQE_MIN ||
 	    qp->sq.log_wqe > UZ_SQ_LOG_WQE_MAX ||
 	    qp->rq.log_wqe < UZ_RQ_LOG_WQE_MIN ||
-	    qp->rq.log_wqe > UZ_RQ_LOG_WQE_MAX)
+	    qp->rq.log_wqe > UZ_RQ_LOG_WQE_MAX) {
+		ibdev_dbg(qp->ibqp.device,
+			  "QP: log WQE sizes SQ %u (%u..%u), RQ %u (%u..%u)\n",
+			  qp->sq.log_wqe, UZ_SQ_LOG_WQE_MIN, UZ_SQ_LOG_WQE_MAX,
+			  qp->rq.log_wqe, UZ_RQ_LOG_WQE_MIN, UZ_RQ_LOG_WQE_MAX);
 		return -EINVAL;
+	}
 
 	/* What the rings can really hold, reported back to the caller. */
 	qp->sq.max_sge = min_t(u32, max_sge,
@@ -188,17 +204,27 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		qp->type = UZ_QPT_UD;
 		break;
 	case IB_QPT_GSI:
-		if (udata)
+		if (udata) {
+			ibdev_dbg(ibqp->device,
+				  "QP: no GSI QP for user space\n");
 			return -EINVAL;
+		}
 		qp->type = UZ_QPT_GSI;
 		break;
 	default:
+		ibdev_dbg(ibqp->device, "QP type %d not supported\n",
+			  init->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (init->create_flags)
+	if (init->create_flags) {
+		ibdev_dbg(ibqp->device, "QP create flags 0x%x not supported\n",
+			  init->create_flags);
 		return -EOPNOTSUPP;
-	if (!init->send_cq || !init->recv_cq)
+	}
+	if (!init->send_cq || !init->recv_cq) {
+		ibdev_dbg(ibqp->device, "QP: needs a send and a receive CQ\n");
 		return -EINVAL;
+	}
 
 	err = uz_qp_sizes(uz, qp, init, udata);
 	if (err)
@@ -349,16 +375,31 @@ static const struct uz_mask_map uz_qp_masks[] = {
 	{ IB_QP_DEST_QPN, UZ_QP_ATTR_DEST_QPN },
 };
 
-static int uz_qp_av(struct uz_qp_attr *a, const struct rdma_ah_attr *ah)
+#define UZ_QP_MODIFY_MASK	(IB_QP_CUR_STATE | IB_QP_STATE | \
+				 IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | \
+				 IB_QP_PORT | IB_QP_QKEY | IB_QP_AV | \
+				 IB_QP_PATH_MTU | IB_QP_TIMEOUT | \
+				 IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | \
+				 IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC | \
+				 IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN | \
+				 IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN)
+
+static int uz_qp_av(struct ib_device *ibdev, struct uz_qp_attr *a,
+		    const struct rdma_ah_attr *ah)
 {
 	const struct ib_global_route *grh;
 
 	if (ah->type != RDMA_AH_ATTR_TYPE_ROCE ||
-	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH))
+	    !(rdma_ah_get_ah_flags(ah) & IB_AH_GRH)) {
+		ibdev_dbg(ibdev, "QP: AV of RoCE with a GRH only\n");
 		return -EINVAL;
+	}
 	grh = rdma_ah_read_grh(ah);
-	if (!grh->sgid_attr || !is_valid_ether_addr(ah->roce.dmac))
+	if (!grh->sgid_attr || !is_valid_ether_addr(ah->roce.dmac)) {
+		ibdev_dbg(ibdev, "QP: AV without source GID or bad MAC %pM\n",
+			  ah->roce.dmac);
 		return -EINVAL;
+	}
 	memcpy(a->dgid, grh->dgid.raw, sizeof(a->dgid));
 	memcpy(a->sgid, grh->sgid_attr->gid.raw, sizeof(a->sgid));
 	ether_addr_copy(a->dmac, ah->roce.dmac);
@@ -391,24 +432,29 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	u32 uz_mask = 0;
 	int i, err;
 
-	if (mask & ~(IB_QP_CUR_STATE | IB_QP_STATE | IB_QP_ACCESS_FLAGS |
-		     IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY | IB_QP_AV |
-		     IB_QP_PATH_MTU | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
-		     IB_QP_RNR_RETRY | IB_QP_RQ_PSN | IB_QP_MAX_QP_RD_ATOMIC |
-		     IB_QP_MIN_RNR_TIMER | IB_QP_SQ_PSN |
-		     IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_DEST_QPN))
+	if (mask & ~UZ_QP_MODIFY_MASK) {
+		ibdev_dbg(ibqp->device, "QP: modify mask 0x%x not supported\n",
+			  mask & ~UZ_QP_MODIFY_MASK);
 		return -EOPNOTSUPP;
+	}
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : READ_ONCE(qp->state);
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
-	if (!ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask))
+	if (!ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask)) {
+		ibdev_dbg(ibqp->device,
+			  "QP %u: state %d -> %d with mask 0x%x not allowed\n",
+			  qp->qpn, cur, new, mask);
 		return -EINVAL;
+	}
 	/*
 	 * Access flags the device has no use for (flush, relaxed ordering,
 	 * ...) are ignored, as other RDMA drivers do; unknown bits are not.
 	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~IB_ACCESS_SUPPORTED))
+	    (attr->qp_access_flags & ~IB_ACCESS_SUPPORTED)) {
+		ibdev_dbg(ibqp->device, "QP access flags 0x%x not supported\n",
+			  attr->qp_access_flags);
 		return -EINVAL;
+	}
 
 	a = dma_alloc_coherent(&uz->pdev->dev, sizeof(*a), &dma, GFP_KERNEL);
 	if (!a)
@@ -443,7 +489,7 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	a->pkey_index = cpu_to_le16(attr->pkey_index);
 	a->port = (mask & IB_QP_PORT) ? attr->port_num : 1;
 	if (mask & IB_QP_AV) {
-		err = uz_qp_av(a, &attr->ah_attr);
+		err = uz_qp_av(ibqp->device, a, &attr->ah_attr);
 		if (err)
 			goto out;
 	}
@@ -536,8 +582,11 @@ out:
 static int uz_wr_opcode(const struct uz_qp *qp, enum ib_wr_opcode op)
 {
 	if (qp->type != UZ_QPT_RC && op != IB_WR_SEND &&
-	    op != IB_WR_SEND_WITH_IMM)
+	    op != IB_WR_SEND_WITH_IMM) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: opcode %d on RC QPs only\n",
+			  qp->qpn, op);
 		return -EINVAL;
+	}
 	switch (op) {
 	case IB_WR_SEND:
 		return UZ_WR_SEND;
@@ -554,7 +603,10 @@ static int uz_wr_opcode(const struct uz_qp *qp, enum ib_wr_opcode op)
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return UZ_WR_ATOMIC_FETCH_ADD;
 	default:
-		return -EINVAL;	/* SEND_WITH_INV and the rest: not in the device */
+		/* SEND_WITH_INV and the rest: not in the device */
+		ibdev_dbg(qp->ibqp.device, "QP %u: opcode %d not supported\n",
+			  qp->qpn, op);
+		return -EINVAL;
 	}
 }
 
@@ -611,12 +663,20 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 		u8 *dst = body;
 
 		if (op == UZ_WR_RDMA_READ || op == UZ_WR_ATOMIC_CMP_SWP ||
-		    op == UZ_WR_ATOMIC_FETCH_ADD)
+		    op == UZ_WR_ATOMIC_FETCH_ADD) {
+			ibdev_dbg(qp->ibqp.device,
+				  "QP %u: opcode %d cannot be inline\n",
+				  qp->qpn, wr->opcode);
 			return -EINVAL;
+		}
 		/* Kernel inline SGEs carry kernel virtual addresses. */
 		for (i = 0; i < wr->num_sge; i++) {
-			if (wr->sg_list[i].length > qp->max_inline - len)
+			if (wr->sg_list[i].length > qp->max_inline - len) {
+				ibdev_dbg(qp->ibqp.device,
+					  "QP %u: inline data over %u bytes\n",
+					  qp->qpn, qp->max_inline);
 				return -EINVAL;
+			}
 			memcpy(dst + len,
 			       (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
@@ -627,8 +687,11 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 		return 0;
 	}
 
-	if (wr->num_sge > qp->sq.max_sge)
+	if (wr->num_sge > qp->sq.max_sge) {
+		ibdev_dbg(qp->ibqp.device, "QP %u: %d send SGEs: at most %u\n",
+			  qp->qpn, wr->num_sge, qp->sq.max_sge);
 		return -EINVAL;
+	}
 	for (i = 0; i < wr->num_sge; i++) {
 		struct uz_sge *sge = (struct uz_sge *)body + i;
 
@@ -650,12 +713,17 @@ int uz_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	u32 start;
 	int err = 0;
 
-	if (!qp->sq_slots)
-		return -EOPNOTSUPP;	/* user QPs post from the provider */
+	if (!qp->sq_slots) {
+		/* user QPs post from the provider */
+		ibdev_dbg(ibqp->device, "QP %u: a user QP, no posting here\n",
+			  qp->qpn);
+		return -EOPNOTSUPP;
+	}
 	spin_lock_irqsave(&sq->lock, flags);
 	start = sq->pi;
 	if (READ_ONCE(qp->state) == IB_QPS_RESET) {
 		/* The device refuses doorbells in RESET. */
+		ibdev_dbg(ibqp->device, "QP %u: post_send in RESET\n", qp->qpn);
 		err = -EINVAL;
 		goto out;
 	}
@@ -663,6 +731,9 @@ int uz_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		struct uz_sq_slot *slot;
 
 		if (uz_wq_full(sq)) {
+			ibdev_dbg(ibqp->device,
+				  "QP %u: send queue full (%u WRs)\n",
+				  qp->qpn, uz_wq_depth(sq));
 			err = -ENOMEM;
 			break;
 		}
@@ -687,10 +758,11 @@ out:
 	return err;
 }
 
-static int uz_post_rq(struct uz_dev *uz, struct uz_wq *wq,
-		      const struct ib_recv_wr *wr,
+static int uz_post_rq(struct ib_device *ibdev, const char *what, u32 num,
+		      struct uz_wq *wq, const struct ib_recv_wr *wr,
 		      const struct ib_recv_wr **bad_wr)
 {
+	struct uz_dev *uz = ibdev_to_uz(ibdev);
 	unsigned long flags;
 	u32 start;
 	int err = 0;
@@ -703,10 +775,14 @@ static int uz_post_rq(struct uz_dev *uz, struct uz_wq *wq,
 		struct uz_sge *sge;
 
 		if (uz_wq_full(wq)) {
+			ibdev_dbg(ibdev, "%s %u: receive queue full (%u WRs)\n",
+				  what, num, uz_wq_depth(wq));
 			err = -ENOMEM;
 			break;
 		}
 		if (wr->num_sge > wq->max_sge) {
+			ibdev_dbg(ibdev, "%s %u: %d recv SGEs: at most %u\n",
+				  what, num, wr->num_sge, wq->max_sge);
 			err = -EINVAL;
 			break;
 		}
@@ -737,13 +813,18 @@ int uz_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct uz_qp *qp = to_uz_qp(ibqp);
 
-	if (qp->uctx)
+	if (qp->uctx) {
+		ibdev_dbg(ibqp->device, "QP %u: a user QP, no posting here\n",
+			  qp->qpn);
 		return -EOPNOTSUPP;
+	}
 	if (qp->srq || READ_ONCE(qp->state) == IB_QPS_RESET) {
+		ibdev_dbg(ibqp->device, "QP %u: post_recv %s\n", qp->qpn,
+			  qp->srq ? "on a QP with an SRQ" : "in RESET");
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	return uz_post_rq(ibdev_to_uz(ibqp->device), &qp->rq, wr, bad_wr);
+	return uz_post_rq(ibqp->device, "QP", qp->qpn, &qp->rq, wr, bad_wr);
 }
 
 /*
@@ -809,16 +890,26 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 need;
 	int log, err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC) {
+		ibdev_dbg(ibsrq->device, "SRQ type %d not supported\n",
+			  init->srq_type);
 		return -EOPNOTSUPP;
-	if (attr->max_sge > le32_to_cpu(uz->attr.max_sge))
+	}
+	if (attr->max_sge > le32_to_cpu(uz->attr.max_sge)) {
+		ibdev_dbg(ibsrq->device, "SRQ of %u SGEs: at most %u\n",
+			  attr->max_sge, le32_to_cpu(uz->attr.max_sge));
 		return -EINVAL;
-	log = uz_log_depth(attr->max_wr, le32_to_cpu(uz->attr.max_srq_wr));
+	}
+	log = uz_log_depth(ibsrq->device, "SRQ", attr->max_wr,
+			   le32_to_cpu(uz->attr.max_srq_wr));
 	if (log < 0)
 		return log;
 	srq->rq.log_depth = log;
-	if (attr->srq_limit >= uz_wq_depth(&srq->rq))
+	if (attr->srq_limit >= uz_wq_depth(&srq->rq)) {
+		ibdev_dbg(ibsrq->device, "SRQ limit %u: below %u\n",
+			  attr->srq_limit, uz_wq_depth(&srq->rq));
 		return -EINVAL;
+	}
 	need = sizeof(struct uz_recv_wqe) + attr->max_sge * sizeof(struct uz_sge);
 	srq->rq.log_wqe = max_t(u32, order_base_2(need), UZ_RQ_LOG_WQE_MIN);
 	if (udata && udata->inlen) {
@@ -837,8 +928,11 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			srq->rq.log_wqe = ucmd.log_wqe;
 	}
 	if (srq->rq.log_wqe < UZ_RQ_LOG_WQE_MIN ||
-	    srq->rq.log_wqe > UZ_RQ_LOG_WQE_MAX)
+	    srq->rq.log_wqe > UZ_RQ_LOG_WQE_MAX) {
+		ibdev_dbg(ibsrq->device, "SRQ: log WQE size %u: %u..%u\n",
+			  srq->rq.log_wqe, UZ_RQ_LOG_WQE_MIN, UZ_RQ_LOG_WQE_MAX);
 		return -EINVAL;
+	}
 	srq->rq.max_sge = min_t(u32, le32_to_cpu(uz->attr.max_sge),
 				((1u << srq->rq.log_wqe) - sizeof(struct uz_recv_wqe)) /
 				sizeof(struct uz_sge));
@@ -899,12 +993,19 @@ int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	struct uz_cmd_modify_srq *c = (struct uz_cmd_modify_srq *)cmd.raw;
 	int err;
 
-	if (mask & ~IB_SRQ_LIMIT)
-		return -EOPNOTSUPP;	/* no resizing */
+	if (mask & ~IB_SRQ_LIMIT) {
+		/* no resizing */
+		ibdev_dbg(ibsrq->device, "SRQ: modify mask 0x%x not supported\n",
+			  mask & ~IB_SRQ_LIMIT);
+		return -EOPNOTSUPP;
+	}
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
-	if (attr->srq_limit >= uz_wq_depth(&srq->rq))
+	if (attr->srq_limit >= uz_wq_depth(&srq->rq)) {
+		ibdev_dbg(ibsrq->device, "SRQ limit %u: below %u\n",
+			  attr->srq_limit, uz_wq_depth(&srq->rq));
 		return -EINVAL;
+	}
 	c->srqn = cpu_to_le32(srq->srqn);
 	c->limit = cpu_to_le32(attr->srq_limit);
 	c->uctx = cpu_to_le32(srq->uctx);
@@ -955,7 +1056,11 @@ int uz_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 {
 	struct uz_srq *srq = to_uz_srq(ibsrq);
 
-	if (srq->uctx)
+	if (srq->uctx) {
+		ibdev_dbg(ibsrq->device, "SRQ %u: a user SRQ, no posting here\n",
+			  srq->srqn);
 		return -EOPNOTSUPP;
-	return uz_post_rq(ibdev_to_uz(ibsrq->device), &srq->rq, wr, bad_wr);
+	}
+	return uz_post_rq(ibsrq->device, "SRQ", srq->srqn, &srq->rq, wr,
+			  bad_wr);
 }

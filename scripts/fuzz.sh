@@ -23,10 +23,16 @@ export ASAN_OPTIONS=detect_leaks=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 log "generic-fuzz-uzura for $secs s, $(ls "$work/corpus" | wc -l) inputs to start"
-"$fuzz" --fuzz-target=generic-fuzz-uzura -jobs=2 -workers=2 \
+# Two workers, one a core; each writes its own log, fuzz-N.log, here.
+(cd "$work" && "$fuzz" --fuzz-target=generic-fuzz-uzura -jobs=2 -workers=2 \
 	-max_total_time="$secs" -artifact_prefix="$work/artifacts/" \
-	"$work/corpus" > "$work/fuzz.log" 2>&1 || true
-grep -h '^#[0-9]*.*DONE' "$work"/fuzz-*.log 2>/dev/null | sed 's/^/fuzz: /' || true
+	"$work/corpus" > "$work/fuzz.log" 2>&1) || true
+execs=0
+for f in "$work"/fuzz-*.log; do
+	n=$(grep -o '^#[0-9]*' "$f" | tail -n 1 | tr -d '#')
+	execs=$((execs + ${n:-0}))
+done
+log "$execs executions in all"
 
 # Keep what adds coverage, minimised, in the repository's corpus.
 before=$(ls "$top/tests/fuzz/corpus" | wc -l)
