@@ -323,6 +323,8 @@ int uz_ib_init(struct uz_dev *uz);
 void uz_ib_fini(struct uz_dev *uz);
 void uz_ib_event(struct uz_dev *uz, const struct uz_eqe *eqe);
 int uz_obj_cmd(struct uz_dev *uz, u8 opcode, u32 handle, u32 uctx);
+int uz_obj_destroy(struct uz_dev *uz, struct xarray *xa, void *obj,
+		   struct uz_obj_ref *ref, u8 opcode, u32 handle, u32 uctx);
 u32 uz_udata_uctx(struct ib_udata *udata);
 bool uz_udata_known(struct ib_device *ibdev, struct ib_udata *udata,
 		    size_t known, const char *what);

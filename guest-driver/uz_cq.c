@@ -117,21 +117,10 @@ int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct uz_ibdev *ib = to_uzib(ibcq->device);
 	int err;
 
-	/*
-	 * Out of the table before the device frees the number, which another
-	 * process's create may get back at once; back in if still used.
-	 */
-	xa_erase_bh(&ib->cq_xa, cq->cqn);
-	uz_obj_ref_wait(&cq->ref);
-	err = uz_obj_cmd(ib->uz, UZ_CMD_DESTROY_CQ, cq->cqn, cq->uctx);
-	if (err == -EBUSY) {
-		/* Still used by a QP: the CQ stays, its number too. */
-		uz_obj_ref_init(&cq->ref);
-		if (xa_insert_bh(&ib->cq_xa, cq->cqn, cq, GFP_KERNEL))
-			dev_err(&ib->uz->pdev->dev, "CQ %u lost its events\n",
-				cq->cqn);
-		return err;
-	}
+	err = uz_obj_destroy(ib->uz, &ib->cq_xa, cq, &cq->ref,
+			     UZ_CMD_DESTROY_CQ, cq->cqn, cq->uctx);
+	if (err == -EBUSY)
+		return err;	/* still used by a QP: the CQ stays */
 	if (err) {
 		/* The device may still write the ring: leak it, not corrupt. */
 		dev_err(&ib->uz->pdev->dev, "destroying CQ %u failed: %d\n",

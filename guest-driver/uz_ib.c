@@ -93,6 +93,30 @@ void uz_obj_ref_put(struct uz_obj_ref *ref)
 		complete(&ref->free);
 }
 
+/*
+ * Destroy object @handle at the device, out of @xa first: once the device
+ * frees the number, another process's create may get it back at once, and
+ * must find the table free.  An object the device keeps because it is
+ * still used (-EBUSY) goes back into @xa.  Returns the command's status.
+ */
+int uz_obj_destroy(struct uz_dev *uz, struct xarray *xa, void *obj,
+		   struct uz_obj_ref *ref, u8 opcode, u32 handle, u32 uctx)
+{
+	int err;
+
+	xa_erase_bh(xa, handle);
+	uz_obj_ref_wait(ref);
+	err = uz_obj_cmd(uz, opcode, handle, uctx);
+	if (err == -EBUSY) {
+		uz_obj_ref_init(ref);
+		if (xa_insert_bh(xa, handle, obj, GFP_KERNEL))
+			dev_err(&uz->pdev->dev,
+				"object %u kept by the device lost its events\n",
+				handle);
+	}
+	return err;
+}
+
 /* After the object left its xarray: wait for EQ dispatch to let go. */
 void uz_obj_ref_wait(struct uz_obj_ref *ref)
 {

@@ -327,13 +327,8 @@ int uz_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct uz_ibdev *ib = to_uzib(ibqp->device);
 	int err;
 
-	/*
-	 * Out of the table before the device frees the number: another
-	 * process's create may get it back at once.
-	 */
-	xa_erase_bh(&ib->qp_xa, qp->qpn);
-	uz_obj_ref_wait(&qp->ref);
-	err = uz_obj_cmd(ib->uz, UZ_CMD_DESTROY_QP, qp->qpn, qp->uctx);
+	err = uz_obj_destroy(ib->uz, &ib->qp_xa, qp, &qp->ref,
+			     UZ_CMD_DESTROY_QP, qp->qpn, qp->uctx);
 	uz_cq_sync(ibqp->send_cq);
 	uz_cq_sync(ibqp->recv_cq);
 	if (err) {
@@ -1031,17 +1026,10 @@ int uz_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct uz_ibdev *ib = to_uzib(ibsrq->device);
 	int err;
 
-	/* Out of the table first, as for QPs; back in if still used. */
-	xa_erase_bh(&ib->srq_xa, srq->srqn);
-	uz_obj_ref_wait(&srq->ref);
-	err = uz_obj_cmd(ib->uz, UZ_CMD_DESTROY_SRQ, srq->srqn, srq->uctx);
-	if (err == -EBUSY) {
-		uz_obj_ref_init(&srq->ref);
-		if (xa_insert_bh(&ib->srq_xa, srq->srqn, srq, GFP_KERNEL))
-			dev_err(&ib->uz->pdev->dev, "SRQ %u lost its events\n",
-				srq->srqn);
-		return err;
-	}
+	err = uz_obj_destroy(ib->uz, &ib->srq_xa, srq, &srq->ref,
+			     UZ_CMD_DESTROY_SRQ, srq->srqn, srq->uctx);
+	if (err == -EBUSY)
+		return err;	/* still used by a QP: the SRQ stays */
 	if (err) {
 		dev_err(&ib->uz->pdev->dev, "destroying SRQ %u failed: %d\n",
 			srq->srqn, err);

@@ -39,33 +39,47 @@ void uz_ring_free(struct uz_dev *uz, struct uz_ring *ring)
 }
 
 /*
- * Hand a ring to the process: the mmap entry owns it from here on and
- * mmap_free releases it once the object is destroyed and the last mapping
- * is gone.  On failure the caller still owns the ring.
+ * Hand @e (type and ring filled in) to the process as an mmap entry of
+ * @size bytes: from here on the entry owns the ring, and mmap_free
+ * releases it once the object is destroyed and the last mapping is gone.
+ * On failure @e is freed and the caller still owns the ring.
  */
-struct rdma_user_mmap_entry *uz_ring_mmap(struct uz_dev *uz,
-					  struct ib_udata *udata,
-					  struct uz_ring *ring, u64 *key)
+static struct rdma_user_mmap_entry *uz_mmap_insert(struct uz_dev *uz,
+						   struct ib_udata *udata,
+						   struct uz_mmap_entry *e,
+						   size_t size, u64 *key)
 {
 	struct uz_ucontext *uc;
-	struct uz_mmap_entry *e;
 	int err;
 
 	uc = rdma_udata_to_drv_context(udata, struct uz_ucontext, ibuc);
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
-	if (!e)
-		return ERR_PTR(-ENOMEM);
 	e->uz = uz;
-	e->type = UZ_MMAP_RING;
-	e->ring = *ring;
-	err = rdma_user_mmap_entry_insert(&uc->ibuc, &e->rdma, ring->size);
+	err = rdma_user_mmap_entry_insert(&uc->ibuc, &e->rdma, size);
 	if (err) {
 		kfree(e);
 		return ERR_PTR(err);
 	}
 	*key = rdma_user_mmap_get_offset(&e->rdma);
-	ring->buf = NULL;	/* now the entry's */
 	return &e->rdma;
+}
+
+/* Hand a contiguous ring to the process (uz_mmap_insert). */
+struct rdma_user_mmap_entry *uz_ring_mmap(struct uz_dev *uz,
+					  struct ib_udata *udata,
+					  struct uz_ring *ring, u64 *key)
+{
+	struct rdma_user_mmap_entry *rdma;
+	struct uz_mmap_entry *e;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	e->type = UZ_MMAP_RING;
+	e->ring = *ring;
+	rdma = uz_mmap_insert(uz, udata, e, ring->size, key);
+	if (!IS_ERR(rdma))
+		ring->buf = NULL;	/* now the entry's */
+	return rdma;
 }
 
 /* The device's page list counts 4 KiB pages: one per kernel page here. */
@@ -143,29 +157,23 @@ void uz_pring_free(struct uz_dev *uz, struct uz_pring *pr)
 	pr->buf = NULL;
 }
 
-/* As uz_ring_mmap, for a ring in pages. */
+/* Hand a ring in pages to the process (uz_mmap_insert). */
 struct rdma_user_mmap_entry *uz_pring_mmap(struct uz_dev *uz,
 					   struct ib_udata *udata,
 					   struct uz_pring *pr, u64 *key)
 {
-	struct uz_ucontext *uc;
+	struct rdma_user_mmap_entry *rdma;
 	struct uz_mmap_entry *e;
-	int err;
 
-	uc = rdma_udata_to_drv_context(udata, struct uz_ucontext, ibuc);
 	e = kzalloc(sizeof(*e), GFP_KERNEL);
 	if (!e)
 		return ERR_PTR(-ENOMEM);
-	e->uz = uz;
 	e->type = UZ_MMAP_PAGES;
 	e->pring = *pr;
-	err = rdma_user_mmap_entry_insert(&uc->ibuc, &e->rdma, pr->size);
-	if (err) {
-		kfree(e);
-		return ERR_PTR(err);
+	rdma = uz_mmap_insert(uz, udata, e, pr->size, key);
+	if (!IS_ERR(rdma)) {
+		pr->pages = NULL;	/* now the entry's */
+		pr->buf = NULL;
 	}
-	*key = rdma_user_mmap_get_offset(&e->rdma);
-	pr->pages = NULL;	/* now the entry's */
-	pr->buf = NULL;
-	return &e->rdma;
+	return rdma;
 }

@@ -69,66 +69,6 @@ static void env_stop(Env *e)
 /* Helpers                                                            */
 /* ------------------------------------------------------------------ */
 
-/*
- * An MR of the node's PD at @iova whose page list is the @npages pages
- * of 2^@shift bytes at @pages (in host order; with @shift 12 the
- * uz_mr_* helpers can use it).
- */
-static UzMr *mr_reg_list(UzNode *n, uint64_t iova, uint64_t len,
-                         uint8_t shift, const uint64_t *pages,
-                         uint32_t npages, uint32_t access)
-{
-    UzMr *mr = uz_own(n, sizeof(*mr));
-    g_autofree uint64_t *pbl = g_new(uint64_t, npages);
-    struct uz_cmd_reg_mr c = { 0 };
-    struct uz_admin_cqe cqe;
-    uint32_t k;
-
-    mr->n = n;
-    mr->pdn = n->pdn;
-    mr->access = access;
-    mr->iova = iova;
-    mr->len = len;
-    mr->npages = npages;
-    mr->pages = uz_own(n, npages * sizeof(uint64_t));
-    for (k = 0; k < npages; k++) {
-        mr->pages[k] = pages[k];
-        pbl[k] = cpu_to_le64(pages[k]);
-    }
-    mr->pbl = uz_alloc(&n->d, npages * sizeof(uint64_t));
-    qtest_memwrite(n->d.qts, mr->pbl, pbl, npages * sizeof(uint64_t));
-    c.iova = cpu_to_le64(iova);
-    c.length = cpu_to_le64(len);
-    c.pbl_addr = cpu_to_le64(mr->pbl);
-    c.npages = cpu_to_le32(npages);
-    c.pdn = cpu_to_le32(n->pdn);
-    c.access = cpu_to_le32(access);
-    c.page_shift = shift;
-    c.key = n->next_key++;
-    g_assert_cmpint(uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe), ==,
-                    UZ_CMD_OK);
-    mr->key = le32_to_cpu(cqe.out0);
-    g_ptr_array_add(n->mrs, mr);
-    return mr;
-}
-
-/* A DMA MR (UZ_MR_F_DMA) of @len bytes at guest address @addr. */
-static UzMr *mr_reg_dma_at(UzNode *n, uint64_t addr, uint64_t len,
-                           uint32_t access)
-{
-    UzMr *mr = uz_own(n, sizeof(*mr));
-
-    mr->n = n;
-    mr->pdn = n->pdn;
-    mr->access = access;
-    mr->dma = true;
-    mr->iova = addr;
-    mr->len = len;
-    g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
-    g_ptr_array_add(n->mrs, mr);
-    return mr;
-}
-
 /* CREATE_CQ of 2^@log_depth CQEs at @ring with @flags: the status. */
 static uint8_t cq_create_at(UzNode *n, uint64_t ring, uint8_t log_depth,
                             uint8_t flags)
@@ -456,14 +396,14 @@ static void test_dma_config_space(void)
         uz_ud_up(qr, QKEY, 0);
         if (v == 0) {
             /* A DMA MR over the whole window: the iova is the address. */
-            win = mr_reg_dma_at(n, base, MCH_HOST_BRIDGE_PCIEXBAR_MAX,
-                                UZ_ACCESS_LOCAL_WRITE);
+            win = uz_mr_reg_dma_at(n, base, MCH_HOST_BRIDGE_PCIEXBAR_MAX,
+                                   UZ_ACCESS_LOCAL_WRITE);
             r[1] = (UzSge) { .addr = cfg + dc, .length = 2,
                              .lkey = win->key };
         } else {
             /* An MR whose one page is the device's config space. */
-            win = mr_reg_list(n, 0x5a000, 4096, UZ_PAGE_SHIFT, &cfg, 1,
-                              UZ_ACCESS_LOCAL_WRITE);
+            win = uz_mr_reg_list(n, n->pdn, 0x5a000, 4096, UZ_PAGE_SHIFT,
+                                 &cfg, 1, UZ_ACCESS_LOCAL_WRITE);
             r[1] = uz_mr_sge(win, dc, 2);
         }
         r[0] = uz_mr_sge(grh, 0, GRH_LEN);
@@ -722,9 +662,10 @@ static void test_resp_error_deferred(void)
     for (k = 0; k < src_pages; k++) {
         pages[k] = pool_gpa[k % RD_POOL];
     }
-    src = mr_reg_list(b, 0x7000000, (uint64_t)src_pages * UZ_PAGE_SIZE,
-                      UZ_PAGE_SHIFT, pages, src_pages,
-                      UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_READ);
+    src = uz_mr_reg_list(b, b->pdn, 0x7000000,
+                         (uint64_t)src_pages * UZ_PAGE_SIZE, UZ_PAGE_SHIFT,
+                         pages, src_pages,
+                         UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_READ);
     sink = uz_mr_reg(a, RD_NUM * RD_LEN, UZ_ACCESS_ALL);
     ma = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
     md = uz_mr_reg(b, 4096, UZ_ACCESS_ALL);
@@ -827,8 +768,8 @@ static void test_read_4g(void)
     UzMr *mr;
 
     env_start(&e, 1, true);
-    mr = mr_reg_list(n, 0, 1ull << 32, 30, pages, ARRAY_SIZE(pages),
-                     UZ_ACCESS_REMOTE_READ);
+    mr = uz_mr_reg_list(n, n->pdn, 0, 1ull << 32, 30, pages,
+                        ARRAY_SIZE(pages), UZ_ACCESS_REMOTE_READ);
     uz_pattern(pat, sizeof(pat), 5);
     qtest_memwrite(n->d.qts, 0, pat, sizeof(pat));
 
@@ -1196,6 +1137,64 @@ static void test_ud_too_long(void)
     env_stop(&e);
 }
 
+/*
+ * An address vector in the WQE (UZ_WQE_F_AV) is the kernel's: its QPs
+ * post with AHs made where no command can run.  A user context's QP must
+ * name an AH the kernel created and checked, or it could send from any
+ * source GID and MAC it likes.
+ * Rule: UZ_WQE_F_AV on a UD QP of a user context is a malformed WQE; the
+ * peer receives nothing, and the QP fails as for any malformed WQE.
+ */
+static void test_av_user_qp(void)
+{
+    Env e;
+    UzNode *a = &e.n[0], *b = &e.n[1];
+    struct uz_av av = { .hop_limit = 64 };
+    struct uz_admin_cqe cqe;
+    uint8_t data[32];
+    uint64_t rx;
+    UzQp *qs, *qr;
+    UzMr *ms, *mr;
+    UzSge s, r;
+    UzWr wr;
+
+    env_start(&e, 2, false);
+    qr = uz_qp_create(b, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    uz_ud_up(qr, QKEY, 0);
+    mr = uz_mr_reg(b, 4096, UZ_ACCESS_ALL);
+    r = uz_mr_sge(mr, 0, GRH_LEN + sizeof(data));
+    uz_post_recv(qr, 0xa0f1, &r, 1);
+
+    /* Node a's objects from here on are a user context's. */
+    g_assert_cmpint(uz_cmd(a, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                    UZ_CMD_OK);
+    a->uctx = le32_to_cpu(cqe.out0);
+    a->pdn = uz_pd_alloc(a);
+    qs = uz_qp_create(a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    uz_ud_up(qs, QKEY, 0);
+    ms = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
+    uz_pattern(data, sizeof(data), 0xa0);
+    uz_mr_write(ms, 0, data, sizeof(data));
+    uz_node_mac(1, av.dmac);
+    uz_node_gid(1, av.dgid);
+    uz_node_gid(0, av.sgid);
+    s = uz_mr_sge(ms, 0, sizeof(data));
+    wr = (UzWr) {
+        .wr_id = 0xa0f0, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1, .av = &av, .remote_qpn = qr->qpn,
+        .remote_qkey = QKEY,
+    };
+
+    rx = uz_counter(&e.m, 1, "rx_frames");
+    uz_post_send(qs, &wr);
+    uz_sq_err(qs, 0xa0f0, UZ_WC_SEND, UZ_WC_STATUS_LOC_QP_OP_ERR,
+              UZ_VERR_BAD_WQE);
+    g_assert_cmpint(uz_qp_state(qs), ==, UZ_QPS_ERR);
+    uz_cq_assert_empty(qr->rcq, 20);
+    g_assert_cmpuint(uz_counter(&e.m, 1, "rx_frames"), ==, rx);
+    env_stop(&e);
+}
+
 /* ------------------------------------------------------------------ */
 /* 7. An atomic without an answer slot                                */
 /* ------------------------------------------------------------------ */
@@ -1294,6 +1293,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/harden/mr-page-shift", test_mr_page_shift);
     qtest_add_func("/uzura/harden/dma-mr-user", test_dma_mr_user);
     qtest_add_func("/uzura/harden/ud-too-long", test_ud_too_long);
+    qtest_add_func("/uzura/harden/av-user-qp", test_av_user_qp);
     qtest_add_func("/uzura/harden/atomic-no-slot", test_atomic_no_slot);
     return g_test_run();
 }

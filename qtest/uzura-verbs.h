@@ -50,6 +50,7 @@ typedef struct UzNode {
     UzEq async_eq;              /* UZ_EQ_F_ASYNC, vector 1 */
     UzEq comp_eq;               /* completion events of every CQ, vector 2 */
     uint32_t pdn;
+    uint32_t uctx;              /* context of what is created next; 0 kernel */
     uint64_t attr_buf;          /* scratch page for MODIFY_QP, QUERY_QP */
     uint64_t next_iova;         /* where uz_mr_reg() puts the next MR */
     uint8_t next_key;           /* key byte of the next MR */
@@ -79,11 +80,13 @@ typedef struct UzMr {
     uint64_t pbl;               /* page list in guest memory */
     uint32_t npages;
     uint64_t *pages;            /* our copy of the page list */
+    uint8_t page_shift;         /* of the pages; 0 = UZ_PAGE_SHIFT */
 } UzMr;
 
 typedef struct UzSrq {
     UzNode *n;
     uint32_t srqn;
+    uint32_t uctx;
     uint32_t db;
     uint64_t ring;
     uint32_t log_depth;
@@ -93,6 +96,7 @@ typedef struct UzSrq {
 typedef struct UzQp {
     UzNode *n;
     uint32_t qpn;
+    uint32_t uctx;
     uint8_t type;
     UzCq *scq;
     UzCq *rcq;
@@ -180,7 +184,7 @@ static inline uint8_t uz_cmd(UzNode *n, uint8_t op, const void *args,
 
 static inline uint32_t uz_pd_alloc(UzNode *n)
 {
-    struct uz_cmd_obj c = { 0 };
+    struct uz_cmd_obj c = { .uctx = cpu_to_le32(n->uctx) };
     struct uz_admin_cqe cqe;
 
     g_assert_cmpint(uz_cmd(n, UZ_CMD_ALLOC_PD, &c, sizeof(c), &cqe), ==,
@@ -355,10 +359,25 @@ static inline uint64_t uz_alloc_pages(UzNode *n, uint32_t npages)
     return addr;
 }
 
+/* A page list in guest memory, as the device reads it: its address. */
+static inline uint64_t uz_pbl_put(UzNode *n, const uint64_t *pages,
+                                  uint32_t npages)
+{
+    g_autofree uint64_t *le = g_new(uint64_t, npages);
+    uint64_t list = uz_alloc(&n->d, (size_t)npages * sizeof(uint64_t));
+    uint32_t k;
+
+    for (k = 0; k < npages; k++) {
+        le[k] = cpu_to_le64(pages[k]);
+    }
+    qtest_memwrite(n->d.qts, list, le, (size_t)npages * sizeof(uint64_t));
+    return list;
+}
+
 static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
 {
     UzCq *cq = uz_own(n, sizeof(*cq));
-    struct uz_cmd_create_cq c = { 0 };
+    struct uz_cmd_create_cq c = { .uctx = cpu_to_le32(n->uctx) };
     struct uz_admin_cqe cqe;
 
     cq->n = n;
@@ -384,23 +403,18 @@ static inline UzCq *uz_cq_create_paged(UzNode *n, uint32_t log_depth)
     UzCq *cq = uz_own(n, sizeof(*cq));
     uint32_t npages = MAX(1, (sizeof(struct uz_cqe) << log_depth) /
                              UZ_PAGE_SIZE);
-    struct uz_cmd_create_cq c = { 0 };
+    struct uz_cmd_create_cq c = { .uctx = cpu_to_le32(n->uctx) };
     struct uz_admin_cqe cqe;
-    uint64_t list = uz_alloc(&n->d, npages * sizeof(uint64_t));
     uint32_t i;
 
     cq->n = n;
     cq->log_depth = log_depth;
     cq->pages = uz_own(n, npages * sizeof(uint64_t));
     for (i = npages; i-- > 0;) {
-        uint64_t le;
-
         cq->pages[i] = uz_alloc_pages(n, 1);
-        le = cpu_to_le64(cq->pages[i]);
-        qtest_memwrite(n->d.qts, list + i * sizeof(le), &le, sizeof(le));
     }
-    cq->list = list;
-    c.ring_addr = cpu_to_le64(list);
+    cq->list = uz_pbl_put(n, cq->pages, npages);
+    c.ring_addr = cpu_to_le64(cq->list);
     c.eqn = cpu_to_le32(n->comp_eq.eqn);
     c.log_depth = log_depth;
     c.flags = UZ_CQF_PAGE_LIST;
@@ -655,7 +669,8 @@ static inline uint8_t uz_mr_reg_cmd(UzMr *mr, uint8_t key_byte)
         .iova = cpu_to_le64(mr->iova), .length = cpu_to_le64(mr->len),
         .pbl_addr = cpu_to_le64(mr->pbl), .npages = cpu_to_le32(mr->npages),
         .pdn = cpu_to_le32(mr->pdn), .access = cpu_to_le32(mr->access),
-        .page_shift = UZ_PAGE_SHIFT, .key = key_byte,
+        .page_shift = mr->page_shift ? mr->page_shift : UZ_PAGE_SHIFT,
+        .key = key_byte, .uctx = cpu_to_le32(mr->n->uctx),
         .flags = mr->dma ? UZ_MR_F_DMA : 0,
     };
     struct uz_admin_cqe cqe;
@@ -670,33 +685,44 @@ static inline uint8_t uz_mr_reg_cmd(UzMr *mr, uint8_t key_byte)
  * @pdn.  The pages are one guest allocation, listed in reverse order, so
  * that the device must translate every page through the page list.
  */
-static inline UzMr *uz_mr_reg_full(UzNode *n, uint32_t pdn, uint64_t iova,
-                                   uint64_t len, uint32_t access)
+/*
+ * Register @len bytes at @iova in PD @pdn whose page list is the @npages
+ * pages of 2^@shift bytes at @pages (the uz_mr_* data helpers need @shift
+ * UZ_PAGE_SHIFT).
+ */
+static inline UzMr *uz_mr_reg_list(UzNode *n, uint32_t pdn, uint64_t iova,
+                                   uint64_t len, uint8_t shift,
+                                   const uint64_t *pages, uint32_t npages,
+                                   uint32_t access)
 {
     UzMr *mr = uz_own(n, sizeof(*mr));
-    uint64_t first = iova & ~UZ_PAGE_MASK;
-    g_autofree uint64_t *pbl = NULL;
-    uint64_t base;
-    uint32_t k;
 
-    mr->n = n;
-    mr->pdn = pdn;
-    mr->access = access;
-    mr->iova = iova;
-    mr->len = len;
-    mr->npages = MAX(1, DIV_ROUND_UP(iova + len - first, UZ_PAGE_SIZE));
-    base = uz_alloc_pages(n, mr->npages);
-    mr->pages = uz_own(n, mr->npages * sizeof(uint64_t));
-    pbl = g_new(uint64_t, mr->npages);
-    for (k = 0; k < mr->npages; k++) {
-        mr->pages[k] = base + (uint64_t)(mr->npages - 1 - k) * UZ_PAGE_SIZE;
-        pbl[k] = cpu_to_le64(mr->pages[k]);
-    }
-    mr->pbl = uz_alloc(&n->d, mr->npages * sizeof(uint64_t));
-    qtest_memwrite(n->d.qts, mr->pbl, pbl, mr->npages * sizeof(uint64_t));
+    *mr = (UzMr) {
+        .n = n, .pdn = pdn, .access = access, .iova = iova, .len = len,
+        .npages = npages, .page_shift = shift,
+        .pages = uz_own(n, npages * sizeof(uint64_t)),
+    };
+    memcpy(mr->pages, pages, npages * sizeof(uint64_t));
+    mr->pbl = uz_pbl_put(n, pages, npages);
     g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
     g_ptr_array_add(n->mrs, mr);
     return mr;
+}
+
+static inline UzMr *uz_mr_reg_full(UzNode *n, uint32_t pdn, uint64_t iova,
+                                   uint64_t len, uint32_t access)
+{
+    uint64_t first = iova & ~UZ_PAGE_MASK;
+    uint32_t npages = MAX(1, DIV_ROUND_UP(iova + len - first, UZ_PAGE_SIZE));
+    uint64_t base = uz_alloc_pages(n, npages);
+    g_autofree uint64_t *pages = g_new(uint64_t, npages);
+    uint32_t k;
+
+    for (k = 0; k < npages; k++) {
+        pages[k] = base + (uint64_t)(npages - 1 - k) * UZ_PAGE_SIZE;
+    }
+    return uz_mr_reg_list(n, pdn, iova, len, UZ_PAGE_SHIFT, pages, npages,
+                          access);
 }
 
 /* An MR in PD @pdn at the next free, page-aligned iova. */
@@ -716,20 +742,25 @@ static inline UzMr *uz_mr_reg(UzNode *n, uint64_t len, uint32_t access)
     return uz_mr_reg_pd(n, n->pdn, len, access);
 }
 
-/* A DMA MR (UZ_MR_F_DMA): iova = guest physical address, no page list. */
-static inline UzMr *uz_mr_reg_dma(UzNode *n, uint64_t len, uint32_t access)
+/* A DMA MR (UZ_MR_F_DMA) of @len bytes at guest address @addr. */
+static inline UzMr *uz_mr_reg_dma_at(UzNode *n, uint64_t addr, uint64_t len,
+                                     uint32_t access)
 {
     UzMr *mr = uz_own(n, sizeof(*mr));
 
-    mr->n = n;
-    mr->pdn = n->pdn;
-    mr->access = access;
-    mr->dma = true;
-    mr->len = len;
-    mr->iova = uz_alloc(&n->d, len);
+    *mr = (UzMr) {
+        .n = n, .pdn = n->pdn, .access = access, .dma = true,
+        .iova = addr, .len = len,
+    };
     g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
     g_ptr_array_add(n->mrs, mr);
     return mr;
+}
+
+/* A DMA MR over @len bytes of new guest memory: iova = its address. */
+static inline UzMr *uz_mr_reg_dma(UzNode *n, uint64_t len, uint32_t access)
+{
+    return uz_mr_reg_dma_at(n, uz_alloc(&n->d, len), len, access);
 }
 
 static inline UzMr *uz_mr_by_key(UzNode *n, uint32_t key)
@@ -924,10 +955,11 @@ static inline UzSrq *uz_srq_create(UzNode *n, uint32_t log_depth,
                                    uint32_t limit)
 {
     UzSrq *srq = uz_own(n, sizeof(*srq));
-    struct uz_cmd_create_srq c = { 0 };
+    struct uz_cmd_create_srq c = { .uctx = cpu_to_le32(n->uctx) };
     struct uz_admin_cqe cqe;
 
     srq->n = n;
+    srq->uctx = n->uctx;
     srq->log_depth = log_depth;
     srq->ring = uz_alloc(&n->d, UZ_RQ_WQE_SIZE << log_depth);
     c.ring_addr = cpu_to_le64(srq->ring);
@@ -946,6 +978,7 @@ static inline uint8_t uz_srq_modify(UzSrq *srq, uint32_t limit)
 {
     struct uz_cmd_modify_srq c = {
         .srqn = cpu_to_le32(srq->srqn), .limit = cpu_to_le32(limit),
+        .uctx = cpu_to_le32(srq->uctx),
     };
 
     return uz_cmd(srq->n, UZ_CMD_MODIFY_SRQ, &c, sizeof(c), NULL);
@@ -959,10 +992,11 @@ static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
                                  UzCq *rcq, UzSrq *srq, uint8_t flags)
 {
     UzQp *qp = uz_own(n, sizeof(*qp));
-    struct uz_cmd_create_qp c = { 0 };
+    struct uz_cmd_create_qp c = { .uctx = cpu_to_le32(n->uctx) };
     struct uz_admin_cqe cqe;
 
     qp->n = n;
+    qp->uctx = n->uctx;
     qp->type = type;
     qp->scq = scq ? scq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
     qp->rcq = rcq ? rcq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
@@ -996,6 +1030,7 @@ static inline uint8_t uz_qp_modify(UzQp *qp, uint32_t mask,
     struct uz_cmd_modify_qp c = {
         .buf_addr = cpu_to_le64(qp->n->attr_buf),
         .qpn = cpu_to_le32(qp->qpn), .attr_mask = cpu_to_le32(mask),
+        .uctx = cpu_to_le32(qp->uctx),
     };
 
     qtest_memwrite(qp->n->d.qts, qp->n->attr_buf, a, sizeof(*a));
@@ -1007,7 +1042,7 @@ static inline void uz_qp_query(UzQp *qp, struct uz_qp_attr *a)
     uint64_t buf = qp->n->attr_buf + UZ_PAGE_SIZE / 2;
     struct uz_cmd_query c = {
         .buf_addr = cpu_to_le64(buf), .buf_len = cpu_to_le32(sizeof(*a)),
-        .handle = cpu_to_le32(qp->qpn),
+        .handle = cpu_to_le32(qp->qpn), .uctx = cpu_to_le32(qp->uctx),
     };
 
     g_assert_cmpint(uz_cmd(qp->n, UZ_CMD_QUERY_QP, &c, sizeof(c), NULL), ==,
@@ -1140,6 +1175,7 @@ static inline uint32_t uz_ah_create(UzNode *n, int peer)
 {
     struct uz_cmd_create_ah c = {
         .hop_limit = 64, .pdn = cpu_to_le32(n->pdn),
+        .uctx = cpu_to_le32(n->uctx),
     };
     struct uz_admin_cqe cqe;
 

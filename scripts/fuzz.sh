@@ -19,8 +19,7 @@ log() { printf 'fuzz: %s\n' "$*"; }
 rm -rf "$work"
 mkdir -p "$work/corpus" "$work/artifacts"
 cp -a "$top/tests/fuzz/corpus/." "$work/corpus/"
-export ASAN_OPTIONS=detect_leaks=0
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+. "$top/tests/sanitizers.sh"
 
 log "generic-fuzz-uzura for $secs s, $(ls "$work/corpus" | wc -l) inputs to start"
 # Two workers, one a core; each writes its own log, fuzz-N.log, here.
@@ -47,8 +46,7 @@ for f in "$work"/artifacts/*; do
 	log "kept $(basename "$f") in tests/fuzz/crashes"
 	found=1
 done
-if grep -qE 'runtime error:|ERROR: (Address|UndefinedBehavior)Sanitizer|deadly signal' \
-	"$work"/fuzz*.log; then
+if san_reports "$work"/fuzz*.log; then
 	log "sanitizer reports in $work/fuzz*.log"
 	found=1
 fi

@@ -52,17 +52,15 @@ done
 
 # The qtests run against the sanitizer build (AddressSanitizer and
 # UndefinedBehaviorSanitizer): a report stops QEMU, and any report in a
-# log fails the suite.  Leak checking is off: QEMU frees little at exit.
+# log fails the suite.
 san=$top/build/qemu-san
+. "$top/tests/sanitizers.sh"
 export QTEST_QEMU_BINARY=$san/qemu-system-x86_64
 export QTEST_QEMU_IMG=/bin/false
-export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 for t in "$top"/qtest/*-test.c; do
 	t=$(basename "$t" .c)
 	run_suite "qtest-$t" "$san/tests/qtest/$t" --tap -k
-	if grep -qE 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer' \
-		"$logs/qtest-$t.log"; then
+	if san_reports "$logs/qtest-$t.log" > /dev/null; then
 		echo "   not ok - qtest-$t: sanitizer report (see $logs/qtest-$t.log)"
 		failed=$((failed + 1))
 	fi

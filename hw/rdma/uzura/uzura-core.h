@@ -241,6 +241,7 @@ typedef struct UzuraCore {
     QEMUBH *work_bh;            /* Ethernet and RDMA queues */
     bool rx_flush_owed;
     bool busy;                  /* in the data path: receive later */
+    bool *in_io;                /* the owner's re-entrancy guard */
     unsigned depth;             /* uzura_enter nesting */
     bool reset_owed;            /* a reset arrived at depth > 0 */
     uint8_t *tx_frame;          /* UZ_ETH_FRAME_MAX(UZ_MAX_MTU) bytes */

@@ -230,8 +230,15 @@ static uint8_t uzura_cmd_create_ah(UzuraCore *core,
         return UZ_CMD_NO_RESOURCES;
     }
     r->ah[i] = (UzuraAh) {
-        .valid = true, .uctx = uctx, .pdn = le32_to_cpu(c->pdn), .av = *c,
+        .valid = true, .uctx = uctx, .pdn = le32_to_cpu(c->pdn),
+        .av = {
+            .hop_limit = c->hop_limit, .traffic_class = c->traffic_class,
+            .flow_label = c->flow_label,
+        },
     };
+    memcpy(r->ah[i].av.dgid, c->dgid, sizeof(c->dgid));
+    memcpy(r->ah[i].av.sgid, c->sgid, sizeof(c->sgid));
+    memcpy(r->ah[i].av.dmac, c->dmac, sizeof(c->dmac));
     pd->users++;
     cqe->out0 = cpu_to_le32(i);
     return UZ_CMD_OK;

@@ -119,7 +119,7 @@ typedef struct UzuraAh {
     bool valid;
     uint32_t uctx;
     uint32_t pdn;
-    struct uz_cmd_create_ah av;
+    struct uz_av av;            /* as a WQE with UZ_WQE_F_AV carries it */
 } UzuraAh;
 
 /* One cached translation: (MR, generation, page) -> DMA address. */

@@ -315,6 +315,7 @@ void uzura_core_init(UzuraCore *core)
 {
     MemReentrancyGuard *guard = &DEVICE(core->owner)->mem_reentrancy_guard;
 
+    core->in_io = &guard->engaged_in_io;
     core->admin.bh = qemu_bh_new_guarded(uzura_admin_bh, core, guard);
     core->work_bh = qemu_bh_new_guarded(uzura_work_bh, core, guard);
     core->db_map = g_new0(uint32_t, core->db_pages * UZ_DB_SLOTS_PER_PAGE);
@@ -350,17 +351,16 @@ void uzura_core_uninit(UzuraCore *core)
  */
 bool uzura_enter(UzuraCore *core)
 {
-    MemReentrancyGuard *g = &DEVICE(core->owner)->mem_reentrancy_guard;
-    bool was = g->engaged_in_io;
+    bool was = *core->in_io;
 
-    g->engaged_in_io = true;
+    *core->in_io = true;
     core->depth++;
     return was;
 }
 
 void uzura_leave(UzuraCore *core, bool guard_was)
 {
-    DEVICE(core->owner)->mem_reentrancy_guard.engaged_in_io = guard_was;
+    *core->in_io = guard_was;
     if (--core->depth == 0 && core->reset_owed) {
         core->reset_owed = false;
         uzura_core_reset(core);

@@ -138,13 +138,7 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
                    r->ah[h->ud.ahn].pdn != qp->pdn) {
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         } else {
-            const struct uz_cmd_create_ah *ah = &r->ah[h->ud.ahn].av;
-
-            memcpy(wr->av.dgid, ah->dgid, sizeof(wr->av.dgid));
-            memcpy(wr->av.sgid, ah->sgid, sizeof(wr->av.sgid));
-            memcpy(wr->av.dmac, ah->dmac, sizeof(wr->av.dmac));
-            wr->av.hop_limit = ah->hop_limit;
-            wr->av.traffic_class = ah->traffic_class;
+            wr->av = r->ah[h->ud.ahn].av;
         }
         if (wr->len > uzura_req_mtu(core, qp)) {
             *verr = UZ_VERR_NONE;
