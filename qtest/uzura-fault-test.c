@@ -1295,6 +1295,70 @@ static void test_delay(void)
     run_stop(&t);
 }
 
+/* ------------------------------------------------------------------ */
+/* 7. Rules in both directions                                        */
+/* ------------------------------------------------------------------ */
+
+#define RULES_MSG           300
+
+/*
+ * Rules on both NICs hit every kind of frame, on transmit and on
+ * receive, with faults the transport must repair (a corrupted ICRC, not
+ * a corrupted field that a good ICRC would vouch for).
+ */
+static const char rules_mix[] =
+    "kind=ack,nak prob=0.04 drop\n"
+    "kind=response prob=0.03 delay=300\n"
+    "kind=request prob=0.03 reorder=3\n"
+    "dir=rx kind=request prob=0.03 drop\n"
+    "dir=rx kind=response prob=0.03 dup=2\n"
+    "dir=rx prob=0.02 reorder=2\n"
+    "prob=0.02 corrupt=icrc\n";
+
+static void test_rules(void)
+{
+    Counters c0, c1;
+    Run t;
+    int i, k;
+
+    run_start(&t);
+    flows_init(&t, TIMEOUT, RETRY_CNT);
+    for (i = 0; i < 2; i++) {
+        g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d",
+                                                i);
+
+        fault_set_uint(&t, i, "fault-seed", FAULT_SEED + 0x40 + i);
+        qtest_qmp_assert_success(qts(&t), "{'execute': 'qom-set', "
+                                 "'arguments': {'path': %s, 'property': "
+                                 "'fault-rules', 'value': %s}}", path,
+                                 rules_mix);
+    }
+    counters_get(&t, &c0);
+    run_stream(&t, RULES_MSG);
+    counters_get(&t, &c1);
+    run_summary(&t, "rules", &c0, &c1);
+    for (i = 0; i < 2; i++) {
+        g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d",
+                                                i);
+        QDict *rsp = qtest_qmp(qts(&t), "{'execute': 'qom-get', "
+                               "'arguments': {'path': %s, 'property': "
+                               "'fault-rules'}}", path);
+        g_auto(GStrv) lines = g_strsplit(qdict_get_str(rsp, "return"), "\n",
+                                         -1);
+
+        g_assert_cmpuint(delta(&c0, &c1, i, C_CQES_ERROR), ==, 0);
+        /* Every rule acted on both NICs. */
+        for (k = 0; lines[k] && *lines[k]; k++) {
+            g_test_message("uz%d: %s", i, lines[k]);
+            g_assert(!strstr(lines[k], "acted 0"));
+        }
+        g_assert_cmpint(k, ==, 7);
+        qobject_unref(rsp);
+    }
+    g_assert_cmpuint(delta(&c0, &c1, -1, C_ICRC), >, 0);
+    run_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     static const int kinds[] = { C_DROPS, C_DUPS, C_REORDERS, C_CORRUPTS };
@@ -1328,6 +1392,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/fault/link-flap", test_link_flap);
     qtest_add_func("/uzura/fault/retry-exhaust", test_retry_exhaust);
     qtest_add_func("/uzura/fault/seed", test_seed);
+    qtest_add_func("/uzura/fault/rules", test_rules);
     qtest_add_func("/uzura/fault/delay", test_delay);
     return g_test_run();
 }

@@ -17,6 +17,7 @@
 #include "qemu/queue.h"
 #include "uzura-hw.h"
 #include "uzura-rdma.h"
+#include "uzura-fault.h"
 
 typedef struct PCIDevice PCIDevice;
 typedef struct NICState NICState;
@@ -149,28 +150,9 @@ static inline uint64_t *uzura_counter(UzuraCounters *c, unsigned int index)
     return (uint64_t *)((uint8_t *)c + uzura_counter_descs[index].offset);
 }
 
-typedef struct UzuraFaultFrame UzuraFaultFrame;
 typedef struct UzuraLoopFrame UzuraLoopFrame;
 
 #define UZ_LOOP_QUEUE_MAX       4096    /* looped-back frames, then drops */
-
-#define UZ_FAULT_DELAY_MAX_US   1000000
-#define UZ_FAULT_QUEUE_MAX      4096    /* delayed frames, then drops */
-
-/* The fault injector's settings (device properties) and state. */
-typedef struct UzuraFault {
-    double drop;                /* probabilities per frame, 0..1 */
-    double dup;
-    double reorder;
-    double corrupt;
-    uint32_t delay_us;          /* every frame, microseconds */
-    uint64_t seed;
-    uint64_t rng;
-    QTAILQ_HEAD(, UzuraFaultFrame) queue;   /* delayed, in order */
-    uint32_t queued;            /* frames in the queue */
-    UzuraFaultFrame *held;      /* reordered, waits to be overtaken */
-    QEMUTimer *timer;
-} UzuraFault;
 
 typedef struct UzuraAdmin {
     uint64_t sq_addr;
@@ -226,9 +208,10 @@ typedef struct UzuraCore {
     uint32_t err_count;
     uint32_t err_addr;
 
-    /* link: the backend's and the link property's, both must be up */
+    /* link: the backend's, the link property's and a flap's (7.5) */
     bool nc_link_up;
     bool link_prop;
+    bool flap_down;
 
     UzuraAdmin admin;
     UzuraEq eq[UZ_MAX_EQ];
@@ -319,6 +302,11 @@ void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len);
 void uzura_fault_init(UzuraCore *core);
 void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
+bool uzura_fault_rx(UzuraCore *core, const uint8_t *buf, size_t len);
+bool uzura_fault_set_rules(UzuraCore *core, const char *text, char **why);
+char *uzura_fault_get_rules(UzuraCore *core);
+void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
+                          uint32_t period_us);
 
 /* uzura-crc.c */
 uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len);
@@ -335,5 +323,7 @@ void uzura_fault_reseed(UzuraCore *core, uint64_t seed);
 void uzura_work_bh(void *opaque);
 void uzura_work_schedule(UzuraCore *core);
 ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+void uzura_core_receive_roce(UzuraCore *core, const uint8_t *buf,
+                             size_t size);
 
 #endif /* HW_RDMA_UZURA_CORE_H */

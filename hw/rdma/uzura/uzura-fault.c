@@ -3,12 +3,15 @@
  * uzura RDMA NIC: the link's transmit side and its fault injector.
  *
  * Every frame the NIC sends, Ethernet or RoCE, leaves through
- * uzura_link_send().  With faults configured (the fault-* properties,
- * settable at run time with qom-set), each frame may be dropped,
- * corrupted, duplicated, held back behind the next frame, or delayed.
- * The decisions come from a seeded generator, so the same seed and the
- * same traffic give the same faults.  Frames held back or delayed wait in
- * a queue released by a virtual-clock timer, so qtests control the time.
+ * uzura_link_send(); every RoCE frame it receives from the link passes
+ * uzura_fault_rx() while receive rules are loaded.  Rules (the
+ * fault-rules property, uzura-fault-rule.c) aim a fault at chosen frames
+ * in either direction; frames no rule acts on meet the random faults of
+ * the fault-* probabilities on transmit.  Random decisions come from one
+ * seeded generator, so the same seed and the same traffic give the same
+ * faults.  Frames held back or delayed wait in queues released by a
+ * virtual-clock timer, so qtests control the time.  Link flaps take the
+ * link down and up again on the same clock.
  */
 #include "qemu/osdep.h"
 #include "qemu/timer.h"
@@ -16,13 +19,14 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-/* How long a reordered frame waits for a later one to overtake it. */
+/* How long a reordered frame waits for later ones to overtake it. */
 #define UZ_FAULT_REORDER_NS     (50 * SCALE_US)
 
 typedef struct UzuraFaultFrame {
     QTAILQ_ENTRY(UzuraFaultFrame) next;
     int64_t due;                /* virtual clock, ns */
-    int copies;                 /* 2 when duplicated */
+    int copies;                 /* more than 1 when duplicated */
+    uint32_t behind;            /* held: frames still to overtake it */
     size_t len;
     uint8_t data[];
 } UzuraFaultFrame;
@@ -40,7 +44,7 @@ static uint64_t uzura_fault_rand(UzuraFault *f)
 }
 
 /* True with probability @p (0..1). */
-static bool uzura_fault_roll(UzuraFault *f, double p)
+bool uzura_fault_roll(UzuraFault *f, double p)
 {
     if (p <= 0) {
         return false;
@@ -59,24 +63,38 @@ void uzura_fault_set_seed(UzuraFault *f, uint64_t seed)
     }
 }
 
-static bool uzura_fault_active(UzuraFault *f)
+static bool uzura_fault_tx_active(UzuraFault *f)
 {
     return f->drop > 0 || f->dup > 0 || f->reorder > 0 || f->corrupt > 0 ||
-           f->delay_us || f->held || !QTAILQ_EMPTY(&f->queue);
+           f->delay_us || f->nrules > f->nrules_rx || f->pipe[0].frames ||
+           !QTAILQ_EMPTY(&f->queue);
 }
 
-/* The timer fires for the queue's head or the held frame's deadline. */
+static int64_t uzura_now(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+/* The timer fires for the earliest deadline of any waiting frame. */
 static void uzura_fault_arm(UzuraCore *core)
 {
     UzuraFault *f = &core->fault;
-    UzuraFaultFrame *fr = QTAILQ_FIRST(&f->queue);
+    UzuraFaultFrame *fr;
     int64_t when = INT64_MAX;
+    int d;
 
+    fr = QTAILQ_FIRST(&f->queue);
     if (fr) {
         when = fr->due;
     }
-    if (f->held) {
-        when = MIN(when, f->held->due);
+    for (d = 0; d < 2; d++) {
+        fr = QTAILQ_FIRST(&f->pipe[d].timed);
+        if (fr) {
+            when = MIN(when, fr->due);
+        }
+        QTAILQ_FOREACH(fr, &f->pipe[d].held, next) {
+            when = MIN(when, fr->due);
+        }
     }
     if (when == INT64_MAX) {
         timer_del(f->timer);
@@ -93,6 +111,7 @@ static UzuraFaultFrame *uzura_fault_copy(const uint8_t *buf, size_t len,
     fr->due = due;
     fr->len = len;
     fr->copies = copies;
+    fr->behind = 0;
     memcpy(fr->data, buf, len);
     return fr;
 }
@@ -114,8 +133,7 @@ static void uzura_fault_out(UzuraCore *core, UzuraFaultFrame *fr,
                             const uint8_t *buf, size_t len, int copies)
 {
     UzuraFault *f = &core->fault;
-    int64_t due = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                  (int64_t)f->delay_us * SCALE_US;
+    int64_t due = uzura_now() + (int64_t)f->delay_us * SCALE_US;
     UzuraFaultFrame *tail = QTAILQ_LAST(&f->queue);
 
     if (!f->delay_us && !tail) {
@@ -142,27 +160,175 @@ static void uzura_fault_out(UzuraCore *core, UzuraFaultFrame *fr,
     uzura_fault_arm(core);
 }
 
-/* The held frame goes out: after the frame that overtook it, or alone. */
-static void uzura_fault_release_held(UzuraCore *core)
+/* A received RoCE frame goes to the transport, unless the link went down. */
+static void uzura_fault_deliver(UzuraCore *core, const uint8_t *buf,
+                                size_t len, int copies)
 {
-    UzuraFaultFrame *h = core->fault.held;
-
-    core->fault.held = NULL;
-    uzura_fault_out(core, h, NULL, h->len, h->copies);
+    while (copies-- && uzura_core_link_up(core)) {
+        uzura_core_receive_roce(core, buf, len);
+    }
 }
 
-/* Frames whose time has come go on the wire, in queue order. */
+/* A frame leaves direction @rx of the injector: to the link or the QPs. */
+static void uzura_fault_emit(UzuraCore *core, bool rx, UzuraFaultFrame *fr,
+                             const uint8_t *buf, size_t len, int copies)
+{
+    if (rx) {
+        uzura_fault_deliver(core, fr ? fr->data : buf, len, copies);
+        g_free(fr);
+    } else {
+        uzura_fault_out(core, fr, buf, len, copies);
+    }
+}
+
+/* A frame went by: held frames it was the last to overtake follow it. */
+static void uzura_fault_pass(UzuraCore *core, bool rx)
+{
+    UzuraFaultPipe *p = &core->fault.pipe[rx];
+    UzuraFaultFrame *fr, *tmp;
+
+    QTAILQ_FOREACH_SAFE(fr, &p->held, next, tmp) {
+        if (--fr->behind) {
+            continue;
+        }
+        QTAILQ_REMOVE(&p->held, fr, next);
+        p->frames--;
+        uzura_fault_emit(core, rx, fr, NULL, fr->len, fr->copies);
+    }
+}
+
+/* Room for one more waiting frame in a direction, or a counted drop. */
+static bool uzura_fault_room(UzuraCore *core, bool rx, size_t len)
+{
+    if (core->fault.pipe[rx].frames < UZ_FAULT_QUEUE_MAX) {
+        return true;
+    }
+    core->counters.fault_drops++;
+    trace_uzura_fault("queue full: drop", len);
+    return false;
+}
+
+/* Hold a frame back until @k later frames went by, or the timeout. */
+static void uzura_fault_hold(UzuraCore *core, bool rx, const uint8_t *buf,
+                             size_t len, int copies, uint32_t k)
+{
+    UzuraFaultPipe *p = &core->fault.pipe[rx];
+    UzuraFaultFrame *fr;
+
+    if (!uzura_fault_room(core, rx, len)) {
+        return;
+    }
+    fr = uzura_fault_copy(buf, len, copies, uzura_now() + UZ_FAULT_REORDER_NS);
+    fr->behind = k;
+    QTAILQ_INSERT_TAIL(&p->held, fr, next);
+    p->frames++;
+    uzura_fault_arm(core);
+}
+
+/* Delay one frame; later frames may overtake it. */
+static void uzura_fault_delay(UzuraCore *core, bool rx, const uint8_t *buf,
+                              size_t len, uint32_t us)
+{
+    UzuraFaultPipe *p = &core->fault.pipe[rx];
+    UzuraFaultFrame *fr, *at;
+
+    if (!uzura_fault_room(core, rx, len)) {
+        return;
+    }
+    fr = uzura_fault_copy(buf, len, 1, uzura_now() + (int64_t)us * SCALE_US);
+    /* After every frame due no later: equal delays keep their order. */
+    QTAILQ_FOREACH_REVERSE(at, &p->timed, next) {
+        if (at->due <= fr->due) {
+            break;
+        }
+    }
+    if (at) {
+        QTAILQ_INSERT_AFTER(&p->timed, at, fr, next);
+    } else {
+        QTAILQ_INSERT_HEAD(&p->timed, fr, next);
+    }
+    p->frames++;
+    uzura_fault_arm(core);
+}
+
+/* A frame goes on, @copies times; frames held behind it may follow. */
+static void uzura_fault_forward(UzuraCore *core, bool rx, const uint8_t *buf,
+                                size_t len, int copies)
+{
+    uzura_fault_emit(core, rx, NULL, buf, len, copies);
+    uzura_fault_pass(core, rx);
+}
+
+/* Do what rule @r says to a frame; the injector owns the frame after. */
+static void uzura_fault_apply(UzuraCore *core, bool rx,
+                              const UzuraFaultRule *r, const uint8_t *buf,
+                              size_t len)
+{
+    g_autofree uint8_t *copy = NULL;
+    UzuraCounters *c = &core->counters;
+
+    trace_uzura_fault_rule(r - core->fault.rules + 1, rx, r->act, len);
+    switch (r->act) {
+    case UZ_FA_DROP:
+        c->fault_drops++;
+        break;
+    case UZ_FA_CORRUPT:
+        copy = g_memdup2(buf, len);
+        uzura_fault_corrupt(copy, len, r->field,
+                            uzura_fault_rand(&core->fault));
+        c->fault_corrupts++;
+        uzura_fault_forward(core, rx, copy, len, 1);
+        break;
+    case UZ_FA_DUP:
+        c->fault_dups++;
+        uzura_fault_forward(core, rx, buf, len, 1 + r->arg);
+        break;
+    case UZ_FA_DELAY:
+        c->fault_delayed++;
+        uzura_fault_delay(core, rx, buf, len, r->arg);
+        break;
+    case UZ_FA_REORDER:
+        c->fault_reorders++;
+        uzura_fault_hold(core, rx, buf, len, 1, r->arg);
+        break;
+    }
+}
+
+/* Release what is due in one direction: held frames, then delayed ones. */
+static void uzura_fault_release(UzuraCore *core, bool rx, int64_t now)
+{
+    UzuraFaultPipe *p = &core->fault.pipe[rx];
+    UzuraFaultFrame *fr, *tmp;
+
+    QTAILQ_FOREACH_SAFE(fr, &p->held, next, tmp) {
+        if (fr->due <= now) {
+            QTAILQ_REMOVE(&p->held, fr, next);
+            p->frames--;
+            trace_uzura_fault_release(fr->len);
+            uzura_fault_emit(core, rx, fr, NULL, fr->len, fr->copies);
+        }
+    }
+    while ((fr = QTAILQ_FIRST(&p->timed)) && fr->due <= now) {
+        QTAILQ_REMOVE(&p->timed, fr, next);
+        p->frames--;
+        trace_uzura_fault_release(fr->len);
+        /* A delayed frame overtakes held ones like any other. */
+        uzura_fault_emit(core, rx, fr, NULL, fr->len, 1);
+        uzura_fault_pass(core, rx);
+    }
+}
+
+/* Frames whose time has come go on, in order. */
 static void uzura_fault_timer(void *opaque)
 {
     UzuraCore *core = opaque;
     UzuraFault *f = &core->fault;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    int64_t now = uzura_now();
     UzuraFaultFrame *fr;
     bool g = uzura_enter(core);
 
-    if (f->held && f->held->due <= now) {
-        uzura_fault_release_held(core);
-    }
+    uzura_fault_release(core, false, now);
+    uzura_fault_release(core, true, now);
     while ((fr = QTAILQ_FIRST(&f->queue)) && fr->due <= now) {
         QTAILQ_REMOVE(&f->queue, fr, next);
         f->queued--;
@@ -181,25 +347,28 @@ static void uzura_fault_timer(void *opaque)
 void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
 {
     UzuraFault *f = &core->fault;
+    const UzuraFaultRule *r;
     g_autofree uint8_t *copy = NULL;
     int copies = 1;
 
-    if (!uzura_fault_active(f)) {
+    if (!uzura_fault_tx_active(f)) {
         uzura_fault_wire(core, buf, len, 1);
         return;
     }
-    /* The decisions of spec 7.5, always in this order. */
+    r = uzura_fault_rules_pick(f, false, buf, len);
+    if (r) {
+        uzura_fault_apply(core, false, r, buf, len);
+        return;
+    }
+    /* The random decisions of spec 7.5.1, always in this order. */
     if (uzura_fault_roll(f, f->drop)) {
         core->counters.fault_drops++;
         trace_uzura_fault("drop", len);
         return;
     }
     if (uzura_fault_roll(f, f->corrupt)) {
-        uint64_t r = uzura_fault_rand(f);
-
-        /* One bit anywhere in the frame. */
         copy = g_memdup2(buf, len);
-        copy[(r >> 8) % len] ^= 1u << (r & 7);
+        uzura_fault_corrupt(copy, len, UZ_FF_BIT, uzura_fault_rand(f));
         buf = copy;
         core->counters.fault_corrupts++;
         trace_uzura_fault("corrupt", len);
@@ -209,55 +378,183 @@ void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
         trace_uzura_fault("duplicate", len);
         copies = 2;
     }
-    if (!f->held && uzura_fault_roll(f, f->reorder)) {
+    if (QTAILQ_EMPTY(&f->pipe[0].held) && uzura_fault_roll(f, f->reorder)) {
         /* Held back (with its duplicate) until the next frame passes it. */
         core->counters.fault_reorders++;
         trace_uzura_fault("reorder", len);
-        f->held = uzura_fault_copy(buf, len, copies,
-                                   qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                                   UZ_FAULT_REORDER_NS);
-        uzura_fault_arm(core);
+        uzura_fault_hold(core, false, buf, len, copies, 1);
         return;
     }
-    uzura_fault_out(core, NULL, buf, len, copies);
-    if (f->held) {
-        uzura_fault_release_held(core);
-    }
+    uzura_fault_forward(core, false, buf, len, copies);
 }
 
 /*
- * A new seed starts a new sequence: a frame still held back for
- * reordering (which would skip the next reorder draw) goes out now.
+ * A RoCE frame for this NIC from the link: false when no receive rule is
+ * loaded and nothing waits, so the caller hands it to the transport.
+ */
+bool uzura_fault_rx(UzuraCore *core, const uint8_t *buf, size_t len)
+{
+    UzuraFault *f = &core->fault;
+    const UzuraFaultRule *r;
+
+    if (!f->nrules_rx && !f->pipe[1].frames) {
+        return false;
+    }
+    r = uzura_fault_rules_pick(f, true, buf, len);
+    if (r) {
+        uzura_fault_apply(core, true, r, buf, len);
+    } else {
+        uzura_fault_forward(core, true, buf, len, 1);
+    }
+    return true;
+}
+
+/* Every frame held back goes on now. */
+static void uzura_fault_release_held(UzuraCore *core)
+{
+    UzuraFaultFrame *fr;
+    int d;
+
+    for (d = 0; d < 2; d++) {
+        while ((fr = QTAILQ_FIRST(&core->fault.pipe[d].held))) {
+            QTAILQ_REMOVE(&core->fault.pipe[d].held, fr, next);
+            core->fault.pipe[d].frames--;
+            uzura_fault_emit(core, d, fr, NULL, fr->len, fr->copies);
+        }
+    }
+    uzura_fault_arm(core);
+}
+
+/*
+ * A new seed starts a new sequence: frames still held back for
+ * reordering (which would skip the next reorder draw) go out now.
  */
 void uzura_fault_reseed(UzuraCore *core, uint64_t seed)
 {
     uzura_fault_set_seed(&core->fault, seed);
-    if (core->fault.held) {
-        uzura_fault_release_held(core);
+    uzura_fault_release_held(core);
+}
+
+/*
+ * Load new rules, replacing the old ones and their counts; on an error
+ * nothing changes.  Frames the old rules hold back still go on in time.
+ */
+bool uzura_fault_set_rules(UzuraCore *core, const char *text, char **why)
+{
+    UzuraFault *f = &core->fault;
+    UzuraFaultRule *rules;
+    uint32_t n = 0, i;
+
+    rules = uzura_fault_rules_parse(text, &n, why);
+    if (*why) {
+        return false;
     }
+    g_free(f->rules);
+    f->rules = rules;
+    f->nrules = n;
+    f->nrules_rx = 0;
+    for (i = 0; i < n; i++) {
+        f->nrules_rx += rules[i].rx;
+    }
+    return true;
+}
+
+char *uzura_fault_get_rules(UzuraCore *core)
+{
+    return uzura_fault_rules_print(core->fault.rules, core->fault.nrules);
+}
+
+static void uzura_fault_flap_link(UzuraCore *core, bool down)
+{
+    if (core->flap_down != down) {
+        core->flap_down = down;
+        trace_uzura_fault_flap(down);
+        uzura_core_set_link(core, core->nc_link_up, core->link_prop);
+    }
+}
+
+/* A flap's next change: down at flap_next, then up after flap_down_us. */
+static void uzura_fault_flap_timer(void *opaque)
+{
+    UzuraCore *core = opaque;
+    UzuraFault *f = &core->fault;
+    bool g = uzura_enter(core);
+    bool down = !core->flap_down;
+
+    if (down) {
+        f->flap_next += (int64_t)f->flap_down_us * SCALE_US;
+        timer_mod(f->flap_timer, f->flap_next);
+    } else if (f->flap_period_us) {
+        f->flap_next += (int64_t)(f->flap_period_us - f->flap_down_us) *
+                        SCALE_US;
+        timer_mod(f->flap_timer, f->flap_next);
+    }
+    uzura_fault_flap_link(core, down);
+    uzura_leave(core, g);
+}
+
+/*
+ * Start flapping the link: down now for @down_us, again every @period_us
+ * (0: once).  @down_us 0 stops a flap and brings the link back.
+ */
+void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
+                          uint32_t period_us)
+{
+    UzuraFault *f = &core->fault;
+
+    f->flap_down_us = down_us;
+    f->flap_period_us = period_us;
+    timer_del(f->flap_timer);
+    if (!down_us) {
+        uzura_fault_flap_link(core, false);
+        return;
+    }
+    /* The timer takes it down at once, in the main loop's next turn. */
+    core->flap_down = false;
+    f->flap_next = uzura_now();
+    timer_mod(f->flap_timer, f->flap_next);
 }
 
 void uzura_fault_init(UzuraCore *core)
 {
+    int d;
+
     QTAILQ_INIT(&core->fault.queue);
+    for (d = 0; d < 2; d++) {
+        QTAILQ_INIT(&core->fault.pipe[d].timed);
+        QTAILQ_INIT(&core->fault.pipe[d].held);
+    }
     core->fault.timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_fault_timer,
                                      core);
+    core->fault.flap_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
+                                          uzura_fault_flap_timer, core);
+}
+
+static void uzura_fault_free_list(UzuraFaultList *list)
+{
+    UzuraFaultFrame *fr;
+
+    while ((fr = QTAILQ_FIRST(list))) {
+        QTAILQ_REMOVE(list, fr, next);
+        g_free(fr);
+    }
 }
 
 /* Frames in flight are lost: a reset or a cable pulled. */
 void uzura_fault_flush(UzuraCore *core)
 {
-    UzuraFaultFrame *fr, *tmp;
+    UzuraFault *f = &core->fault;
+    int d;
 
-    QTAILQ_FOREACH_SAFE(fr, &core->fault.queue, next, tmp) {
-        QTAILQ_REMOVE(&core->fault.queue, fr, next);
-        g_free(fr);
+    uzura_fault_free_list(&f->queue);
+    f->queued = 0;
+    for (d = 0; d < 2; d++) {
+        uzura_fault_free_list(&f->pipe[d].timed);
+        uzura_fault_free_list(&f->pipe[d].held);
+        f->pipe[d].frames = 0;
     }
-    core->fault.queued = 0;
-    g_free(core->fault.held);
-    core->fault.held = NULL;
-    if (core->fault.timer) {
-        timer_del(core->fault.timer);
+    if (f->timer) {
+        timer_del(f->timer);
     }
 }
 
@@ -266,4 +563,9 @@ void uzura_fault_uninit(UzuraCore *core)
     uzura_fault_flush(core);
     timer_free(core->fault.timer);
     core->fault.timer = NULL;
+    timer_free(core->fault.flap_timer);
+    core->fault.flap_timer = NULL;
+    g_free(core->fault.rules);
+    core->fault.rules = NULL;
+    core->fault.nrules = core->fault.nrules_rx = 0;
 }

@@ -406,11 +406,14 @@ bool uzura_core_link_up(UzuraCore *core)
     return core->status & UZ_STATUS_LINK_UP;
 }
 
-/* The link is up when the backend's link and the link property are. */
+/*
+ * The link is up when the backend's link and the link property are, and
+ * no flap (7.5.3) holds it down.
+ */
 void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
 {
     bool was_up = uzura_core_link_up(core);
-    bool up = nc_up && prop_up;
+    bool up = nc_up && prop_up && !core->flap_down;
 
     core->nc_link_up = nc_up;
     core->link_prop = prop_up;
@@ -469,12 +472,19 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     }
     if (size >= UZ_ETH_HDR_LEN && !memcmp(buf, core->mac, 6) &&
         uzura_roce_is_roce(buf, size)) {
-        if (uzura_core_link_up(core)) {
-            core->busy = true;
-            uzura_roce_receive(core, buf, size);
-            core->busy = false;
+        if (uzura_core_link_up(core) && !uzura_fault_rx(core, buf, size)) {
+            uzura_core_receive_roce(core, buf, size);
         }
         return size;
     }
     return uzura_eth_receive(core, buf, size);
+}
+
+/* A RoCE frame from the link, past the fault injector. */
+void uzura_core_receive_roce(UzuraCore *core, const uint8_t *buf,
+                             size_t size)
+{
+    core->busy = true;
+    uzura_roce_receive(core, buf, size);
+    core->busy = false;
 }

@@ -106,6 +106,25 @@ uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
     return crc;
 }
 
+/* Bytes of the extended headers after the BTH of @opcode. */
+unsigned uzura_roce_hdrs_len(uint8_t opcode)
+{
+    return uzura_ext_len(uzura_ops[opcode].hdrs);
+}
+
+/* A new ICRC for a RoCE frame whose transport headers or payload changed. */
+void uzura_roce_reseal(uint8_t *frame, size_t size)
+{
+    uint8_t *ip = frame + ETH_HLEN;
+    size_t ip_len = lduw_be_p(ip + 2);
+
+    if (ip_len >= IP_HLEN + UDP_HLEN + UZ_BTH_LEN + UZ_ICRC_LEN &&
+        ip_len <= size - ETH_HLEN) {
+        stl_le_p(ip + ip_len - UZ_ICRC_LEN,
+                 uzura_roce_icrc(ip, ip_len - UZ_ICRC_LEN));
+    }
+}
+
 /* RoCEv2: IPv4 (no options) carrying UDP to port 4791. */
 bool uzura_roce_is_roce(const uint8_t *buf, size_t size)
 {

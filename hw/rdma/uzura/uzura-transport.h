@@ -104,6 +104,8 @@ typedef bool (*UzuraGather)(UzuraCore *core, void *opaque, uint8_t *dst,
 
 bool uzura_roce_is_roce(const uint8_t *buf, size_t size);
 void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+unsigned uzura_roce_hdrs_len(uint8_t opcode);
+void uzura_roce_reseal(uint8_t *frame, size_t size);
 uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
                         void *opaque);
 void uzura_roce_fill_av(UzuraPkt *pkt, const uint8_t *dmac,

@@ -420,6 +420,56 @@ static void uzura_set_seed(Object *obj, Visitor *v, const char *name,
     }
 }
 
+/* Fault rules (7.5.2): text in, text with each rule's counts out. */
+static char *uzura_get_rules(Object *obj, Error **errp)
+{
+    return uzura_fault_get_rules(&UZURA(obj)->core);
+}
+
+static void uzura_set_rules(Object *obj, const char *value, Error **errp)
+{
+    g_autofree char *why = NULL;
+
+    if (!uzura_fault_set_rules(&UZURA(obj)->core, value, &why)) {
+        error_setg(errp, "fault-rules: %s", why);
+    }
+}
+
+/* Link flaps (7.5.3): the period first, then a down time starts them. */
+static void uzura_get_flap(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, opaque, errp);
+}
+
+static void uzura_set_flap(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    UzuraFault *f = &UZURA(obj)->core.fault;
+    bool down = opaque == &f->flap_down_us;
+    uint32_t val, d, p;
+
+    if (!visit_type_uint32(v, name, &val, errp)) {
+        return;
+    }
+    d = down ? val : f->flap_down_us;
+    p = down ? f->flap_period_us : val;
+    if (val > UZ_FAULT_FLAP_MAX_US) {
+        error_setg(errp, "%s: at most %u us", name, UZ_FAULT_FLAP_MAX_US);
+        return;
+    }
+    if (p && d && p <= d) {
+        error_setg(errp, "%s: the period (%u us) must be longer than the "
+                   "time down (%u us)", name, p, d);
+        return;
+    }
+    if (down) {
+        uzura_fault_set_flap(&UZURA(obj)->core, d, p);
+    } else {
+        f->flap_period_us = p;
+    }
+}
+
 static void uzura_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -461,6 +511,14 @@ static void uzura_instance_init(Object *obj)
                         uzura_set_delay, NULL, NULL);
     object_property_add(obj, "fault-seed", "uint64", uzura_get_seed,
                         uzura_set_seed, NULL, NULL);
+    object_property_add_str(obj, "fault-rules", uzura_get_rules,
+                            uzura_set_rules);
+    object_property_add(obj, "fault-flap-period-us", "uint32",
+                        uzura_get_flap, uzura_set_flap, NULL,
+                        &s->core.fault.flap_period_us);
+    object_property_add(obj, "fault-flap-down-us", "uint32",
+                        uzura_get_flap, uzura_set_flap, NULL,
+                        &s->core.fault.flap_down_us);
     uzura_fault_set_seed(&s->core.fault, 0);
     /* Counters, read-only with qom-get: the names QUERY_COUNTERS uses. */
     for (i = 0; i < UZ_CNT_NUM; i++) {
