@@ -99,6 +99,10 @@ static const struct rdma_stat_desc uz_stat_descs[] = {
 	[UZ_CNT_LOOP_FRAMES].name = "loop_frames",
 	[UZ_CNT_LOOP_DROPPED].name = "loop_dropped",
 	[UZ_CNT_RX_UD_TOO_LONG].name = "rx_ud_too_long",
+	[UZ_CNT_SACKS_SENT].name = "sacks_sent",
+	[UZ_CNT_SACKS_RCVD].name = "sacks_rcvd",
+	[UZ_CNT_SR_KEPT].name = "sr_kept",
+	[UZ_CNT_SR_RESENT].name = "sr_resent",
 };
 
 static_assert(ARRAY_SIZE(uz_stat_descs) == UZ_CNT_NUM);

@@ -7,150 +7,8 @@
  * a sequence NAK, a duplicate), and that the data arrived intact.  Also:
  * the rules text, its refusals, and flaps on the virtual clock.
  */
-#include "uzura-verbs.h"
-#include "qemu/cutils.h"
+#include "uzura-pair.h"
 #include "qemu/host-utils.h"
-
-#define MS                  1000000ll
-#define STEP_NS             (10 * MS)       /* below the 67 ms ACK timeout */
-#define MSG_LEN             3000            /* three packets at MTU 1024 */
-#define PSN0                0x000100        /* first PSN of uz0's sends */
-
-typedef struct Pair {
-    UzMachine m;
-    UzNode n[2];
-    UzQp *qa, *qb;              /* qa on uz0 sends to qb on uz1 */
-    UzMr *ma, *mb;
-    uint32_t seq;
-} Pair;
-
-static void pair_start(Pair *p)
-{
-    UzRcOpts o = UZ_RC_OPTS_DEFAULT;
-
-    memset(p, 0, sizeof(*p));
-    uz_machine_start(&p->m, 2, NULL);
-    uz_node_start(&p->n[0], &p->m, 0);
-    uz_node_start(&p->n[1], &p->m, 1);
-    p->qa = uz_qp_create(&p->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
-    p->qb = uz_qp_create(&p->n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
-    o.psn[0] = PSN0;
-    uz_rc_connect(p->qa, p->qb, &o);
-    p->ma = uz_mr_reg(&p->n[0], 65536, UZ_ACCESS_ALL);
-    p->mb = uz_mr_reg(&p->n[1], 65536, UZ_ACCESS_ALL);
-}
-
-static void pair_stop(Pair *p)
-{
-    uz_node_stop(&p->n[0]);
-    uz_node_stop(&p->n[1]);
-    uz_machine_stop(&p->m);
-}
-
-static QTestState *qts(Pair *p)
-{
-    return p->m.qs->qts;
-}
-
-static QDict *rules_try(Pair *p, int nic, const char *text)
-{
-    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
-
-    return qtest_qmp(qts(p), "{'execute': 'qom-set', 'arguments': "
-                     "{'path': %s, 'property': 'fault-rules', 'value': %s}}",
-                     path, text);
-}
-
-static void rules_set(Pair *p, int nic, const char *text)
-{
-    QDict *rsp = rules_try(p, nic, text);
-
-    if (!qdict_haskey(rsp, "return")) {
-        g_error("uz%d: rules '%s' refused: %s", nic, text,
-                qdict_get_str(qdict_get_qdict(rsp, "error"), "desc"));
-    }
-    qobject_unref(rsp);
-}
-
-static char *rules_get(Pair *p, int nic)
-{
-    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
-    QDict *rsp = qtest_qmp(qts(p), "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': 'fault-rules'}}", path);
-    char *s = g_strdup(qdict_get_str(rsp, "return"));
-
-    qobject_unref(rsp);
-    return s;
-}
-
-/* How often rule @idx (from 1) of NIC @nic acted, from its comment. */
-static uint64_t rule_acted(Pair *p, int nic, int idx)
-{
-    g_autofree char *text = rules_get(p, nic);
-    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    const char *c;
-    uint64_t v;
-
-    g_assert_cmpint(g_strv_length(lines), >, idx - 1);
-    c = strstr(lines[idx - 1], "acted ");
-    g_assert(c);
-    g_assert(!qemu_strtou64(c + 6, NULL, 10, &v));
-    return v;
-}
-
-static void flap_set(Pair *p, int nic, const char *prop, uint64_t v,
-                     bool ok)
-{
-    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
-    QDict *rsp = qtest_qmp(qts(p), "{'execute': 'qom-set', 'arguments': "
-                           "{'path': %s, 'property': %s, 'value': %" PRIu64
-                           "}}", path, prop, v);
-
-    g_assert_cmpint(qdict_haskey(rsp, "return"), ==, ok);
-    qobject_unref(rsp);
-}
-
-/*
- * A SEND or WRITE (@op) of @len bytes from qa to qb, waited
- * for with the clock stepped as needed; the bytes must arrive intact.
- */
-static void exchange(Pair *p, uint8_t op, uint32_t len)
-{
-    g_autofree uint8_t *data = g_malloc(len);
-    g_autofree uint8_t *got = g_malloc(len);
-    UzSge s = uz_mr_sge(p->ma, 0, len), r = uz_mr_sge(p->mb, 0, len);
-    UzWr wr = {
-        .wr_id = 0x5e00 + p->seq, .opcode = op,
-        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-        .remote_addr = uz_mr_va(p->mb, 32768), .rkey = p->mb->key,
-    };
-    struct uz_cqe c;
-
-    uz_pattern(data, len, 0xf00 + p->seq);
-    uz_mr_write(p->ma, 0, data, len);
-    if (op == UZ_WR_SEND) {
-        uz_post_recv(p->qb, 0x7e00 + p->seq, &r, 1);
-    }
-    uz_post_send(p->qa, &wr);
-    uz_cq_wait_clock(p->qa->scq, &c, STEP_NS, 100);
-    uz_cqe_expect(&c, 0x5e00 + p->seq, uz_wc_opcode(op),
-                  UZ_WC_STATUS_SUCCESS, 0, p->qa->qpn);
-    if (op == UZ_WR_SEND) {
-        uz_cq_wait(p->qb->rcq, &c);
-        uz_cqe_expect(&c, 0x7e00 + p->seq, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS,
-                      0, p->qb->qpn);
-        g_assert_cmpuint(c.byte_len, ==, len);
-        uz_mr_read(p->mb, 0, got, len);
-    } else {
-        uz_mr_read(p->mb, 32768, got, len);
-    }
-    g_assert(!memcmp(got, data, len));
-    p->seq++;
-}
-
-/* Counter @name of NIC @nic, as moved since @since. */
-#define MOVED(p, nic, name, since) \
-    (uz_counter(&(p)->m, (nic), (name)) - (since))
 
 /* ------------------------------------------------------------------ */
 /* The rules text                                                     */
@@ -528,10 +386,10 @@ static void test_flap(void)
     int i, d, u, down = 0, up = 0;
 
     pair_start(&p);
-    flap_set(&p, 1, "fault-flap-period-us", 5000, true);
-    flap_set(&p, 1, "fault-flap-down-us", 5000, false);
-    flap_set(&p, 1, "fault-flap-down-us", 2000, true);
-    flap_set(&p, 1, "fault-flap-period-us", 1000, false);
+    pair_set_uint(&p, 1, "fault-flap-period-us", 5000, true);
+    pair_set_uint(&p, 1, "fault-flap-down-us", 5000, false);
+    pair_set_uint(&p, 1, "fault-flap-down-us", 2000, true);
+    pair_set_uint(&p, 1, "fault-flap-period-us", 1000, false);
     for (i = 0; i < 22; i++) {
         qtest_clock_step(qts(&p), MS / 2);
         port_events(&p, 1, &d, &u);
@@ -540,15 +398,15 @@ static void test_flap(void)
     }
     g_assert_cmpint(down, ==, 3);
     g_assert_cmpint(up, ==, 2);
-    flap_set(&p, 1, "fault-flap-down-us", 0, true);
+    pair_set_uint(&p, 1, "fault-flap-down-us", 0, true);
     port_events(&p, 1, &d, &u);
     g_assert_cmpint(d, ==, 0);
     g_assert_cmpint(u, ==, 1);
     exchange(&p, UZ_WR_SEND, MSG_LEN);
 
     /* Once, for 30 ms, while a SEND is on its way. */
-    flap_set(&p, 1, "fault-flap-period-us", 0, true);
-    flap_set(&p, 1, "fault-flap-down-us", 30000, true);
+    pair_set_uint(&p, 1, "fault-flap-period-us", 0, true);
+    pair_set_uint(&p, 1, "fault-flap-down-us", 30000, true);
     exchange(&p, UZ_WR_SEND, MSG_LEN);
     qtest_clock_step(qts(&p), 40 * MS);
     port_events(&p, 1, &d, &u);

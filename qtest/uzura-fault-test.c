@@ -866,10 +866,14 @@ static void test_stream(gconstpointer data)
 #define MIXED_PCT           5
 #define MIXED_DELAY_US      20
 
-/* All four at once, and a delay. */
-static void test_mixed(void)
+/*
+ * All four at once, and a delay; with @data "sr", both NICs recover by
+ * selective repeat, which must be as lossless as go-back-N.
+ */
+static void test_mixed(const void *data)
 {
     static const int kinds[] = { C_DROPS, C_DUPS, C_REORDERS, C_CORRUPTS };
+    const char *mode = data;
     Counters c0, c1;
     Run t;
     int i, k, down, up;
@@ -877,6 +881,12 @@ static void test_mixed(void)
     run_start(&t);
     flows_init(&t, TIMEOUT, RETRY_CNT);
     for (i = 0; i < 2; i++) {
+        g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d",
+                                                i);
+
+        qtest_qmp_assert_success(qts(&t), "{'execute': 'qom-set', "
+                                 "'arguments': {'path': %s, 'property': "
+                                 "'recovery', 'value': %s}}", path, mode);
         fault_set_uint(&t, i, "fault-seed",
                        (FAULT_SEED + 0x10000 + i) ^ (uint64_t)salt << 32);
         for (k = 0; k < ARRAY_SIZE(kinds); k++) {
@@ -897,6 +907,20 @@ static void test_mixed(void)
         }
     }
     g_assert_cmpuint(delta(&c0, &c1, -1, C_RETRANSMITS), >, 0);
+    if (!strcmp(mode, "sr")) {
+        g_test_message("sacks sent %" PRIu64 ", packets kept %" PRIu64
+                       ", resent for SACKs %" PRIu64,
+                       uz_counter(&t.m, 0, "sacks_sent") +
+                       uz_counter(&t.m, 1, "sacks_sent"),
+                       uz_counter(&t.m, 0, "sr_kept") +
+                       uz_counter(&t.m, 1, "sr_kept"),
+                       uz_counter(&t.m, 0, "sr_resent") +
+                       uz_counter(&t.m, 1, "sr_resent"));
+        for (i = 0; i < 2; i++) {
+            g_assert_cmpuint(uz_counter(&t.m, i, "sacks_sent"), >, 0);
+            g_assert_cmpuint(uz_counter(&t.m, i, "sr_resent"), >, 0);
+        }
+    }
     run_stop(&t);
 }
 
@@ -1388,7 +1412,8 @@ int main(int argc, char **argv)
 
         qtest_add_data_func(path, fc, test_stream);
     }
-    qtest_add_func("/uzura/fault/mixed-5", test_mixed);
+    qtest_add_data_func("/uzura/fault/mixed-5", "gbn", test_mixed);
+    qtest_add_data_func("/uzura/fault/mixed-5-sr", "sr", test_mixed);
     qtest_add_func("/uzura/fault/link-flap", test_link_flap);
     qtest_add_func("/uzura/fault/retry-exhaust", test_retry_exhaust);
     qtest_add_func("/uzura/fault/seed", test_seed);

@@ -70,7 +70,11 @@ int main(void)
 	      UZ_CNT_TX_PKTS_CRW - UZ_CNT_TX_PKTS_UD == 4);
 	CHECK(UZ_CNT_RETRANSMITS == 46 && UZ_CNT_FAULT_DELAYED == 79);
 	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
-	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_NUM == 83);
+	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_SACKS_SENT == 83);
+	CHECK(UZ_CNT_SR_RESENT == 86 && UZ_CNT_NUM == 87);
+	/* Version 0.5: selective repeat's SACK and its BTH bit. */
+	CHECK(UZ_BTH_OP_RC_SACK == 0xc1 && UZ_BTH_B8_SR == 0x40 &&
+	      sizeof(struct uz_sacketh) == 8 && UZ_VERSION_MINOR == 5);
 	/* A QUERY_COUNTERS payload fits the command. */
 	CHECK(sizeof(struct uz_cmd_query) == 24 && UZ_CMD_QUERY_COUNTERS == 0x21);
 	/* Version 0.4: paged CQ rings, AVs in UD WQEs, contexts named. */

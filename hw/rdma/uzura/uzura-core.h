@@ -111,6 +111,10 @@ typedef struct UzuraCounters {
     uint64_t rx_qkey_errors;    /* UD: Q_Key mismatch */
     uint64_t rx_ud_no_wqe;      /* UD: no receive WQE posted */
     uint64_t rx_ud_too_long;    /* UD: larger than the receive WQE */
+    uint64_t sacks_sent;        /* selective repeat (9.6) */
+    uint64_t sacks_rcvd;
+    uint64_t sr_kept;
+    uint64_t sr_resent;
     uint64_t rx_stale;          /* responses that match nothing */
     uint64_t roce_tx_dropped;   /* link down */
     uint64_t loop_frames;       /* RoCE frames looped back to this NIC */

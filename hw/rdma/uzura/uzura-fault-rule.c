@@ -47,6 +47,7 @@ static const struct {
     { "ud-send-only", UZ_BTH_OP_UD_SEND_ONLY },
     { "ud-send-only-imm", UZ_BTH_OP_UD_SEND_ONLY_IMM },
     { "stcrw", UZ_BTH_OP_RC_STCRW },
+    { "sack", UZ_BTH_OP_RC_SACK },
 };
 
 static const char *const uzura_kind_names[] = {
@@ -112,6 +113,8 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
             c->kinds |= (bth[UZ_BTH_LEN] & UZ_AETH_TYPE_MASK) ?
                         UZ_FK_NAK : UZ_FK_ACK;
         }
+    } else if (c->opcode == UZ_BTH_OP_RC_SACK) {
+        c->kinds |= UZ_FK_NAK;
     } else if (h & (UZ_H_REQ | UZ_H_DETH)) {
         c->kinds |= UZ_FK_REQUEST;
         if (c->opcode == UZ_BTH_OP_RC_STCRW) {
@@ -457,9 +460,14 @@ static const char *uzura_parse_rule(UzuraFaultRule *r, char *line,
     };
     for (w = strtok_r(line, " \t\r", &save); w;
          w = strtok_r(NULL, " \t\r", &save)) {
+        size_t len = strlen(w);
+
         *bad = w;
         why = uzura_parse_word(r, w, &has_act, &has_nth, &has_count);
         if (why) {
+            if (strlen(w) < len) {
+                w[strlen(w)] = '=';     /* the whole word in the error */
+            }
             return why;
         }
     }

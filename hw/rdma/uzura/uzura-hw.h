@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            4
+#define UZ_VERSION_MINOR            5
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -568,7 +568,12 @@ enum uz_counter {
 	UZ_CNT_LOOP_FRAMES = 80,    /* loop_frames */
 	UZ_CNT_LOOP_DROPPED = 81,   /* loop_dropped */
 	UZ_CNT_RX_UD_TOO_LONG = 82, /* rx_ud_too_long */
-	UZ_CNT_NUM                  /* 83: counters of this version */
+	/* selective repeat (recovery=sr) */
+	UZ_CNT_SACKS_SENT = 83,     /* sacks_sent */
+	UZ_CNT_SACKS_RCVD = 84,     /* sacks_rcvd */
+	UZ_CNT_SR_KEPT = 85,        /* sr_kept: out-of-order packets kept */
+	UZ_CNT_SR_RESENT = 86,      /* sr_resent: packets a SACK named, sent again */
+	UZ_CNT_NUM                  /* 87: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -925,6 +930,13 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_BTH_OP_UD_SEND_ONLY      0x64
 #define UZ_BTH_OP_UD_SEND_ONLY_IMM  0x65
 #define UZ_BTH_OP_RC_STCRW          0xc0
+#define UZ_BTH_OP_RC_SACK           0xc1 /* selective ACK (recovery=sr) */
+
+/*
+ * BTH byte 8 holds AckReq (bit 7) and 7 reserved bits; uzura's requester
+ * sets bit 6 of them in RC requests when it takes SACKs (recovery=sr).
+ */
+#define UZ_BTH_B8_SR                0x40
 
 /* AETH syndromes: type in bits 6:5, value in bits 4:0. */
 #define UZ_AETH_ACK                 0x00 /* | credits (unused: 0x1f) */
@@ -943,5 +955,16 @@ struct uz_crweth {
 	uint32_t length;
 };
 UZ_ASSERT_SIZE(struct uz_crweth, 24);
+
+/*
+ * Extended header of UZ_BTH_OP_RC_SACK, after its AETH: the responder
+ * holds the packets after a hole and asks for the @count PSNs from
+ * @missing_psn; the BTH PSN acknowledges everything before the hole.
+ */
+struct uz_sacketh {
+	uint32_t missing_psn;       /* big-endian on the wire, 24 bits */
+	uint32_t count;
+};
+UZ_ASSERT_SIZE(struct uz_sacketh, 8);
 
 #endif /* UZURA_HW_H */

@@ -208,9 +208,10 @@ static void uzura_qp_to_reset(UzuraCore *core, UzuraQp *qp)
     qp->sq_ci = qp->rq_ci = 0;
 }
 
-static void uzura_qp_free_xfer(UzuraQp *qp)
+static void uzura_qp_free_xfer(UzuraCore *core, UzuraQp *qp)
 {
     if (qp->x) {
+        uzura_sr_free(core, qp);
         timer_free(qp->x->timer);
         g_free(qp->x->msg);
         g_free(qp->x->rd);
@@ -356,7 +357,7 @@ void uzura_qp_free_all(UzuraCore *core)
     uint32_t i;
 
     for (i = 0; i < r->lim.max_qp; i++) {
-        uzura_qp_free_xfer(&r->qp[i]);
+        uzura_qp_free_xfer(core, &r->qp[i]);
     }
 }
 
@@ -495,6 +496,7 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
     x->msg_mask = nmsg - 1;
     x->rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
     x->resp_idx = -1;
+    x->sr_idx = -1;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
     return x;
 }
@@ -613,7 +615,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
     /* Parked CRWs have no SQ WQE left to find them by: complete them. */
     uzura_crw_flush(core, qp);
-    uzura_qp_free_xfer(qp);
+    uzura_qp_free_xfer(core, qp);
     qp->valid = false;
     return UZ_CMD_OK;
 }

@@ -143,6 +143,11 @@ typedef struct UzuraRdma {
     UzuraXlatEntry *xlat;       /* xlat_cache_entries */
     uint32_t xlat_gen;
     uint32_t rr_next;           /* round-robin start of the work loop */
+    /* loss recovery (9.6), device properties */
+    uint8_t recovery;           /* UzuraRecovery */
+    uint32_t ack_timeout_max_us;    /* 0: the QP's IB timeout as is */
+    uint32_t sr_rto_low_us;     /* recovery=sr, few packets in flight */
+    uint32_t sr_kept;           /* packets all QPs keep */
 } UzuraRdma;
 
 /* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */

@@ -186,17 +186,29 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
     return *verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
 }
 
+/*
+ * The ACK timeout: 4.096 us * 2^timeout, at most ack-timeout-max-us, and
+ * with recovery=sr at most sr-rto-low-us while few packets are in flight
+ * (IRN's RTO_low: with few packets after a loss, no SACK may come).
+ */
 static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
 {
     UzuraXfer *x = qp->x;
+    UzuraRdma *r = &x->core->rdma;
     int64_t ns;
 
     if (!qp->attr.timeout || x->rnr_wait ||
         (!restart && timer_pending(x->timer))) {
         return;
     }
-    /* 4.096 us * 2^timeout */
     ns = 4096ll << qp->attr.timeout;
+    if (r->ack_timeout_max_us) {
+        ns = MIN(ns, (int64_t)r->ack_timeout_max_us * SCALE_US);
+    }
+    if (r->recovery == UZ_RECOVERY_SR && r->sr_rto_low_us &&
+        uzura_psn_diff(x->psn_max, x->acked_psn) - 1 <= UZ_SR_FEW) {
+        ns = MIN(ns, (int64_t)r->sr_rto_low_us * SCALE_US);
+    }
     timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
 }
 
@@ -213,6 +225,7 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
     x->m_next = x->m_ci;
     x->cur_active = false;
     x->blocked = false;
+    x->sr_left = 0;             /* all of it goes again anyway */
     uzura_work_schedule(core);
 }
 
@@ -443,18 +456,24 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     return true;
 }
 
+/* Where a packet's payload comes from: a WQE, from an offset. */
+typedef struct UzuraReqSrc {
+    UzuraQp *qp;
+    const UzuraSendWr *wr;
+    uint32_t off;
+} UzuraReqSrc;
+
 static bool uzura_req_gather(UzuraCore *core, void *opaque, uint8_t *dst,
                              uint32_t len, uint8_t *verr)
 {
-    UzuraQp *qp = opaque;
-    UzuraXfer *x = qp->x;
+    UzuraReqSrc *src = opaque;
 
-    if (x->cur.h.flags & UZ_WQE_F_INLINE) {
-        memcpy(dst, x->cur.inl + x->cur_off, len);
+    if (src->wr->h.flags & UZ_WQE_F_INLINE) {
+        memcpy(dst, src->wr->inl + src->off, len);
         return true;
     }
-    *verr = uzura_sgl_copy(core, &x->cur.sgl, qp->pdn, x->cur_off, dst, len,
-                           false);
+    *verr = uzura_sgl_copy(core, &src->wr->sgl, src->qp->pdn, src->off, dst,
+                           len, false);
     return *verr == UZ_VERR_NONE;
 }
 
@@ -495,23 +514,27 @@ static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
     }
 }
 
-/* Send the next packet of the current message. */
-static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
+/*
+ * Build and send the packet of message @wr that starts at byte @off, with
+ * PSN @psn; @sent and @last say what it carried.  Returns the local
+ * access error that stopped it, if any.
+ */
+static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
+                              const UzuraSendWr *wr, uint32_t psn,
+                              uint32_t off, uint32_t *sent, bool *plast)
 {
     UzuraXfer *x = qp->x;
-    const UzuraSendWr *wr = &x->cur;
     const struct uz_send_wqe *h = &wr->h;
-    UzuraSwqe *w = uzura_msg(qp, x->m_next);
     uint32_t mtu = uzura_req_mtu(core, qp), n = 0;
-    bool first = x->cur_off == 0, last, data;
-    UzuraPkt pkt = { .psn = x->psn };
-    uint8_t verr;
+    bool first = off == 0, last, data;
+    UzuraPkt pkt = { .psn = psn };
+    UzuraReqSrc src = { .qp = qp, .wr = wr, .off = off };
 
     data = !uzura_wr_is_rd_atomic(h->opcode) && h->opcode != UZ_WR_STCRW;
     if (data) {
-        n = MIN(wr->len - x->cur_off, mtu);
+        n = MIN(wr->len - off, mtu);
     }
-    last = !data || x->cur_off + n == wr->len;
+    last = !data || off + n == wr->len;
 
     if (uzura_qp_is_ud(qp)) {
         const struct uz_av *av = &wr->av;
@@ -533,6 +556,7 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
         pkt.opcode = uzura_req_opcode(h->opcode, first, last);
         pkt.dqpn = a->dest_qpn;
         pkt.ack_req = last;
+        pkt.sr = core->rdma.recovery == UZ_RECOVERY_SR;
     }
     pkt.se = last && (h->flags & UZ_WQE_F_SOLICITED);
     pkt.imm = h->imm_data;
@@ -547,8 +571,22 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
         .length = h->crw.length,
     };
     pkt.paylen = n;
+    *sent = n;
+    *plast = last;
+    return uzura_roce_send(core, &pkt, uzura_req_gather, &src);
+}
 
-    verr = uzura_roce_send(core, &pkt, uzura_req_gather, qp);
+/* Send the next packet of the current message. */
+static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    const struct uz_send_wqe *h = &x->cur.h;
+    UzuraSwqe *w = uzura_msg(qp, x->m_next);
+    uint32_t n;
+    bool last;
+    uint8_t verr;
+
+    verr = uzura_req_emit(core, qp, &x->cur, x->psn, x->cur_off, &n, &last);
     if (verr) {
         /* The memory went away under a message in flight. */
         uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, w->sq_idx,
@@ -584,6 +622,71 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
 }
 
+/* The WQE of message @idx, decoded, for packets a SACK asked for. */
+static UzuraSendWr *uzura_req_sr_wr(UzuraCore *core, UzuraQp *qp,
+                                    uint32_t idx)
+{
+    UzuraXfer *x = qp->x;
+
+    if (x->sr_idx != idx) {
+        x->sr_idx = -1;
+        if (uzura_sq_load(core, qp, uzura_msg(qp, idx)->sq_idx, &x->sr_wr)) {
+            return NULL;
+        }
+        x->sr_idx = idx;
+    }
+    return &x->sr_wr;
+}
+
+/*
+ * Send again the next packet a SACK asked for, if it was sent before and
+ * is not acknowledged; the stream of new packets goes on after it.
+ */
+static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    uint32_t psn = x->sr_psn, idx, off = 0, n;
+    const UzuraSendWr *wr;
+    UzuraSwqe *w;
+    bool last;
+
+    x->sr_psn = (psn + 1) & UZ_PSN_MASK;
+    x->sr_left--;
+    if (uzura_psn_diff(psn, x->acked_psn) <= 0 ||
+        uzura_psn_diff(psn, x->psn_max) >= 0) {
+        return;
+    }
+    w = uzura_req_find(qp, psn, &idx);
+    if (!w || w->done || w->park) {
+        return;
+    }
+    if (w->crw >= 0) {
+        /* A matched CRW's write has no SQ WQE to read back: go back N. */
+        x->sr_left = 0;
+        uzura_req_rewind(core, qp);
+        return;
+    }
+    if (uzura_wr_is_rd_atomic(w->opcode) || w->opcode == UZ_WR_STCRW) {
+        if (psn != w->first_psn) {
+            return;             /* the PSNs of a READ's response */
+        }
+    } else {
+        off = uzura_psn_diff(psn, w->first_psn) * uzura_req_mtu(core, qp);
+    }
+    wr = uzura_req_sr_wr(core, qp, idx);
+    if (!wr || off >= MAX(wr->len, 1)) {
+        return;
+    }
+    core->counters.retransmits++;
+    core->counters.sr_resent++;
+    trace_uzura_sr_resend(x->qpn, psn);
+    if (uzura_req_emit(core, qp, wr, psn, off, &n, &last)) {
+        /* The memory went away: the packet path finds out in order. */
+        x->sr_left = 0;
+        uzura_req_rewind(core, qp);
+    }
+}
+
 /* The send queue's part of the work bottom half. */
 void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 {
@@ -593,6 +696,12 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
         UzuraSwqe *w = uzura_msg(qp, x->m_next);
 
+        /* What a SACK asked for goes before anything new. */
+        if (x->sr_left) {
+            uzura_req_resend(core, qp);
+            (*budget)--;
+            continue;
+        }
         if (!x->cur_active && x->m_next != x->m_high && w->done) {
             x->m_next = uzura_next(x->m_next);
             if (w->status != UZ_WC_STATUS_SUCCESS) {
@@ -630,6 +739,47 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
         x->retry_left = qp->attr.retry_cnt;     /* progress */
     }
     uzura_req_retire(core, qp);
+}
+
+/*
+ * A SACK (recovery=sr): everything before its PSN arrived, and the
+ * responder keeps what came after the hole it names; send the hole
+ * again.  A SACK while another is still being served widens the range.
+ */
+static void uzura_req_sack(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint32_t lo = pkt->sack.missing_psn;
+    uint32_t end = lo + MIN(pkt->sack.count, UZ_SR_WINDOW);
+    int32_t d;
+
+    core->counters.sacks_rcvd++;
+    uzura_req_ack(core, qp, pkt->psn);
+    if (qp->attr.state == UZ_QPS_ERR || !pkt->sack.count) {
+        return;
+    }
+    if (x->sr_left) {
+        if (uzura_psn_diff(x->sr_psn, lo) < 0) {
+            lo = x->sr_psn;
+        }
+        if (uzura_psn_diff(x->sr_psn + x->sr_left, end) > 0) {
+            end = x->sr_psn + x->sr_left;
+        }
+    }
+    /* Not before what is acknowledged, nor past what was ever sent. */
+    if (uzura_psn_diff(lo, x->acked_psn) <= 0) {
+        lo = x->acked_psn + 1;
+    }
+    if (uzura_psn_diff(end, x->psn_max) > 0) {
+        end = x->psn_max;
+    }
+    d = uzura_psn_diff(end, lo);
+    if (d <= 0) {
+        return;
+    }
+    x->sr_psn = lo & UZ_PSN_MASK;
+    x->sr_left = MIN(d, 2 * UZ_SR_WINDOW);
+    uzura_work_schedule(core);
 }
 
 /* RNR timer values of the IB encoding, in microseconds. */
@@ -805,6 +955,10 @@ void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         core->counters.rx_stale++;
         return;
     }
+    if (pkt->opcode == UZ_BTH_OP_RC_SACK) {
+        uzura_req_sack(core, qp, pkt);
+        return;
+    }
     if (pkt->opcode == UZ_BTH_OP_ACK) {
         if ((pkt->syndrome & UZ_AETH_TYPE_MASK) == UZ_AETH_ACK) {
             uzura_req_ack(core, qp, pkt->psn);
@@ -887,6 +1041,8 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
     x->retry_left = qp->attr.retry_cnt;
     x->rnr_left = qp->attr.rnr_retry;
     x->resp_idx = -1;
+    x->sr_idx = -1;
+    x->sr_left = 0;
     uzura_work_schedule(core);
 }
 
@@ -900,4 +1056,6 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
     x->rnr_wait = false;
     x->blocked = false;
     x->resp_idx = -1;
+    x->sr_idx = -1;
+    x->sr_left = 0;
 }

@@ -21,8 +21,8 @@ static uint32_t uzura_resp_mtu(UzuraQp *qp)
     return 128u << qp->attr.path_mtu;
 }
 
-static void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
-                            uint32_t psn)
+void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
+                     uint32_t psn)
 {
     const struct uz_qp_attr *a = &qp->attr;
 
@@ -524,8 +524,8 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
     }
 }
 
-/* An RC request for this QP. */
-void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+/* An RC request for this QP: execute it, keep it, or drop it. */
+void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     UzuraXfer *x = qp->x;
     uint16_t h = uzura_ops[pkt->opcode].hdrs;
@@ -541,6 +541,11 @@ void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     if (d > 0) {
+        /* Past a hole, for a requester that takes SACKs: keep it. */
+        if (pkt->sr && core->rdma.recovery == UZ_RECOVERY_SR &&
+            uzura_sr_keep(core, qp, pkt)) {
+            return;
+        }
         /* A gap: say so once, then drop until the expected PSN comes. */
         if (!x->nak_seq_sent) {
             x->nak_seq_sent = true;
@@ -582,6 +587,15 @@ void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     default:
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         break;
+    }
+}
+
+/* An RC request from the link; then what it let through of those kept. */
+void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    uzura_resp_packet(core, qp, pkt);
+    if (qp->x->sr_kept) {
+        uzura_sr_drain(core, qp);
     }
 }
 
@@ -754,4 +768,5 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->err_owed = false;
     x->rd_head = 0;
     memset(x->rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->rd));
+    uzura_sr_free(core, qp);
 }

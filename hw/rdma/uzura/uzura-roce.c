@@ -27,6 +27,7 @@
 #define IMM_LEN         4
 #define DETH_LEN        8
 #define CRW_LEN         ((int)sizeof(struct uz_crweth))
+#define SACK_LEN        ((int)sizeof(struct uz_sacketh))
 
 #define SEND    (UZ_H_PAYLOAD | UZ_H_REQ)
 #define WRITE   (UZ_H_PAYLOAD | UZ_H_REQ)
@@ -67,6 +68,7 @@ const UzuraOpInfo uzura_ops[256] = {
     [UZ_BTH_OP_UD_SEND_ONLY_IMM] = OP(SEND | F | L | UZ_H_DETH | UZ_H_IMM,
                                       UZ_FAM_UD),
     [UZ_BTH_OP_RC_STCRW] = OP(UZ_H_REQ | F | L | UZ_H_CRW, UZ_FAM_CRW),
+    [UZ_BTH_OP_RC_SACK] = OP(UZ_H_AETH | UZ_H_SACK, UZ_FAM_ACK),
 };
 
 /* Bytes of the extended headers an opcode carries, in wire order. */
@@ -76,7 +78,8 @@ static unsigned uzura_ext_len(uint16_t h)
            (h & UZ_H_ATOMIC ? ATOMIC_LEN : 0) +
            (h & UZ_H_ATOMIC_ACK ? ATOMIC_ACK_LEN : 0) +
            (h & UZ_H_IMM ? IMM_LEN : 0) + (h & UZ_H_IETH ? IMM_LEN : 0) +
-           (h & UZ_H_DETH ? DETH_LEN : 0) + (h & UZ_H_CRW ? CRW_LEN : 0);
+           (h & UZ_H_DETH ? DETH_LEN : 0) + (h & UZ_H_CRW ? CRW_LEN : 0) +
+           (h & UZ_H_SACK ? SACK_LEN : 0);
 }
 
 /*
@@ -182,7 +185,7 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     stw_be_p(p + 2, 0xffff);
     stl_be_p(p + 4, pkt->dqpn & UZ_PSN_MASK);
     stl_be_p(p + 8, (pkt->ack_req ? 0x80000000u : 0) |
-             (pkt->psn & UZ_PSN_MASK));
+             (pkt->sr ? UZ_BTH_B8_SR << 24 : 0) | (pkt->psn & UZ_PSN_MASK));
     p += UZ_BTH_LEN;
 
     /* Extended headers, in the order IBA gives them. */
@@ -218,6 +221,11 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     if (h & UZ_H_ATOMIC_ACK) {
         stq_be_p(p, pkt->orig);
         p += ATOMIC_ACK_LEN;
+    }
+    if (h & UZ_H_SACK) {
+        stl_be_p(p, pkt->sack.missing_psn & UZ_PSN_MASK);
+        stl_be_p(p + 4, pkt->sack.count);
+        p += SACK_LEN;
     }
     if (h & (UZ_H_IMM | UZ_H_IETH)) {
         memcpy(p, &pkt->imm, IMM_LEN);  /* already in network order */
@@ -302,6 +310,7 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
     pkt->se = bth[1] & 0x80;
     pkt->dqpn = ldl_be_p(bth + 4) & UZ_PSN_MASK;
     pkt->ack_req = bth[8] & 0x80;
+    pkt->sr = bth[8] & UZ_BTH_B8_SR;
     pkt->psn = ldl_be_p(bth + 8) & UZ_PSN_MASK;
     ext = uzura_ext_len(h);
     if (len < UZ_BTH_LEN + ext + pad ||
@@ -341,6 +350,11 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
     if (h & UZ_H_ATOMIC_ACK) {
         pkt->orig = ldq_be_p(p);
         p += ATOMIC_ACK_LEN;
+    }
+    if (h & UZ_H_SACK) {
+        pkt->sack.missing_psn = ldl_be_p(p) & UZ_PSN_MASK;
+        pkt->sack.count = ldl_be_p(p + 4);
+        p += SACK_LEN;
     }
     if (h & (UZ_H_IMM | UZ_H_IETH)) {
         memcpy(&pkt->imm, p, IMM_LEN);

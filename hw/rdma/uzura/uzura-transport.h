@@ -42,6 +42,7 @@ static inline int32_t uzura_psn_diff(uint32_t a, uint32_t b)
 #define UZ_H_FIRST      (1u << 9)
 #define UZ_H_LAST       (1u << 10)
 #define UZ_H_REQ        (1u << 11)  /* a request (not a response) */
+#define UZ_H_SACK       (1u << 12)
 
 /* Opcode families, for the per-kind counters. */
 typedef enum UzuraFamily {
@@ -69,6 +70,7 @@ typedef struct UzuraPkt {
     uint8_t opcode;
     bool se;
     bool ack_req;
+    bool sr;                    /* BTH: the requester takes SACKs */
     uint32_t dqpn;
     uint32_t psn;
     uint64_t va;                /* RETH, AtomicETH */
@@ -83,6 +85,7 @@ typedef struct UzuraPkt {
     uint32_t qkey;              /* DETH */
     uint32_t sqpn;
     struct uz_crweth crw;       /* host order */
+    struct uz_sacketh sack;     /* host order */
     const uint8_t *payload;
     uint32_t paylen;
     /* Addressing: where to send, or where it came from. */
@@ -191,6 +194,19 @@ typedef struct UzuraRdAtom {
     uint32_t sent;              /* response packets sent so far */
 } UzuraRdAtom;
 
+/* Loss recovery (9.6): the property "recovery". */
+typedef enum UzuraRecovery {
+    UZ_RECOVERY_GBN,            /* go-back-N, as IB specifies */
+    UZ_RECOVERY_SR,             /* selective repeat, SACKs */
+} UzuraRecovery;
+
+#define UZ_SR_WINDOW        64      /* PSNs past a hole a responder keeps */
+#define UZ_SR_KEPT_MAX      8192    /* packets all QPs of a NIC keep */
+#define UZ_SR_FEW           3       /* packets in flight for rto-low */
+#define UZ_SR_RTO_LOW_US    1000    /* sr-rto-low-us by default */
+
+typedef struct UzuraSrSlot UzuraSrSlot;
+
 /* A conditional RDMA write's tag table entry (uzura-crw.c). */
 typedef enum UzuraCrwState {
     UZ_CRW_FREE = 0,
@@ -236,6 +252,10 @@ typedef struct UzuraXfer {
     bool blocked;               /* a failed WQE waits for its turn */
     UzuraSendWr resp_wr;        /* the READ/atomic WQE being answered */
     int64_t resp_idx;           /* its message index, -1 none */
+    uint32_t sr_psn;            /* next PSN a SACK asked for */
+    uint32_t sr_left;           /* PSNs from sr_psn still to send */
+    UzuraSendWr sr_wr;          /* the WQE of the packets being resent */
+    int64_t sr_idx;             /* its message index, -1 none */
 
     /* conditional RDMA writes: the tag table, allocated on first use */
     UzuraCrw *crw;              /* max_crw_tags entries */
@@ -258,6 +278,10 @@ typedef struct UzuraXfer {
     uint32_t wr_off;
     UzuraRdAtom *rd;            /* max_qp_rd_atom entries, a ring */
     uint32_t rd_head;           /* next entry to use = the oldest */
+    /* selective repeat: packets after a hole, by PSN % UZ_SR_WINDOW */
+    UzuraSrSlot **sr_slot;      /* allocated on the first one kept */
+    uint32_t sr_kept;
+    uint32_t sr_high;           /* highest PSN kept */
     /* a refused request, waiting for the answers owed before it */
     bool err_owed;
     uint32_t err_psn;
@@ -289,7 +313,15 @@ void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
 /* uzura-resp.c */
 void uzura_resp_init(UzuraCore *core, UzuraQp *qp);
 void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
+                     uint32_t psn);
 void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
+
+/* uzura-sr.c */
+bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_sr_drain(UzuraCore *core, UzuraQp *qp);
+void uzura_sr_free(UzuraCore *core, UzuraQp *qp);
 
 #endif /* HW_RDMA_UZURA_TRANSPORT_H */

@@ -420,6 +420,49 @@ static void uzura_set_seed(Object *obj, Visitor *v, const char *name,
     }
 }
 
+/* Loss recovery (9.6): go-back-N or selective repeat, at run time too. */
+static char *uzura_get_recovery(Object *obj, Error **errp)
+{
+    return g_strdup(UZURA(obj)->core.rdma.recovery == UZ_RECOVERY_SR ?
+                    "sr" : "gbn");
+}
+
+static void uzura_set_recovery(Object *obj, const char *value, Error **errp)
+{
+    UzuraRdma *r = &UZURA(obj)->core.rdma;
+
+    if (!strcmp(value, "gbn")) {
+        r->recovery = UZ_RECOVERY_GBN;
+    } else if (!strcmp(value, "sr")) {
+        r->recovery = UZ_RECOVERY_SR;
+    } else {
+        error_setg(errp, "recovery: gbn (go-back-N) or sr (selective "
+                   "repeat), not '%s'", value);
+    }
+}
+
+static void uzura_get_us(Object *obj, Visitor *v, const char *name,
+                         void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, opaque, errp);
+}
+
+static void uzura_set_us(Object *obj, Visitor *v, const char *name,
+                         void *opaque, Error **errp)
+{
+    uint32_t val;
+
+    if (!visit_type_uint32(v, name, &val, errp)) {
+        return;
+    }
+    if (val > UZ_FAULT_DELAY_MAX_US * 10) {
+        error_setg(errp, "%s: at most %u us", name,
+                   UZ_FAULT_DELAY_MAX_US * 10);
+        return;
+    }
+    *(uint32_t *)opaque = val;
+}
+
 /* Fault rules (7.5.2): text in, text with each rule's counts out. */
 static char *uzura_get_rules(Object *obj, Error **errp)
 {
@@ -513,6 +556,14 @@ static void uzura_instance_init(Object *obj)
                         uzura_set_seed, NULL, NULL);
     object_property_add_str(obj, "fault-rules", uzura_get_rules,
                             uzura_set_rules);
+    object_property_add_str(obj, "recovery", uzura_get_recovery,
+                            uzura_set_recovery);
+    object_property_add(obj, "ack-timeout-max-us", "uint32", uzura_get_us,
+                        uzura_set_us, NULL,
+                        &s->core.rdma.ack_timeout_max_us);
+    s->core.rdma.sr_rto_low_us = UZ_SR_RTO_LOW_US;
+    object_property_add(obj, "sr-rto-low-us", "uint32", uzura_get_us,
+                        uzura_set_us, NULL, &s->core.rdma.sr_rto_low_us);
     object_property_add(obj, "fault-flap-period-us", "uint32",
                         uzura_get_flap, uzura_set_flap, NULL,
                         &s->core.fault.flap_period_us);
