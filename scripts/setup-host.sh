@@ -21,6 +21,7 @@ BOOKWORM_PKGS=(
 	seabios qemu-system-data
 	debootstrap e2fsprogs openssh-client socat zstd xz-utils cpio
 	clang libclang-rt-14-dev llvm
+	tshark
 )
 BACKPORTS_PKGS=(meson python3-pycotap)
 # Only for the benchmark (bench/run calls "setup-host.sh --bench").
@@ -133,6 +134,10 @@ if [ -z "$KVER_PKG" ]; then
 	log "no linux-headers-6.12 package in bookworm-backports"; exit 1
 fi
 
+# tshark (tests/wire-test.sh reads captures of the link with it): its
+# wireshark-common asks whether non-root users may capture; no.
+echo 'wireshark-common wireshark-common/install-setuid boolean false' |
+	debconf-set-selections
 log "installing bookworm packages"
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	"${BOOKWORM_PKGS[@]}" >/dev/null

@@ -21,15 +21,17 @@ t() {
 	fi
 }
 
-# On a node: the uzura netdev, the uzura ib_device, and the index of the
-# RoCE v2 GID of the node's 10.77.0.N (N from its hostname, nodeN).
+# On a node: the uzura netdev, the uzura ib_device (on a Soft-RoCE node of
+# "./uzura up --rxe", its rxe0), and the index of the RoCE v2 GID of the
+# node's 10.77.0.N (N from its hostname, nodeN; one grep reads the GID
+# table: rxe's has 1024 entries, a process each takes seconds under TCG).
 uzdev='$(for n in /sys/class/net/*; do d=$(readlink $n/device/driver) && [ "${d##*/}" = uzura ] && echo ${n##*/}; done)'
-ibdev='$(for d in /sys/class/infiniband/*; do
-	[ "$(basename "$(readlink $d/device/driver)")" = uzura ] && echo ${d##*/}; done | head -n 1)'
+ibdev='$({ for d in /sys/class/infiniband/*; do
+	[ "$(basename "$(readlink $d/device/driver)")" = uzura ] && echo ${d##*/}; done
+	[ -s /run/uzura-rxe ] && [ -e /sys/class/infiniband/rxe0 ] && echo rxe0; } | head -n 1)'
 gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
 	want=0000:0000:0000:0000:0000:ffff:0a4d:$(printf %04x $(hostname | tr -dc 0-9))
-	for g in $p/gids/*; do
-		[ "$(cat $g)" = $want ] &&
+	for g in $(grep -lx $want $p/gids/*); do
 		[ "$(cat $p/gid_attrs/types/${g##*/} 2>/dev/null)" = "RoCE v2" ] && echo ${g##*/}
 	done | head -n 1)'
 
@@ -40,6 +42,15 @@ serve() {
 	"$uz" run "$1" -- "rm -f /tmp/$3.rc
 		( ( $4 ) > /tmp/$3.log 2>&1; echo \$? > /tmp/$3.rc ) < /dev/null > /dev/null 2>&1 &
 		for k in \$(seq 120); do ss -ltun | grep -q ':$2 ' && exit 0; sleep 0.5; done
+		echo 'server did not listen'; exit 1"
+}
+
+# serve_cm NODE NAME CMD: serve for a server of the RDMA CM (rping), which
+# listens on no socket: wait until one of the node's CM IDs listens.
+serve_cm() {
+	"$uz" run "$1" -- "rm -f /tmp/$2.rc
+		( ( $3 ) > /tmp/$2.log 2>&1; echo \$? > /tmp/$2.rc ) < /dev/null > /dev/null 2>&1 &
+		for k in \$(seq 120); do rdma resource show cm_id | grep -q 'state LISTEN' && exit 0; sleep 0.5; done
 		echo 'server did not listen'; exit 1"
 }
 
@@ -63,4 +74,65 @@ mpi_job() {
 	echo "# $name, $np ranks: $(grep -c '^ok ' "$out") checks passed," \
 	     "$(grep -c '^not ok ' "$out") failed"
 	[ "$rc" -eq 0 ] && grep -q '^ok ' "$out" && ! grep -q '^not ok ' "$out"
+}
+
+# tsh FILE ARGS...: tshark on the pcap FILE with IPv4 header checksums
+# checked (a bad one is an expert error); fails as tshark does, on an
+# unknown field or a bad file.
+tsh() {
+	local f=$1
+	shift
+	tshark -n -o ip.check_checksum:TRUE -r "$f" "$@" 2> /dev/null
+}
+
+# nframes FILE FILTER: how many frames of FILE the display filter matches
+# (nothing, and a failure, when tshark fails).
+nframes() {
+	local out
+	out=$(tsh "$1" -Y "$2") || return 1
+	if [ -z "$out" ]; then echo 0; else wc -l <<< "$out"; fi
+}
+
+# pcap_icrc FILE: compute the ICRC of every RoCEv2 frame (IPv4, UDP port
+# 4791) of the pcap FILE as the IBTA's RoCEv2 annex defines it (spec 9.7;
+# Linux rxe computes the same) and compare it with the frame's; prints
+# "N right, N wrong" and fails when one is wrong or there is none.
+# tshark shows the ICRC but does not check it.
+pcap_icrc() {
+	python3 - "$1" <<'PY'
+import struct, sys, zlib
+
+d = open(sys.argv[1], "rb").read()
+if struct.unpack("<I", d[:4])[0] != 0xa1b2c3d4 or d[20:24] != b"\x01\0\0\0":
+    sys.exit("not a little-endian Ethernet pcap")
+off, n, good, bad = 24, 0, 0, []
+while off + 16 <= len(d):
+    n += 1
+    cap = struct.unpack("<I", d[off + 8:off + 12])[0]
+    f = d[off + 16:off + 16 + cap]
+    off += 16 + cap
+    if (len(f) < 42 or f[12:14] != b"\x08\x00" or f[14] != 0x45 or
+            f[23] != 17 or f[36:38] != b"\x12\xb7"):
+        continue
+    end = 14 + struct.unpack(">H", f[16:18])[0]
+    if end > len(f) or end < 42 + 12 + 4:
+        bad.append(n)
+        continue
+    # Masked: IPv4 TOS, TTL, checksum; UDP checksum; BTH byte 4.
+    ip = bytearray(f[14:34])
+    ip[1] = ip[8] = 0xff
+    ip[10:12] = b"\xff\xff"
+    udp = bytearray(f[34:42])
+    udp[6:8] = b"\xff\xff"
+    bth = bytearray(f[42:54])
+    bth[4] = 0xff
+    crc = zlib.crc32(b"\xff" * 8 + ip + udp + bth + f[54:end - 4])
+    if crc == struct.unpack("<I", f[end - 4:end])[0]:
+        good += 1
+    else:
+        bad.append(n)
+print("%d right, %d wrong%s" % (good, len(bad),
+      " (frames %s)" % " ".join(map(str, bad[:10])) if bad else ""))
+sys.exit(1 if bad or not good else 0)
+PY
 }

@@ -336,7 +336,14 @@ static void uzura_req_claim(UzuraQp *qp, uint32_t idx)
     }
 }
 
-/* READs and atomics started and not answered yet. */
+/*
+ * READs and atomics started from the oldest one not answered yet on,
+ * that one included: those answered after it count too.  A responder
+ * keeps the answers of its last max_dest_rd_atomic READs and atomics
+ * only (rxe and uzura both keep a ring of them), so a READ or atomic
+ * whose answer was lost can be sent again and answered only while no
+ * more than that many were sent from it on.
+ */
 static uint32_t uzura_req_rd_out(UzuraQp *qp)
 {
     uint32_t i, n = 0;
@@ -344,7 +351,7 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
     for (i = qp->x->m_ci; i != qp->x->m_next; i = uzura_next(i)) {
         UzuraSwqe *w = uzura_msg(qp, i);
 
-        n += !w->done && uzura_wr_is_rd_atomic(w->opcode);
+        n += uzura_wr_is_rd_atomic(w->opcode) && (n || !w->done);
     }
     return n;
 }

@@ -208,6 +208,11 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
 /*
  * The request was executed: move on (a message's last packet counts in
  * the MSN, any other leaves the message open), and owe an ACK if asked.
+ * A READ or atomic is answered by its response and never by an ACK: the
+ * response also acknowledges every request before it, so an ACK owed
+ * for those is folded into it; and an ACK for the READ's PSN would tell
+ * the requester that all of the READ's data had come, which rxe takes
+ * it to mean even when a response packet was lost.
  */
 static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
                             uint32_t npkts)
@@ -221,7 +226,13 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
         x->in_msg = uzura_ops[pkt->opcode].family;
     }
     x->epsn = (x->epsn + npkts) & UZ_PSN_MASK;
-    if (pkt->ack_req) {
+    if (uzura_ops[pkt->opcode].family == UZ_FAM_READ_REQ ||
+        uzura_ops[pkt->opcode].family == UZ_FAM_ATOMIC) {
+        if (x->ack_owed) {
+            core->counters.acks_coalesced++;
+        }
+        x->ack_owed = false;
+    } else if (pkt->ack_req) {
         if (x->ack_owed) {
             core->counters.acks_coalesced++;
         }
@@ -495,6 +506,39 @@ static void uzura_resp_stcrw(UzuraCore *core, UzuraQp *qp,
     uzura_resp_done(core, qp, pkt, 1);
 }
 
+/*
+ * A READ request sent again for part of a READ we answered: an IB
+ * requester that has the first packets of a response may ask again for
+ * the rest only, with the PSN of the first packet it misses and the RETH
+ * moved on to match (Linux rxe does, and hardware answers it).  The rest
+ * is answered as a READ of its own (First/Middle/Last, or Only, from
+ * that PSN), and the slot keeps it in place of the original.  A request
+ * that is no such rest (another rkey, bytes outside the original,
+ * packets past its last PSN) is dropped, as rxe drops it.
+ */
+static void uzura_resp_read_rest(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s,
+                                 const UzuraPkt *pkt)
+{
+    uint32_t mtu = uzura_resp_mtu(qp);
+    uint32_t npkts = MAX(DIV_ROUND_UP((uint64_t)pkt->dma_len, mtu), 1);
+    uint32_t skip = uzura_psn_diff(pkt->psn, s->psn);
+
+    if (pkt->rkey != s->rkey || pkt->va < s->va ||
+        pkt->va - s->va > s->len ||
+        pkt->dma_len > s->len - (pkt->va - s->va) ||
+        skip + npkts > s->npkts) {
+        trace_uzura_roce_rx_drop("READ sent again beyond the original");
+        return;
+    }
+    s->psn = pkt->psn;
+    s->va = pkt->va;
+    s->len = pkt->dma_len;
+    s->npkts = npkts;
+    s->pending = true;
+    s->sent = 0;
+    uzura_work_schedule(core);
+}
+
 /* A request we executed before: answer it again, change nothing. */
 static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
                                  const UzuraPkt *pkt)
@@ -508,19 +552,27 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
     if (fam == UZ_FAM_READ_REQ || fam == UZ_FAM_ATOMIC) {
         for (i = 0; i < core->rdma.lim.max_qp_rd_atom; i++) {
             UzuraRdAtom *s = &x->rd[i];
+            int32_t d = uzura_psn_diff(pkt->psn, s->psn);
 
-            if (s->valid && s->psn == pkt->psn &&
-                s->atomic == (fam == UZ_FAM_ATOMIC)) {
-                s->pending = true;
-                s->sent = 0;
-                uzura_work_schedule(core);
+            if (!s->valid || s->atomic != (fam == UZ_FAM_ATOMIC) ||
+                d < 0 || d >= (int32_t)s->npkts) {
+                continue;
+            }
+            if (!s->atomic &&
+                (d > 0 || pkt->va != s->va || pkt->dma_len != s->len)) {
+                uzura_resp_read_rest(core, qp, s, pkt);
                 return;
             }
+            s->pending = true;
+            s->sent = 0;
+            uzura_work_schedule(core);
+            return;
         }
         return;
     }
+    /* For its own PSN: the last one received may be a READ's (above). */
     if (pkt->ack_req) {
-        uzura_resp_ack(core, qp, UZ_AETH_ACK | 0x1f, x->epsn - 1);
+        uzura_resp_ack(core, qp, UZ_AETH_ACK | 0x1f, pkt->psn);
     }
 }
 
