@@ -154,7 +154,7 @@ static void cqe_between(Pair *p, int64_t before, int64_t after)
  * The tail of a message is lost: nothing comes after it, so no SACK or
  * NAK can; the ACK timeout repairs it.  In go-back-N that is the QP's
  * 67 ms; selective repeat with three packets in flight uses
- * sr-rto-low-us (1 ms).  With more in flight it too waits the full
+ * sr-rto-low-us (4 ms).  With more in flight it too waits the full
  * timeout.
  */
 static void test_rto_low(void)
@@ -169,7 +169,7 @@ static void test_rto_low(void)
     pair_start(&p);
     recovery(&p, "sr", "sr");
     post_tail_loss(&p, MSG_LEN, 3);
-    cqe_between(&p, MS * 9 / 10, MS * 11 / 10);
+    cqe_between(&p, MS * 39 / 10, MS * 41 / 10);
     pair_stop(&p);
 
     pair_start(&p);
@@ -183,6 +183,38 @@ static void test_rto_low(void)
     recovery(&p, "sr", "sr");
     post_tail_loss(&p, LONG_LEN, 5);
     cqe_between(&p, 60 * MS, 70 * MS);
+    pair_stop(&p);
+}
+
+/*
+ * Short timeouts resend but do not use retries faster than the QP's own
+ * timeout: with every request lost, 100 ms of 4 ms timeouts leave the
+ * QP alive (retry_cnt 7 of 67 ms lasts 0.5 s), and once the loss ends
+ * the SEND completes.
+ */
+static void test_rto_low_retries(void)
+{
+    struct uz_cqe c;
+    Pair p;
+    uint64_t to;
+    int i;
+
+    pair_start(&p);
+    recovery(&p, "sr", "sr");
+    to = uz_counter(&p.m, 0, "retry_timeouts");
+    post_tail_loss(&p, 100, 1);
+    rules_set(&p, 0, "kind=request drop");
+    for (i = 0; i < 25; i++) {
+        qtest_clock_step(qts(&p), 4 * MS);
+        uz_cq_assert_empty(p.qa->scq, 5);
+    }
+    g_assert_cmpuint(uz_counter(&p.m, 0, "retry_timeouts") - to, >=, 20);
+    g_assert_cmpint(uz_qp_state(p.qa), ==, UZ_QPS_RTS);
+    rules_set(&p, 0, "");
+    qtest_clock_step(qts(&p), 5 * MS);
+    uz_cq_wait(p.qa->scq, &c);
+    uz_cqe_expect(&c, 0x7a11, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
     pair_stop(&p);
 }
 
@@ -209,6 +241,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/recovery/hole", test_hole);
     qtest_add_func("/uzura/recovery/mixed-modes", test_mixed_modes);
     qtest_add_func("/uzura/recovery/rto-low", test_rto_low);
+    qtest_add_func("/uzura/recovery/rto-low-retries", test_rto_low_retries);
     qtest_add_func("/uzura/recovery/timeout-cap", test_timeout_cap);
     return g_test_run();
 }

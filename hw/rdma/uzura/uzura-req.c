@@ -186,8 +186,20 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
     return *verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
 }
 
+/* The QP's ACK timeout, 4.096 us * 2^timeout, at most ack-timeout-max-us. */
+static int64_t uzura_req_full_timeout(UzuraQp *qp)
+{
+    UzuraRdma *r = &qp->x->core->rdma;
+    int64_t ns = 4096ll << qp->attr.timeout;
+
+    if (r->ack_timeout_max_us) {
+        ns = MIN(ns, (int64_t)r->ack_timeout_max_us * SCALE_US);
+    }
+    return ns;
+}
+
 /*
- * The ACK timeout: 4.096 us * 2^timeout, at most ack-timeout-max-us, and
+ * The ACK timeout: the QP's (above), and
  * with recovery=sr at most sr-rto-low-us while few packets are in flight
  * (IRN's RTO_low: with few packets after a loss, no SACK may come).
  */
@@ -201,10 +213,7 @@ static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
         (!restart && timer_pending(x->timer))) {
         return;
     }
-    ns = 4096ll << qp->attr.timeout;
-    if (r->ack_timeout_max_us) {
-        ns = MIN(ns, (int64_t)r->ack_timeout_max_us * SCALE_US);
-    }
+    ns = uzura_req_full_timeout(qp);
     if (r->recovery == UZ_RECOVERY_SR && r->sr_rto_low_us &&
         uzura_psn_diff(x->psn_max, x->acked_psn) - 1 <= UZ_SR_FEW) {
         ns = MIN(ns, (int64_t)r->sr_rto_low_us * SCALE_US);
@@ -280,6 +289,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
     }
     if (progress) {
         x->retry_left = qp->attr.retry_cnt;
+        x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
         x->rnr_left = qp->attr.rnr_retry;
         if (uzura_req_outstanding(qp)) {
             uzura_req_arm_timer(qp, true);
@@ -744,6 +754,7 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
     if (uzura_psn_diff(psn, x->acked_psn) > 0) {
         x->acked_psn = psn & UZ_PSN_MASK;
         x->retry_left = qp->attr.retry_cnt;     /* progress */
+        x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     }
     uzura_req_retire(core, qp);
 }
@@ -929,6 +940,7 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
         w->resp_got++;
     }
     qp->x->retry_left = qp->attr.retry_cnt;     /* progress */
+    qp->x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     if (w->resp_got == w->npkts) {
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
     } else {
@@ -1013,6 +1025,20 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
     core->counters.retry_timeouts++;
     trace_uzura_req_timeout(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx,
                             x->retry_left);
+    /*
+     * A short timeout (sr-rto-low-us) may fire before an ACK that is only
+     * late: it sends again, but uses a retry only once the QP's whole
+     * timeout has passed without progress, so retry_cnt keeps IB's
+     * meaning.
+     */
+    if (core->rdma.recovery == UZ_RECOVERY_SR &&
+        qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - x->progress_ns <
+        uzura_req_full_timeout(qp)) {
+        uzura_req_rewind(core, qp);
+        uzura_req_arm_timer(qp, true);
+        return;
+    }
+    x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     if (!x->retry_left) {
         uzura_req_claim(qp, x->m_ci);
         w = uzura_msg(qp, x->m_ci);
@@ -1046,6 +1072,7 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
     x->m_ci = x->m_next = x->m_high = 0;
     x->sq_take = qp->sq_ci;
     x->retry_left = qp->attr.retry_cnt;
+    x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     x->rnr_left = qp->attr.rnr_retry;
     x->resp_idx = -1;
     x->sr_idx = -1;

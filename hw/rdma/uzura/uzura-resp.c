@@ -385,14 +385,19 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
 
 /*
  * The next slot of the ring for a READ or atomic answer, or NULL when
- * more are outstanding than it holds; uzura_resp_slot_take uses it.
+ * more are outstanding than it holds; uzura_resp_slot_take uses it.  A
+ * slot still answering a duplicate is taken all the same: a requester
+ * that keeps to max_rd_atomic sends a new READ or atomic only once the
+ * oldest of the ring is complete at its end, so that answer is no longer
+ * wanted (a requester that went back N may send it again, and a READ
+ * response arrive while it does).
  */
 static UzuraRdAtom *uzura_resp_slot(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
     UzuraRdAtom *s = &x->rd[x->rd_head % core->rdma.lim.max_qp_rd_atom];
 
-    return s->pending ? NULL : s;
+    return s->pending && !s->again ? NULL : s;
 }
 
 static void uzura_resp_slot_take(UzuraCore *core, UzuraQp *qp)
@@ -535,6 +540,7 @@ static void uzura_resp_read_rest(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s,
     s->len = pkt->dma_len;
     s->npkts = npkts;
     s->pending = true;
+    s->again = true;
     s->sent = 0;
     uzura_work_schedule(core);
 }
@@ -564,6 +570,7 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
                 return;
             }
             s->pending = true;
+            s->again = true;
             s->sent = 0;
             uzura_work_schedule(core);
             return;

@@ -97,21 +97,18 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     return true;
 }
 
-/* Execute the kept packets that are now in order; forget stale ones. */
+/*
+ * Execute the kept packets that are now in order.  One the expected PSN
+ * passed without it (inside a long READ's PSNs) stays until its slot is
+ * wanted again or the QP starts over.
+ */
 void uzura_sr_drain(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
     UzuraSrSlot **slot, *s;
-    uint32_t i;
 
     while (x->sr_kept && !x->err_owed && qp->attr.state >= UZ_QPS_RTR &&
            qp->attr.state <= UZ_QPS_SQE) {
-        for (i = 0; i < UZ_SR_WINDOW; i++) {
-            if (x->sr_slot[i] &&
-                uzura_psn_diff(x->sr_slot[i]->pkt.psn, x->epsn) < 0) {
-                uzura_sr_drop(core, qp, &x->sr_slot[i]);
-            }
-        }
         slot = &x->sr_slot[x->epsn % UZ_SR_WINDOW];
         if (!*slot || (*slot)->pkt.psn != x->epsn) {
             break;

@@ -185,6 +185,7 @@ typedef struct UzuraRdAtom {
     bool valid;
     bool atomic;
     bool pending;               /* response (again) to send */
+    bool again;                 /* the pending one answers a duplicate */
     uint32_t psn;
     uint32_t npkts;
     uint64_t va;
@@ -200,10 +201,10 @@ typedef enum UzuraRecovery {
     UZ_RECOVERY_SR,             /* selective repeat, SACKs */
 } UzuraRecovery;
 
-#define UZ_SR_WINDOW        64      /* PSNs past a hole a responder keeps */
+#define UZ_SR_WINDOW        512     /* PSNs past a hole a responder keeps */
 #define UZ_SR_KEPT_MAX      8192    /* packets all QPs of a NIC keep */
 #define UZ_SR_FEW           3       /* packets in flight for rto-low */
-#define UZ_SR_RTO_LOW_US    1000    /* sr-rto-low-us by default */
+#define UZ_SR_RTO_LOW_US    4000    /* sr-rto-low-us by default */
 
 typedef struct UzuraSrSlot UzuraSrSlot;
 
@@ -247,6 +248,7 @@ typedef struct UzuraXfer {
     uint32_t psn_max;           /* PSN after the highest ever sent */
     uint32_t acked_psn;         /* highest cumulatively acknowledged */
     uint8_t retry_left;
+    int64_t progress_ns;        /* virtual clock of the last progress */
     uint8_t rnr_left;
     bool rnr_wait;              /* the timer is an RNR wait */
     bool blocked;               /* a failed WQE waits for its turn */
