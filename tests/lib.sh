@@ -54,6 +54,22 @@ serve_cm() {
 		echo 'server did not listen'; exit 1"
 }
 
+# pair NAME SERVER-NODE PORT SERVER CLIENT: SERVER on its node (listening on
+# TCP PORT), then CLIENT on the other node of two; both must exit 0.  The
+# outputs go to $log/NAME.*, and on a failure also out as comments.
+pair() {
+	local name=$1 s=$2 c=$((3 - $2)) ok=1
+	serve "$s" "$3" "$name" "timeout 120 $4" > "$log/$name.serve" 2>&1 || ok=0
+	[ $ok = 1 ] && { "$uz" run "$c" -- "timeout 120 $5" > "$log/$name.client" 2>&1 || ok=0; }
+	served "$s" "$name" > "$log/$name.server" 2>&1 || ok=0
+	if [ $ok = 0 ]; then
+		sed 's/^/# serve: /' "$log/$name.serve"
+		sed 's/^/# client: /' "$log/$name.client" 2> /dev/null
+		sed 's/^/# server: /' "$log/$name.server"
+	fi
+	[ $ok = 1 ]
+}
+
 # served NODE NAME: wait for the server of serve to end, print its output,
 # and exit with its status.
 served() {

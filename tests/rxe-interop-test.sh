@@ -22,21 +22,6 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 pcap=$log/interop.pcap
 
-# pair NAME SERVER-NODE PORT SERVER CLIENT: SERVER on its node (listening on
-# TCP PORT), then CLIENT on the other node; both must exit 0.
-pair() {
-	local name=$1 s=$2 c=$((3 - $2)) ok=1
-	serve "$s" "$3" "$name" "timeout 120 $4" > "$log/$name.serve" 2>&1 || ok=0
-	[ $ok = 1 ] && { "$uz" run "$c" -- "timeout 120 $5" > "$log/$name.client" 2>&1 || ok=0; }
-	served "$s" "$name" > "$log/$name.server" 2>&1 || ok=0
-	if [ $ok = 0 ]; then
-		sed 's/^/# serve: /' "$log/$name.serve"
-		sed 's/^/# client: /' "$log/$name.client" 2> /dev/null
-		sed 's/^/# server: /' "$log/$name.server"
-	fi
-	[ $ok = 1 ]
-}
-
 # perf SERVER-NODE TOOL PORT ARGS...: a perftest tool between the nodes.
 # READs and atomics take -o 16: perftest 25.01 sets the requester's
 # max_rd_atomic to the peer's own limit (rxe: 128), which a NIC with a

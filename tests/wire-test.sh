@@ -21,27 +21,12 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 pcap=$log/wire.pcap
 
-# pair NAME PORT SERVER CLIENT: SERVER on node 2 (listening on TCP PORT),
-# then CLIENT on node 1 towards it; both must exit 0.
-pair() {
-	local name=$1 ok=1
-	serve 2 "$2" "$name" "timeout 120 $3" > "$log/$name.serve" 2>&1 || ok=0
-	[ $ok = 1 ] && { "$uz" run 1 -- "timeout 120 $4" > "$log/$name.client" 2>&1 || ok=0; }
-	served 2 "$name" > "$log/$name.server" 2>&1 || ok=0
-	if [ $ok = 0 ]; then
-		sed 's/^/# serve: /' "$log/$name.serve"
-		sed 's/^/# client: /' "$log/$name.client" 2> /dev/null
-		sed 's/^/# server: /' "$log/$name.server"
-	fi
-	[ $ok = 1 ]
-}
-
 # perf NAME PORT ARGS...: a perftest tool, server on node 2.
 perf() {
 	local tool=$1 port=$2
 	shift 2
 	local args="-d $ibdev -x $gidx -p $port $*"
-	pair "$tool-$port" "$port" "$tool $args" "$tool $args 10.77.0.2"
+	pair "$tool-$port" 2 "$port" "$tool $args" "$tool $args 10.77.0.2"
 }
 
 # The sum of node 1's counters whose names match the regex $1.
@@ -153,7 +138,7 @@ t "capture 1 FILE: starts, the relative FILE made absolute for QEMU" capture_rel
 t "a second capture on node 1 is refused while one runs" \
 	refused "$uz" capture 1 "$log/other.pcap"
 
-t "RC SEND Only: ibv_rc_pingpong, 5 x 64 B" pair pp 18610 \
+t "RC SEND Only: ibv_rc_pingpong, 5 x 64 B" pair pp 2 18610 \
 	"ibv_rc_pingpong -d $ibdev -g $gidx -p 18610 -n 5 -s 64" \
 	"ibv_rc_pingpong -d $ibdev -g $gidx -p 18610 -n 5 -s 64 10.77.0.2"
 t "RC SEND First/Middle/Last: ib_send_bw, 5 x 10000 B" perf ib_send_bw 18611 -n 5 -s 10000
@@ -165,11 +150,11 @@ t "compare and swap: ib_atomic_bw -A CMP_AND_SWAP, 5 iterations" \
 	perf ib_atomic_bw 18615 -n 5 -A CMP_AND_SWAP
 t "fetch and add: ib_atomic_bw -A FETCH_AND_ADD, 5 iterations" \
 	perf ib_atomic_bw 18616 -n 5 -A FETCH_AND_ADD
-t "UD SEND: ibv_ud_pingpong, 5 x 1024 B" pair ud 18617 \
+t "UD SEND: ibv_ud_pingpong, 5 x 1024 B" pair ud 2 18617 \
 	"ibv_ud_pingpong -d $ibdev -g $gidx -p 18617 -n 5 -s 1024" \
 	"ibv_ud_pingpong -d $ibdev -g $gidx -p 18617 -n 5 -s 1024 10.77.0.2"
 t "RDMA CM (MADs to QP1) and SEND/READ/WRITE Only: rping, 3 x 64 B" rping_pair
-t "CRW and STCRW: crw-example" pair crw 18601 "crw-example -g $gidx" \
+t "CRW and STCRW: crw-example" pair crw 2 18601 "crw-example -g $gidx" \
 	"crw-example -g $gidx 10.77.0.2"
 
 t "capture 1 stop: ends the capture" "$uz" capture 1 stop
