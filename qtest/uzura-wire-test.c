@@ -5,7 +5,8 @@
  * test sees every frame on the link and can put its own on it: real
  * frames captured and sent again (duplicates), and the same frames with
  * a bit flipped, cut short, or with headers that make no sense.  Every
- * bad frame must be dropped and counted, and the QP must keep working.
+ * bad frame must be dropped and counted, and the QP must keep working;
+ * forged SACKs make the requester send nothing again.
  */
 #include "uzura-verbs.h"
 #include "uzura-wire.h"
@@ -335,11 +336,80 @@ static void test_sequence_nak(void)
     wire_stop(&w);
 }
 
+/* qom-set of a string property of NIC @nic, which must take it. */
+static void nic_set(Wire *w, int nic, const char *prop, const char *val)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
+
+    qtest_qmp_assert_success(w->m.qs->qts, "{'execute': 'qom-set', "
+                             "'arguments': {'path': %s, 'property': %s, "
+                             "'value': %s}}", path, prop, val);
+}
+
+/*
+ * SACKs from the wire that no responder would send: they name PSNs
+ * never sent, PSNs already acknowledged, every PSN there is, none, or
+ * acknowledge what was never sent.  The requester sends nothing again
+ * for them (only what it sent and is not acknowledged may go again),
+ * counts the stray one, and its QP keeps working.
+ */
+static void test_forged_sack(void)
+{
+    static const struct {
+        uint32_t ack, missing, count;
+    } forged[] = {
+        { 2, 100, 5 }, { 2, 0, 0xffffffffu }, { 2, 1, 0 }, { 2, 0x800000, 64 },
+        { 50, 1, 1 },
+    };
+    Wire w;
+    UzFrame sack, f;
+    uint64_t resent, stale;
+    uint32_t psn;
+    int i;
+
+    wire_start(&w);
+    nic_set(&w, 0, "recovery", "sr");
+    nic_set(&w, 1, "recovery", "sr");
+    /* A real SACK: the middle of a three-packet WRITE is lost once. */
+    nic_set(&w, 0, "fault-rules", "op=write-middle count=1 drop");
+    post_write(&w, 1, 0, 3000, 0x33);
+    wire_capture(&w, UZ_BTH_OP_RC_SACK, &sack);
+    expect_write_done(&w, 1);
+    uz_wire_drain(w.sock, &w.a.d);
+    uz_assert_mr_fill(w.mb, 0, 0x33, 3000, "the WRITE repaired by a SACK");
+    psn = ldl_be_p(sack.data + UZ_OFF_BTH + 8) & 0xffffff;
+    g_assert_cmphex(ldl_be_p(sack.data + UZ_OFF_BTH + 16), ==,
+                    (psn + 1) & 0xffffff);
+    g_assert_cmpuint(ldl_be_p(sack.data + UZ_OFF_BTH + 20), ==, 1);
+
+    resent = uz_counter(&w.m, 0, "sr_resent");
+    stale = uz_counter(&w.m, 0, "rx_stale");
+    for (i = 0; i < ARRAY_SIZE(forged); i++) {
+        f = sack;
+        stl_be_p(f.data + UZ_OFF_BTH + 8, (psn + forged[i].ack) & 0xffffff);
+        stl_be_p(f.data + UZ_OFF_BTH + 16,
+                 (psn + forged[i].missing) & 0xffffff);
+        stl_be_p(f.data + UZ_OFF_BTH + 20, forged[i].count);
+        fix_icrc(&f);
+        wire_send(&w, f.data, f.len);
+    }
+    uz_wire_drain(w.sock, &w.a.d);
+    g_assert_cmpuint(uz_counter(&w.m, 0, "sr_resent"), ==, resent);
+    g_assert_cmpuint(uz_counter(&w.m, 0, "rx_stale"), ==, stale + 1);
+    g_assert_cmpint(uz_qp_state(w.qa), ==, UZ_QPS_RTS);
+
+    post_write(&w, 2, 0, 3000, 0x44);
+    expect_write_done(&w, 2);
+    uz_assert_mr_fill(w.mb, 0, 0x44, 3000, "the next WRITE");
+    wire_stop(&w);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/wire/frame-format", test_frame_format);
     qtest_add_func("/uzura/wire/bad-frames", test_bad_frames);
     qtest_add_func("/uzura/wire/sequence-nak", test_sequence_nak);
+    qtest_add_func("/uzura/wire/forged-sack", test_forged_sack);
     return g_test_run();
 }

@@ -14,8 +14,8 @@
 #include "uzura-core.h"
 #include "uzura-transport.h"
 
-#define FRAME_BTH       (14 + 20 + 8)   /* Ethernet, IPv4, UDP */
-#define FRAME_IP        14
+#define FRAME_BTH       UZ_ROCE_BTH_OFF
+#define FRAME_IP        UZ_ROCE_IP_OFF
 
 static const struct {
     const char *name;
@@ -94,12 +94,11 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
 
     memset(c, 0, sizeof(*c));
     c->kinds = UZ_FK_ETH;
-    if (!uzura_roce_is_roce(buf, len) || len < FRAME_BTH + UZ_BTH_LEN) {
+    if (!uzura_roce_is_roce(buf, len)) {
         return;
     }
-    c->ip_len = lduw_be_p(buf + FRAME_IP + 2);
-    if (c->ip_len < FRAME_BTH - FRAME_IP + UZ_BTH_LEN + UZ_ICRC_LEN ||
-        c->ip_len > len - FRAME_IP) {
+    c->ip_len = uzura_roce_ip_len(buf, len);
+    if (!c->ip_len) {
         return;
     }
     c->kinds = UZ_FK_ROCE;

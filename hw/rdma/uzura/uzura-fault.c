@@ -355,7 +355,9 @@ void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
         uzura_fault_wire(core, buf, len, 1);
         return;
     }
-    r = uzura_fault_rules_pick(f, false, buf, len);
+    /* Sorting a frame for the rules costs a parse: only with tx rules. */
+    r = f->nrules > f->nrules_rx ? uzura_fault_rules_pick(f, false, buf, len)
+                                 : NULL;
     if (r) {
         uzura_fault_apply(core, false, r, buf, len);
         return;

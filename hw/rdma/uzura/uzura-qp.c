@@ -495,8 +495,7 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
     x->msg = g_new0(UzuraSwqe, nmsg);
     x->msg_mask = nmsg - 1;
     x->rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
-    x->resp_idx = -1;
-    x->sr_idx = -1;
+    x->resp.idx = x->sr.idx = -1;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
     return x;
 }

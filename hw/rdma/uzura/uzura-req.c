@@ -221,6 +221,13 @@ static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
     timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
 }
 
+/* Progress: the retries start over (retry_cnt counts timeouts in a row). */
+static void uzura_req_progress(UzuraQp *qp)
+{
+    qp->x->retry_left = qp->attr.retry_cnt;
+    qp->x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
 /* Go back N: send again from the oldest WQE not completed. */
 static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
 {
@@ -288,8 +295,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
         progress = true;
     }
     if (progress) {
-        x->retry_left = qp->attr.retry_cnt;
-        x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        uzura_req_progress(qp);
         x->rnr_left = qp->attr.rnr_retry;
         if (uzura_req_outstanding(qp)) {
             uzura_req_arm_timer(qp, true);
@@ -639,20 +645,22 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
 }
 
-/* The WQE of message @idx, decoded, for packets a SACK asked for. */
-static UzuraSendWr *uzura_req_sr_wr(UzuraCore *core, UzuraQp *qp,
-                                    uint32_t idx)
+/*
+ * The SQ WQE of message @idx, decoded again, kept in @c while the same
+ * message needs it (its READ response packets, its packets a SACK asked
+ * for); NULL when the ring no longer holds a valid one.
+ */
+static UzuraSendWr *uzura_req_wqe_at(UzuraCore *core, UzuraQp *qp,
+                                     UzuraWqeCache *c, uint32_t idx)
 {
-    UzuraXfer *x = qp->x;
-
-    if (x->sr_idx != idx) {
-        x->sr_idx = -1;
-        if (uzura_sq_load(core, qp, uzura_msg(qp, idx)->sq_idx, &x->sr_wr)) {
+    if (c->idx != idx) {
+        c->idx = -1;
+        if (uzura_sq_load(core, qp, uzura_msg(qp, idx)->sq_idx, &c->wr)) {
             return NULL;
         }
-        x->sr_idx = idx;
+        c->idx = idx;
     }
-    return &x->sr_wr;
+    return &c->wr;
 }
 
 /*
@@ -690,7 +698,7 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
     } else {
         off = uzura_psn_diff(psn, w->first_psn) * uzura_req_mtu(core, qp);
     }
-    wr = uzura_req_sr_wr(core, qp, idx);
+    wr = uzura_req_wqe_at(core, qp, &x->sr, idx);
     if (!wr || off >= MAX(wr->len, 1)) {
         return;
     }
@@ -753,8 +761,7 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 
     if (uzura_psn_diff(psn, x->acked_psn) > 0) {
         x->acked_psn = psn & UZ_PSN_MASK;
-        x->retry_left = qp->attr.retry_cnt;     /* progress */
-        x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        uzura_req_progress(qp);
     }
     uzura_req_retire(core, qp);
 }
@@ -866,23 +873,6 @@ static void uzura_req_nak(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     }
 }
 
-/* The READ or atomic WQE at @idx, decoded, for its response. */
-static UzuraSendWr *uzura_req_resp_wr(UzuraCore *core, UzuraQp *qp,
-                                      uint32_t idx)
-{
-    UzuraXfer *x = qp->x;
-
-    if (x->resp_idx != idx) {
-        x->resp_idx = -1;
-        if (uzura_sq_load(core, qp, uzura_msg(qp, idx)->sq_idx,
-                          &x->resp_wr)) {
-            return NULL;
-        }
-        x->resp_idx = idx;
-    }
-    return &x->resp_wr;
-}
-
 /*
  * A READ response packet.  Packets may come out of order (a hub, a
  * fault): each lands at its own offset, and a window of 64 packets past
@@ -925,7 +915,7 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_BAD_RESP_ERR, 0);
         return;
     }
-    wr = uzura_req_resp_wr(core, qp, idx);
+    wr = uzura_req_wqe_at(core, qp, &qp->x->resp, idx);
     verr = !wr ? UZ_VERR_DMA :
            uzura_sgl_copy(core, &wr->sgl, qp->pdn, off, (void *)pkt->payload,
                           pkt->paylen, true);
@@ -939,8 +929,7 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
         w->resp_bits >>= 1;
         w->resp_got++;
     }
-    qp->x->retry_left = qp->attr.retry_cnt;     /* progress */
-    qp->x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uzura_req_progress(qp);     /* a packet not received before */
     if (w->resp_got == w->npkts) {
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
     } else {
@@ -952,7 +941,7 @@ static void uzura_req_atomic_resp(UzuraCore *core, UzuraQp *qp,
                                   const UzuraPkt *pkt, UzuraSwqe *w,
                                   uint32_t idx)
 {
-    UzuraSendWr *wr = uzura_req_resp_wr(core, qp, idx);
+    UzuraSendWr *wr = uzura_req_wqe_at(core, qp, &qp->x->resp, idx);
     uint64_t orig = cpu_to_le64(pkt->orig);
     uint8_t verr;
 
@@ -1071,11 +1060,9 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
     x->acked_psn = (qp->attr.sq_psn - 1) & UZ_PSN_MASK;
     x->m_ci = x->m_next = x->m_high = 0;
     x->sq_take = qp->sq_ci;
-    x->retry_left = qp->attr.retry_cnt;
-    x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uzura_req_progress(qp);
     x->rnr_left = qp->attr.rnr_retry;
-    x->resp_idx = -1;
-    x->sr_idx = -1;
+    x->resp.idx = x->sr.idx = -1;
     x->sr_left = 0;
     uzura_work_schedule(core);
 }
@@ -1089,7 +1076,6 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
     x->cur_active = false;
     x->rnr_wait = false;
     x->blocked = false;
-    x->resp_idx = -1;
-    x->sr_idx = -1;
+    x->resp.idx = x->sr.idx = -1;
     x->sr_left = 0;
 }

@@ -218,6 +218,7 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
                             uint32_t npkts)
 {
     UzuraXfer *x = qp->x;
+    bool answered;
 
     if (uzura_ops[pkt->opcode].hdrs & UZ_H_LAST) {
         x->msn = (x->msn + 1) & UZ_PSN_MASK;
@@ -226,17 +227,13 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
         x->in_msg = uzura_ops[pkt->opcode].family;
     }
     x->epsn = (x->epsn + npkts) & UZ_PSN_MASK;
-    if (uzura_ops[pkt->opcode].family == UZ_FAM_READ_REQ ||
-        uzura_ops[pkt->opcode].family == UZ_FAM_ATOMIC) {
+    answered = uzura_ops[pkt->opcode].family == UZ_FAM_READ_REQ ||
+               uzura_ops[pkt->opcode].family == UZ_FAM_ATOMIC;
+    if (answered || pkt->ack_req) {
         if (x->ack_owed) {
             core->counters.acks_coalesced++;
         }
-        x->ack_owed = false;
-    } else if (pkt->ack_req) {
-        if (x->ack_owed) {
-            core->counters.acks_coalesced++;
-        }
-        x->ack_owed = true;
+        x->ack_owed = !answered;
         uzura_work_schedule(core);
     }
 }
@@ -511,6 +508,15 @@ static void uzura_resp_stcrw(UzuraCore *core, UzuraQp *qp,
     uzura_resp_done(core, qp, pkt, 1);
 }
 
+/* Send a kept READ or atomic answer again, for a duplicate request. */
+static void uzura_resp_again(UzuraCore *core, UzuraRdAtom *s)
+{
+    s->pending = true;
+    s->again = true;
+    s->sent = 0;
+    uzura_work_schedule(core);
+}
+
 /*
  * A READ request sent again for part of a READ we answered: an IB
  * requester that has the first packets of a response may ask again for
@@ -539,10 +545,7 @@ static void uzura_resp_read_rest(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s,
     s->va = pkt->va;
     s->len = pkt->dma_len;
     s->npkts = npkts;
-    s->pending = true;
-    s->again = true;
-    s->sent = 0;
-    uzura_work_schedule(core);
+    uzura_resp_again(core, s);
 }
 
 /* A request we executed before: answer it again, change nothing. */
@@ -569,10 +572,7 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
                 uzura_resp_read_rest(core, qp, s, pkt);
                 return;
             }
-            s->pending = true;
-            s->again = true;
-            s->sent = 0;
-            uzura_work_schedule(core);
+            uzura_resp_again(core, s);
             return;
         }
         return;

@@ -16,7 +16,7 @@
 #define ETH_HLEN        14
 #define IP_HLEN         20
 #define UDP_HLEN        8
-#define ROCE_HDRS       (ETH_HLEN + IP_HLEN + UDP_HLEN)
+#define ROCE_HDRS       UZ_ROCE_BTH_OFF
 #define ETHERTYPE_IPV4  0x0800
 #define IPPROTO_UDP_    17
 
@@ -115,14 +115,25 @@ unsigned uzura_roce_hdrs_len(uint8_t opcode)
     return uzura_ext_len(uzura_ops[opcode].hdrs);
 }
 
+/*
+ * The IPv4 total length of a RoCEv2 frame of @size bytes, or 0 when it
+ * cannot hold the headers, a BTH and the ICRC, or exceeds the frame.
+ */
+size_t uzura_roce_ip_len(const uint8_t *frame, size_t size)
+{
+    size_t ip_len = lduw_be_p(frame + ETH_HLEN + 2);
+
+    return ip_len >= IP_HLEN + UDP_HLEN + UZ_BTH_LEN + UZ_ICRC_LEN &&
+           ip_len <= size - ETH_HLEN ? ip_len : 0;
+}
+
 /* A new ICRC for a RoCE frame whose transport headers or payload changed. */
 void uzura_roce_reseal(uint8_t *frame, size_t size)
 {
     uint8_t *ip = frame + ETH_HLEN;
-    size_t ip_len = lduw_be_p(ip + 2);
+    size_t ip_len = uzura_roce_ip_len(frame, size);
 
-    if (ip_len >= IP_HLEN + UDP_HLEN + UZ_BTH_LEN + UZ_ICRC_LEN &&
-        ip_len <= size - ETH_HLEN) {
+    if (ip_len) {
         stl_le_p(ip + ip_len - UZ_ICRC_LEN,
                  uzura_roce_icrc(ip, ip_len - UZ_ICRC_LEN));
     }
@@ -373,13 +384,12 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
 void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
 {
     const uint8_t *ip = buf + ETH_HLEN;
-    size_t ip_len = lduw_be_p(ip + 2), udp_len;
+    size_t ip_len = uzura_roce_ip_len(buf, size), udp_len;
     UzuraPkt pkt;
     UzuraQp *qp;
     uint16_t h;
 
-    if (ip_len < IP_HLEN + UDP_HLEN + UZ_BTH_LEN + UZ_ICRC_LEN ||
-        ip_len > size - ETH_HLEN) {
+    if (!ip_len) {
         uzura_roce_drop(core, "bad IPv4 length");
         return;
     }

@@ -20,6 +20,8 @@ typedef struct QEMUTimer QEMUTimer;
 #define UZ_INLINE_MAX       448     /* inline bytes in the largest WQE */
 #define UZ_MAX_MSG          (1u << 31)
 #define UZ_GRH_LEN          40
+#define UZ_ROCE_IP_OFF      14              /* after the Ethernet header */
+#define UZ_ROCE_BTH_OFF     (14 + 20 + 8)   /* Ethernet, IPv4, UDP */
 
 /* Signed distance a - b between two PSNs, modulo 2^24. */
 static inline int32_t uzura_psn_diff(uint32_t a, uint32_t b)
@@ -108,6 +110,7 @@ typedef bool (*UzuraGather)(UzuraCore *core, void *opaque, uint8_t *dst,
 bool uzura_roce_is_roce(const uint8_t *buf, size_t size);
 void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 unsigned uzura_roce_hdrs_len(uint8_t opcode);
+size_t uzura_roce_ip_len(const uint8_t *frame, size_t size);
 void uzura_roce_reseal(uint8_t *frame, size_t size);
 uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
                         void *opaque);
@@ -173,6 +176,12 @@ typedef struct UzuraSendWr {
     uint8_t inl[UZ_INLINE_MAX]; /* with it */
     uint64_t len;               /* message bytes */
 } UzuraSendWr;
+
+/* A send WQE read back from the ring for a message started before. */
+typedef struct UzuraWqeCache {
+    UzuraSendWr wr;
+    int64_t idx;                /* its message index, -1 none */
+} UzuraWqeCache;
 
 /* A receive WQE taken from the RQ or the SRQ. */
 typedef struct UzuraRecvWr {
@@ -252,12 +261,10 @@ typedef struct UzuraXfer {
     uint8_t rnr_left;
     bool rnr_wait;              /* the timer is an RNR wait */
     bool blocked;               /* a failed WQE waits for its turn */
-    UzuraSendWr resp_wr;        /* the READ/atomic WQE being answered */
-    int64_t resp_idx;           /* its message index, -1 none */
+    UzuraWqeCache resp;         /* the READ/atomic WQE being answered */
     uint32_t sr_psn;            /* next PSN a SACK asked for */
     uint32_t sr_left;           /* PSNs from sr_psn still to send */
-    UzuraSendWr sr_wr;          /* the WQE of the packets being resent */
-    int64_t sr_idx;             /* its message index, -1 none */
+    UzuraWqeCache sr;           /* the WQE of the packets being resent */
 
     /* conditional RDMA writes: the tag table, allocated on first use */
     UzuraCrw *crw;              /* max_crw_tags entries */
