@@ -8,9 +8,10 @@
 #                              faults.png
 #
 # points.csv has one row per figure: rate (percent), transport, test
-# (write_bw, read_bw, send_bw, write_lat, transfer, or a uzura counter
-# moved during the point), value (empty when the point failed), unit,
-# status (the exit status, or ok/corrupt/failed for the transfer).
+# (write_bw, read_bw, send_bw, write_lat, mpi_lat, mpi_lat99, mpi_bw,
+# transfer, or a uzura counter moved during the point), value (empty when
+# the point failed), unit, status (the exit status, or ok/corrupt/failed
+# for the MPI job and the transfer).
 import csv
 import os
 import sys
@@ -26,7 +27,11 @@ TESTS = [("write_bw", "RDMA WRITE 64 KiB (TCP: qperf tcp_bw)", "MB/s"),
          ("read_bw", "RDMA READ 64 KiB", "MB/s"),
          ("send_bw", "RDMA SEND 64 KiB", "MB/s"),
          ("write_lat", "RDMA WRITE 2 B latency (TCP: qperf tcp_lat)", "us"),
+         ("mpi_lat", "MPI ping-pong 8 B, one way, median (Open MPI)", "us"),
+         ("mpi_lat99", "MPI ping-pong 8 B, one way, 99th percentile", "us"),
+         ("mpi_bw", "MPI streaming bandwidth 64 KiB (Open MPI)", "MB/s"),
          ("transfer", "checksummed transfer goodput", "MB/s")]
+CHECKED = ("transfer", "mpi_lat", "mpi_lat99", "mpi_bw")
 COUNTERS = ["fault_drops", "fault_dups", "fault_reorders", "fault_corrupts",
             "retransmits", "retry_timeouts", "nak_seq_rcvd", "sacks_rcvd",
             "sr_resent"]
@@ -71,6 +76,8 @@ def table(rundir, meta, rows):
                 cell = fmt(v)
                 if test == "transfer":
                     cell += " " + ({"ok": "ok", "": "?"}.get(st, st))
+                elif test in CHECKED and st not in ("ok", ""):
+                    cell += " " + st
                 line += "%24s" % cell
             a = rows.get((r, "uzura-sr", test), (None,))[0]
             b = rows.get((r, "uzura-gbn", test), (None,))[0]
@@ -102,7 +109,11 @@ def plot(rundir, meta, rows, rates, trs):
                % meta.get("transfer_mib", "?"), "MB/s", trs),
               ("write_lat", "latency, RDMA WRITE 2 B / TCP", "us", trs),
               ("retransmits", "uzura: packets sent again", "packets",
-               [t for t in trs if t.startswith("uzura")])]
+               [t for t in trs if t.startswith("uzura")]),
+              ("mpi_bw", "MPI streaming bandwidth 64 KiB (Open MPI)", "MB/s",
+               trs),
+              ("mpi_lat99", "MPI ping-pong 8 B, one way, 99th percentile "
+               "(Open MPI)", "us", trs)]
     with open(gp, "w") as f:
         w = f.write
         w("# Written by bench/faults-report.py; run with gnuplot.\n")
@@ -113,11 +124,11 @@ def plot(rundir, meta, rows, rates, trs):
                     v = rows.get((r, t, test), (None,))[0]
                     w("%d %s\n" % (i, "?" if not v else "%.6g" % v))
                 w("EOD\n")
-        w("set terminal pngcairo size 1400,900 font ',10'\n")
+        w("set terminal pngcairo size 1400,1300 font ',10'\n")
         w("set output '%s'\n" % png)
         w("set termoption noenhanced\n")
         w("set datafile missing '?'\n")
-        w("set multiplot layout 2,2 title 'uzura under injected %s (%s)%s'\n"
+        w("set multiplot layout 3,2 title 'uzura under injected %s (%s)%s'\n"
           % (meta.get("kind", "?"), meta.get("run", ""),
              (", " + meta["note"]) if meta.get("note") else ""))
         w("set grid\nset logscale y 10\nset format y '%g'\n")

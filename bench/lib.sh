@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash disable=SC2154,SC2016
 #
-# Sourced by bench/run and bench/mpi: their two-node cluster with the
+# Sourced by bench/run, bench/mpi and bench/faults: their two-node cluster with the
 # --virtio-link NIC, the shell functions they send to the guests, and the
 # links' set-up.  Expects $uz, $build, $reuse, $keep and log()/die().
 
@@ -56,3 +56,23 @@ bench_links() {
 			die "node $i: cannot set up rxe0"
 	done
 }
+
+# mpirun's flags for each transport (besides -np 2), for bench/mpi and
+# bench/faults.  uzura: none, the image's site configuration chooses UCX on
+# uzura0.  rxe: UCX forced (Open
+# MPI prefers it over ob1 only for the drivers opal_common_ucx_devices
+# names, and rxe0 has no PCI driver to name) on rxe0, with UCX's defaults;
+# UCX 1.18's UD transport drops every packet from a device that does not
+# report the RoCE L3 type in the work completion's sl, as rxe does not
+# (docs/mpi.md), so this one is expected to fail on Debian trixie, and the
+# failure is a finding of the run.  rxe-rc: RC for the data, UD only to
+# connect (UCX_TLS=rc_v: rc_verbs alone has no transport to connect with,
+# "no auxiliary transport"), with UD's GID check off so that it works on
+# rxe.  tcp-virtio: no UCX at all: ob1 over the TCP BTL on the virtio
+# link, one-sided by osc rdma over the same BTL (Open MPI 5 emulates RDMA
+# with active messages there).
+declare -gA mflags
+mflags[uzura]=""
+mflags[rxe]="--mca pml ucx --mca osc ucx -x UCX_NET_DEVICES=rxe0:1"
+mflags[rxe-rc]="${mflags[rxe]} -x UCX_TLS=rc_v,self,sm -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
+mflags[tcp-virtio]="--mca pml ob1 --mca osc rdma --mca btl self,tcp --mca btl_tcp_if_include 10.78.0.0/24"
