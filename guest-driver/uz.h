@@ -384,5 +384,11 @@ struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			     u64 virt, int access, struct ib_udata *udata);
 int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *uz_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			  u32 max_num_sg);
+int uz_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		 unsigned int *sg_offset);
+int uz_build_reg_mr(struct uz_qp *qp, const struct ib_reg_wr *wr,
+		    struct uz_send_wqe *wqe);
 
 #endif /* UZ_H */

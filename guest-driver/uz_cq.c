@@ -159,6 +159,10 @@ static enum ib_wc_opcode uz_wc_opcode(u8 op)
 		return IB_WC_COMP_SWAP;
 	case UZ_WC_FETCH_ADD:
 		return IB_WC_FETCH_ADD;
+	case UZ_WC_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case UZ_WC_REG_MR:
+		return IB_WC_REG_MR;
 	case UZ_WC_RECV:
 		return IB_WC_RECV;
 	case UZ_WC_RECV_RDMA_WITH_IMM:

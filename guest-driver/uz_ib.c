@@ -157,6 +157,11 @@ static int uz_query_device(struct ib_device *ibdev,
 	props->max_qp = le32_to_cpu(a->max_qp);
 	props->max_qp_wr = le32_to_cpu(a->max_qp_wr);
 	props->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN;
+	if (uz->caps & UZ_CAP_FAST_REG) {
+		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+		props->max_fast_reg_page_list_len =
+			le32_to_cpu(a->max_fast_reg_pages);
+	}
 	props->max_send_sge = le32_to_cpu(a->max_sge);
 	props->max_recv_sge = le32_to_cpu(a->max_sge);
 	props->max_sge_rd = le32_to_cpu(a->max_sge);
@@ -579,6 +584,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.uverbs_abi_ver = UZURA_UVERBS_ABI_VERSION,
 
 	.alloc_hw_port_stats = uz_alloc_hw_port_stats,
+	.alloc_mr = uz_alloc_mr,
 	.alloc_pd = uz_alloc_pd,
 	.alloc_ucontext = uz_alloc_ucontext,
 	.create_ah = uz_create_ah,
@@ -597,6 +603,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.get_hw_stats = uz_get_hw_stats,
 	.get_link_layer = uz_get_link_layer,
 	.get_port_immutable = uz_get_port_immutable,
+	.map_mr_sg = uz_map_mr_sg,
 	.mmap = uz_mmap,
 	.mmap_free = uz_mmap_free,
 	.modify_qp = uz_modify_qp,

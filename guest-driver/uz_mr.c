@@ -22,6 +22,8 @@ struct uz_mr {
 	dma_addr_t pbl_dma;
 	size_t pbl_size;
 	u32 uctx;
+	u32 max_pages;		/* fast-reg: the page list's capacity */
+	u32 npages;		/* fast-reg: entries map_mr_sg wrote */
 };
 
 static struct uz_mr *to_uz_mr(struct ib_mr *ibmr)
@@ -186,5 +188,100 @@ int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 				  mr->pbl_dma);
 	ib_umem_release(mr->umem);
 	kfree(mr);
+	return 0;
+}
+
+struct ib_mr *uz_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			  u32 max_num_sg)
+{
+	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
+	u32 max = le32_to_cpu(uz->attr.max_fast_reg_pages);
+	struct uz_cmd_reg_mr r = {};
+	struct uz_mr *mr;
+	int err;
+
+	if (!(uz->caps & UZ_CAP_FAST_REG) || type != IB_MR_TYPE_MEM_REG) {
+		ibdev_dbg(ibpd->device, "MR type %d not supported\n", type);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!max_num_sg || max_num_sg > max) {
+		ibdev_dbg(ibpd->device, "fast-reg MR of %u pages: 1..%u\n",
+			  max_num_sg, max);
+		return ERR_PTR(-EINVAL);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = to_uz_pd(ibpd)->uctx;
+	mr->max_pages = max_num_sg;
+	mr->pbl_size = max_num_sg * sizeof(*mr->pbl);
+	mr->pbl = dma_alloc_coherent(&uz->pdev->dev, mr->pbl_size,
+				     &mr->pbl_dma, GFP_KERNEL);
+	if (!mr->pbl) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	r.pbl_addr = cpu_to_le64(mr->pbl_dma);
+	r.npages = cpu_to_le32(max_num_sg);
+	r.flags = UZ_MR_F_FAST;
+	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
+	if (err)
+		goto err_pbl;
+	return &mr->ibmr;
+
+err_pbl:
+	dma_free_coherent(&uz->pdev->dev, mr->pbl_size, mr->pbl, mr->pbl_dma);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int uz_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct uz_mr *mr = to_uz_mr(ibmr);
+
+	if (mr->npages == mr->max_pages)
+		return -ENOMEM;
+	mr->pbl[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+int uz_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		 unsigned int *sg_offset)
+{
+	struct uz_mr *mr = to_uz_mr(ibmr);
+
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, uz_set_page);
+}
+
+/* The WQE of IB_WR_REG_MR: the mapping map_mr_sg made, and the new key. */
+int uz_build_reg_mr(struct uz_qp *qp, const struct ib_reg_wr *wr,
+		    struct uz_send_wqe *wqe)
+{
+	struct uz_mr *mr = to_uz_mr(wr->mr);
+	u64 pgsz = mr->ibmr.page_size;
+
+	if (!mr->max_pages) {
+		ibdev_dbg(qp->ibqp.device, "REG_MR of MR 0x%x: not fast-reg\n",
+			  wr->mr->lkey);
+		return -EINVAL;
+	}
+	if (wr->access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+		ibdev_dbg(qp->ibqp.device, "REG_MR access 0x%x not supported\n",
+			  wr->access);
+		return -EINVAL;
+	}
+	if (!is_power_of_2(pgsz) || pgsz < SZ_4K || pgsz > SZ_1G) {
+		ibdev_dbg(qp->ibqp.device, "REG_MR page size %llu: 4K..1G\n",
+			  pgsz);
+		return -EINVAL;
+	}
+	wqe->rkey = cpu_to_le32(wr->key);
+	wqe->remote_addr = cpu_to_le64(mr->ibmr.iova);
+	wqe->reg.length = cpu_to_le64(mr->ibmr.length);
+	wqe->reg.access = cpu_to_le32(wr->access & UZ_MR_ACCESS);
+	wqe->reg.npages = cpu_to_le16(mr->npages);
+	wqe->reg.page_shift = ilog2(pgsz);
 	return 0;
 }

@@ -597,8 +597,13 @@ static int uz_wr_opcode(const struct uz_qp *qp, enum ib_wr_opcode op)
 		return UZ_WR_ATOMIC_CMP_SWP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return UZ_WR_ATOMIC_FETCH_ADD;
+	case IB_WR_SEND_WITH_INV:
+		return UZ_WR_SEND_INV;
+	case IB_WR_LOCAL_INV:
+		return UZ_WR_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return UZ_WR_REG_MR;
 	default:
-		/* SEND_WITH_INV and the rest: not in the device */
 		ibdev_dbg(qp->ibqp.device, "QP %u: opcode %d not supported\n",
 			  qp->qpn, op);
 		return -EINVAL;
@@ -626,8 +631,14 @@ static int uz_build_send(struct uz_qp *qp, const struct ib_send_wr *wr,
 		wqe->flags |= UZ_WQE_F_FENCE;
 	if (op == UZ_WR_SEND_IMM || op == UZ_WR_RDMA_WRITE_IMM)
 		wqe->imm_data = (__force u32)wr->ex.imm_data;
+	if (op == UZ_WR_SEND_INV || op == UZ_WR_LOCAL_INV)
+		wqe->imm_data = cpu_to_le32(wr->ex.invalidate_rkey);
 
 	switch (op) {
+	case UZ_WR_LOCAL_INV:
+		return 0;
+	case UZ_WR_REG_MR:
+		return uz_build_reg_mr(qp, reg_wr(wr), wqe);
 	case UZ_WR_RDMA_WRITE:
 	case UZ_WR_RDMA_WRITE_IMM:
 	case UZ_WR_RDMA_READ:

@@ -424,7 +424,7 @@ static void check_malformed_wr(Env *e, Pair *p, const UzWr *wr,
 
 static void case_bad_opcode(Env *e)
 {
-    static const uint8_t ops[] = { 0x3f, 0x08, 0x12, 0x80, 0xff };
+    static const uint8_t ops[] = { 0x3f, 0x0a, 0x12, 0x80, 0xff };
     Pair p;
     UzSge s;
     UzWr wr;
@@ -595,19 +595,24 @@ static void case_atomic_sge(Env *e)
     check_malformed_wr(e, &p, &wr, UZ_WC_FETCH_ADD);
 }
 
-/* Opcodes of the spec that this version does not implement (8.7). */
-static void case_unimplemented(Env *e)
+/* Local operations (REG_MR, LOCAL_INV) carry a key, never data (8.7). */
+static void case_local_with_data(Env *e)
 {
+    static const uint8_t ops[] = { UZ_WR_LOCAL_INV, UZ_WR_REG_MR };
+    static const uint8_t wc[] = { UZ_WC_LOCAL_INV, UZ_WC_REG_MR };
     Pair p;
     UzSge s;
     UzWr wr;
+    int i;
 
-    pair_init(e, &p, NULL);
-    s = uz_mr_sge(p.mr[0], 0, 64);
-    wr = (UzWr) { .wr_id = 0x2700, .opcode = UZ_WR_SEND_INV,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                  .imm = p.mr[1]->key };
-    check_malformed_wr(e, &p, &wr, uz_wc_opcode(UZ_WR_SEND_INV));
+    for (i = 0; i < ARRAY_SIZE(ops); i++) {
+        pair_init(e, &p, NULL);
+        s = uz_mr_sge(p.mr[0], 0, 64);
+        wr = (UzWr) { .wr_id = 0x2700 + i, .opcode = ops[i],
+                      .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                      .imm = p.mr[0]->key, .rkey = p.mr[0]->key };
+        check_malformed_wr(e, &p, &wr, wc[i]);
+    }
 }
 
 /* An STCRW offers a buffer: local data makes it malformed. */
@@ -1471,6 +1476,9 @@ static void fz_remote(Fuzz *f, uint64_t len, bool atomic, uint64_t *addr,
     }
 }
 
+/* An opcode the spec does not define: the WQE is malformed. */
+#define FZ_UNDEFINED_OP 0x0a
+
 /* Build a random send WQE into @slot; say what it is in @fw. */
 static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
 {
@@ -1493,16 +1501,18 @@ static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
 
         op = ok[fz_range(f, 0, ARRAY_SIZE(ok))];
     } else if (k < 90) {
-        op = UZ_WR_SEND_INV;                /* not implemented */
+        op = FZ_UNDEFINED_OP;
     } else {
         op = g_rand_int(f->r);
     }
     /*
      * CRWs wait for a peer's STCRW, and STCRWs fill the peer's tag table:
-     * neither completes on its own (uzura-crw-test covers them).
+     * neither completes on its own (uzura-crw-test covers them); SEND_INV,
+     * LOCAL_INV and REG_MR name keys (uzura-fastreg-test covers them).
      */
-    if (op == UZ_WR_CRW || op == UZ_WR_STCRW) {
-        op = UZ_WR_SEND_INV;
+    if (op == UZ_WR_CRW || op == UZ_WR_STCRW || op == UZ_WR_SEND_INV ||
+        op == UZ_WR_LOCAL_INV || op == UZ_WR_REG_MR) {
+        op = FZ_UNDEFINED_OP;
     }
     atomic = uz_wr_is_atomic(op);
     flags = UZ_WQE_F_SIGNALED;
@@ -1901,7 +1911,7 @@ static const Case cases[] = {
     { "malformed/inline-read", case_inline_read },
     { "malformed/atomic-misaligned", case_atomic_misaligned },
     { "malformed/atomic-sge", case_atomic_sge },
-    { "malformed/unimplemented", case_unimplemented },
+    { "malformed/local-with-data", case_local_with_data },
     { "malformed/stcrw-with-data", case_stcrw_with_data },
     { "remote/bad-rkey", case_remote_bad_rkey },
     { "remote/bounds", case_remote_bounds },

@@ -81,6 +81,7 @@ typedef struct UzMr {
     uint32_t npages;
     uint64_t *pages;            /* our copy of the page list */
     uint8_t page_shift;         /* of the pages; 0 = UZ_PAGE_SHIFT */
+    uint32_t max_pages;         /* fast-reg MR: page list capacity */
 } UzMr;
 
 typedef struct UzSrq {
@@ -136,6 +137,10 @@ typedef struct UzWr {
     uint32_t remote_qkey;
     uint64_t tag;               /* CRW and STCRW */
     uint32_t crw_length;        /* STCRW: bytes offered */
+    uint64_t reg_length;        /* REG_MR: rkey is the new key, */
+    uint32_t reg_access;        /* remote_addr the iova */
+    uint16_t reg_npages;
+    uint8_t reg_page_shift;     /* 0 = UZ_PAGE_SHIFT */
 } UzWr;
 
 /* RC connection parameters; UZ_RC_OPTS_DEFAULT is what tests start from. */
@@ -436,12 +441,16 @@ static inline uint64_t uz_cq_slot(UzCq *cq, uint32_t pos)
     return cq->pages[off / UZ_PAGE_SIZE] + off % UZ_PAGE_SIZE;
 }
 
-/* A CQE as the device wrote it into host order, imm_data as a number. */
+/*
+ * A CQE as the device wrote it into host order, imm_data as a number: an
+ * immediate comes in network order, an invalidated key in little-endian.
+ */
 static inline void uz_cqe_to_host(struct uz_cqe *cqe)
 {
     cqe->wr_id = le64_to_cpu(cqe->wr_id);
     cqe->byte_len = le32_to_cpu(cqe->byte_len);
-    cqe->imm_data = be32_to_cpu(cqe->imm_data);
+    cqe->imm_data = (cqe->wc_flags & UZ_WC_F_INV) ?
+                    le32_to_cpu(cqe->imm_data) : be32_to_cpu(cqe->imm_data);
     cqe->qpn = le32_to_cpu(cqe->qpn);
     cqe->src_qp = le32_to_cpu(cqe->src_qp);
     cqe->pkey_index = le16_to_cpu(cqe->pkey_index);
@@ -594,7 +603,7 @@ static inline void uz_expect_sq(const struct uz_cqe *c, uint64_t wr_id,
     g_assert_cmpuint(c->src_qp, ==, 0);
 }
 
-/* A successful receive CQE; imm_data is checked with UZ_WC_F_IMM only. */
+/* A successful receive CQE; imm_data is checked with UZ_WC_F_IMM/INV. */
 static inline void uz_expect_rq(const struct uz_cqe *c, uint64_t wr_id,
                                 uint8_t op, uint32_t qpn, uint32_t byte_len,
                                 uint8_t wc_flags, uint32_t imm,
@@ -603,7 +612,8 @@ static inline void uz_expect_rq(const struct uz_cqe *c, uint64_t wr_id,
     uz_cqe_expect(c, wr_id, op, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE, qpn);
     g_assert_cmpuint(c->byte_len, ==, byte_len);
     g_assert_cmphex(c->wc_flags, ==, wc_flags);
-    g_assert_cmphex(c->imm_data, ==, (wc_flags & UZ_WC_F_IMM) ? imm : 0);
+    g_assert_cmphex(c->imm_data, ==,
+                    (wc_flags & (UZ_WC_F_IMM | UZ_WC_F_INV)) ? imm : 0);
     g_assert_cmpuint(c->src_qp, ==, src_qp);
 }
 
@@ -761,6 +771,65 @@ static inline UzMr *uz_mr_reg_dma_at(UzNode *n, uint64_t addr, uint64_t len,
 static inline UzMr *uz_mr_reg_dma(UzNode *n, uint64_t len, uint32_t access)
 {
     return uz_mr_reg_dma_at(n, uz_alloc(&n->d, len), len, access);
+}
+
+/*
+ * A fast-reg MR (UZ_MR_F_FAST) in PD @pdn whose page list holds
+ * @max_pages entries: free until a REG_MR WR (uz_fast_map, uz_fast_wr).
+ */
+static inline UzMr *uz_mr_alloc_fast(UzNode *n, uint32_t pdn,
+                                     uint32_t max_pages)
+{
+    UzMr *mr = uz_own(n, sizeof(*mr));
+    struct uz_cmd_reg_mr c = {
+        .pdn = cpu_to_le32(pdn), .npages = cpu_to_le32(max_pages),
+        .key = n->next_key++, .flags = UZ_MR_F_FAST,
+        .uctx = cpu_to_le32(n->uctx),
+    };
+    struct uz_admin_cqe cqe;
+
+    *mr = (UzMr) {
+        .n = n, .pdn = pdn, .max_pages = max_pages,
+        .pages = uz_own(n, max_pages * sizeof(uint64_t)),
+        .pbl = uz_alloc(&n->d, max_pages * sizeof(uint64_t)),
+    };
+    c.pbl_addr = cpu_to_le64(mr->pbl);
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    mr->key = le32_to_cpu(cqe.out0);
+    g_ptr_array_add(n->mrs, mr);
+    return mr;
+}
+
+/*
+ * Map @len bytes at @iova of fast-reg MR @mr onto new guest pages (in
+ * reverse order), as a driver's map_mr_sg writes the page list, and give
+ * the MR key byte @key_byte and @access in our copy; returns the REG_MR
+ * WR that makes the device agree.
+ */
+static inline UzWr uz_fast_map(UzMr *mr, uint64_t iova, uint64_t len,
+                               uint32_t access, uint8_t key_byte)
+{
+    uint64_t first = iova & ~UZ_PAGE_MASK;
+    uint32_t npages = MAX(1, DIV_ROUND_UP(iova + len - first, UZ_PAGE_SIZE));
+    uint64_t base = uz_alloc_pages(mr->n, npages);
+    uint32_t k;
+
+    g_assert_cmpint(npages, <=, mr->max_pages);
+    for (k = 0; k < npages; k++) {
+        mr->pages[k] = base + (uint64_t)(npages - 1 - k) * UZ_PAGE_SIZE;
+        qtest_writeq(mr->n->d.qts, mr->pbl + k * 8, mr->pages[k]);
+    }
+    mr->npages = npages;
+    mr->iova = iova;
+    mr->len = len;
+    mr->access = access;
+    mr->key = (mr->key & ~0xffu) | key_byte;
+    return (UzWr) {
+        .wr_id = mr->key, .opcode = UZ_WR_REG_MR,
+        .flags = UZ_WQE_F_SIGNALED, .rkey = mr->key, .remote_addr = iova,
+        .reg_length = len, .reg_access = access, .reg_npages = npages,
+    };
 }
 
 static inline UzMr *uz_mr_by_key(UzNode *n, uint32_t key)
@@ -1214,6 +1283,10 @@ static inline uint8_t uz_wc_opcode(uint8_t wr_opcode)
         return UZ_WC_CRW;
     case UZ_WR_STCRW:
         return UZ_WC_STCRW;
+    case UZ_WR_LOCAL_INV:
+        return UZ_WC_LOCAL_INV;
+    case UZ_WR_REG_MR:
+        return UZ_WC_REG_MR;
     default:
         /* SEND, SEND_IMM, SEND_INV; an unknown opcode flushes as SEND. */
         return UZ_WC_SEND;
@@ -1236,8 +1309,9 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
     w->wr_id = cpu_to_le64(wr->wr_id);
     w->opcode = wr->opcode;
     w->flags = wr->flags;
-    w->imm_data = wr->opcode == UZ_WR_SEND_INV ? cpu_to_le32(wr->imm) :
-                                                 cpu_to_be32(wr->imm);
+    w->imm_data = wr->opcode == UZ_WR_SEND_INV ||
+                  wr->opcode == UZ_WR_LOCAL_INV ? cpu_to_le32(wr->imm) :
+                                                  cpu_to_be32(wr->imm);
     w->rkey = cpu_to_le32(wr->rkey);
     w->remote_addr = cpu_to_le64(wr->remote_addr);
     if (ud) {
@@ -1255,6 +1329,12 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
     } else if (wr->opcode == UZ_WR_CRW || wr->opcode == UZ_WR_STCRW) {
         w->crw.tag = cpu_to_le64(wr->tag);
         w->crw.length = cpu_to_le32(wr->crw_length);
+    } else if (wr->opcode == UZ_WR_REG_MR) {
+        w->reg.length = cpu_to_le64(wr->reg_length);
+        w->reg.access = cpu_to_le32(wr->reg_access);
+        w->reg.npages = cpu_to_le16(wr->reg_npages);
+        w->reg.page_shift = wr->reg_page_shift ? wr->reg_page_shift :
+                                                 UZ_PAGE_SHIFT;
     }
     if (wr->flags & UZ_WQE_F_INLINE) {
         g_assert_cmpint(wr->inline_len, <=, UZ_SQ_MAX_INLINE);

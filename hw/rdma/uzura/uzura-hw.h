@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            5
+#define UZ_VERSION_MINOR            6
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -115,6 +115,8 @@
 #define UZ_CAP_CRW                  (1u << 5)  /* conditional RDMA write */
 #define UZ_CAP_LINK_SPEED           (1u << 6)  /* UZ_REG_LINK_SPEED valid */
 #define UZ_CAP_CQ_PAGES             (1u << 7)  /* UZ_CQF_PAGE_LIST */
+#define UZ_CAP_FAST_REG             (1u << 8)  /* UZ_MR_F_FAST, REG_MR and
+                                                * LOCAL_INV WRs, SEND_INV */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -270,7 +272,8 @@ struct uz_device_attr {
 	uint32_t max_crw_tags;      /* conditional write tag table */
 	uint32_t xlat_cache_entries; /* on-NIC translation cache */
 	uint32_t page_size_cap;     /* bit n: pages of 2^n bytes */
-	uint32_t reserved[12];
+	uint32_t max_fast_reg_pages; /* page list of a UZ_MR_F_FAST MR */
+	uint32_t reserved[11];
 };
 UZ_ASSERT_SIZE(struct uz_device_attr, 160);
 
@@ -674,7 +677,18 @@ struct uz_cmd_reg_mr {
 };
 
 #define UZ_MR_F_DMA                 (1u << 0)
+#define UZ_MR_F_FAST                (1u << 1)
 
+/*
+ * A fast-registration MR (UZ_MR_F_FAST, kernel only) is created free: its
+ * key reaches nothing.  REG_MR takes pbl_addr and npages as the page list
+ * and its capacity (1 .. max_fast_reg_pages), and ignores iova, length,
+ * access and page_shift.  A UZ_WR_REG_MR work request on a QP of its PD
+ * makes it valid with a new key byte, iova, length, access and page size,
+ * reading the first npages entries of that same page list (the driver
+ * writes them while the MR is free); UZ_WR_LOCAL_INV, or a SEND with
+ * invalidate received on a QP of its PD, makes it free again.
+ */
 /*
  * INVALIDATE_XLAT: the driver changed pages of an MR's page list; the NIC
  * drops its cached translations of [iova, iova + length) of that MR
@@ -749,10 +763,12 @@ struct uz_send_wqe {
 	uint8_t num_sge;            /* or 0 with UZ_WQE_F_INLINE */
 	uint8_t reserved_8;
 	uint32_t inline_len;        /* bytes of inline data after the header */
-	uint32_t imm_data;          /* immediate (network order) or rkey to
-				     * invalidate */
-	uint32_t rkey;              /* RDMA, atomic, STCRW: remote key */
-	uint64_t remote_addr;       /* RDMA, atomic, STCRW */
+	uint32_t imm_data;          /* immediate (network order), or the key
+				     * to invalidate (SEND_INV, LOCAL_INV;
+				     * little-endian) */
+	uint32_t rkey;              /* RDMA, atomic, STCRW: remote key;
+				     * REG_MR: the MR's new key */
+	uint64_t remote_addr;       /* RDMA, atomic, STCRW; REG_MR: iova */
 	union {
 		struct {
 			uint64_t compare_add; /* CMP_SWP compare, FETCH_ADD add */
@@ -764,6 +780,13 @@ struct uz_send_wqe {
 			uint32_t remote_qkey;
 			uint32_t reserved;
 		} ud;
+		struct {
+			uint64_t length;    /* REG_MR: bytes from remote_addr */
+			uint32_t access;    /* UZ_ACCESS_* */
+			uint16_t npages;    /* page list entries to use */
+			uint8_t page_shift; /* 12 .. 30 */
+			uint8_t reserved;
+		} reg;
 		struct {
 			uint64_t tag;       /* CRW and STCRW */
 			uint32_t length;    /* STCRW: bytes the target accepts */
@@ -783,6 +806,8 @@ UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
 #define UZ_WR_RDMA_READ             0x05
 #define UZ_WR_ATOMIC_CMP_SWP        0x06
 #define UZ_WR_ATOMIC_FETCH_ADD      0x07
+#define UZ_WR_LOCAL_INV             0x08 /* local: free a fast-reg MR */
+#define UZ_WR_REG_MR                0x09 /* local: register a fast-reg MR */
 #define UZ_WR_CRW                   0x10 /* conditional write, by tag */
 #define UZ_WR_STCRW                 0x11 /* offer a buffer for a tag */
 
@@ -848,6 +873,8 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_WC_RDMA_READ             0x02
 #define UZ_WC_COMP_SWAP             0x03
 #define UZ_WC_FETCH_ADD             0x04
+#define UZ_WC_LOCAL_INV             0x06
+#define UZ_WC_REG_MR                0x07
 #define UZ_WC_CRW                   0x10
 #define UZ_WC_STCRW                 0x11
 #define UZ_WC_RECV                  0x80
@@ -885,6 +912,7 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_VERR_ACCESS              0x05 /* MR lacks the access right */
 #define UZ_VERR_PD                  0x06 /* MR of another PD */
 #define UZ_VERR_DMA                 0x07 /* host page not accessible */
+#define UZ_VERR_MR_STATE            0x08 /* REG_MR: the MR is not free */
 #define UZ_VERR_CRW_TABLE_FULL      0x10
 #define UZ_VERR_CRW_DUP_TAG         0x11
 

@@ -92,6 +92,7 @@ void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
     attr->max_qp_rd_atom = cpu_to_le32(l->max_qp_rd_atom);
     attr->xlat_cache_entries = cpu_to_le32(l->xlat_cache_entries);
     attr->max_crw_tags = cpu_to_le32(l->max_crw_tags);
+    attr->max_fast_reg_pages = cpu_to_le32(l->max_fast_reg_pages);
     /* Pages of 4 KiB up to 1 GiB. */
     attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
 }
@@ -504,8 +505,26 @@ void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val)
 
 /* ---- memory regions ---- */
 
-#define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
-                         UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC)
+/* Remote write and atomic need local write, as in the IB spec. */
+bool uzura_mr_access_ok(uint32_t access)
+{
+    return !(access & ~UZ_ACCESS_ALL) &&
+           (!(access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) ||
+            (access & UZ_ACCESS_LOCAL_WRITE));
+}
+
+/* @npages pages of 2^@shift bytes cover [iova, iova + len). */
+bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
+                          uint64_t npages)
+{
+    uint64_t first;
+
+    if (shift < 12 || shift > 30 || !npages || iova + len < iova) {
+        return false;
+    }
+    first = iova & ~MAKE_64BIT_MASK(0, shift);
+    return iova + len <= first + (npages << shift);
+}
 
 static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
                                 const struct uz_admin_cmd *cmd,
@@ -524,31 +543,28 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
-    /* Remote write and atomic need local write, as in the IB spec. */
-    if ((access & ~UZ_ACCESS_ALL) || (c->flags & ~UZ_MR_F_DMA) ||
-        ((access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) &&
-         !(access & UZ_ACCESS_LOCAL_WRITE)) ||
-        len > r->lim.max_mr_size || iova + len < iova) {
+    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST) ||
+        (c->flags & UZ_MR_F_DMA && c->flags & UZ_MR_F_FAST)) {
         return UZ_CMD_BAD_PARAM;
     }
-    /* A DMA MR reaches all of guest memory: the kernel's only. */
-    if ((c->flags & UZ_MR_F_DMA) && uctx) {
+    /* DMA and fast-reg MRs are the kernel's only. */
+    if ((c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) && uctx) {
         return UZ_CMD_BAD_PARAM;
     }
-    if (!(c->flags & UZ_MR_F_DMA)) {
-        uint64_t first;
-
-        /* The pages must cover [iova, iova + len). */
-        if (c->page_shift < 12 || c->page_shift > 30 || !npages) {
+    if (c->flags & UZ_MR_F_FAST) {
+        /* Free until a REG_MR WR: only the page list counts now. */
+        if (!npages || npages > r->lim.max_fast_reg_pages) {
             return UZ_CMD_BAD_PARAM;
         }
-        first = iova & ~MAKE_64BIT_MASK(0, c->page_shift);
-        if (iova + len > first + ((uint64_t)npages << c->page_shift)) {
-            return UZ_CMD_BAD_PARAM;
-        }
-        if (!uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
-            return UZ_CMD_BAD_ADDR;
-        }
+        iova = len = access = 0;
+    } else if (!uzura_mr_access_ok(access) || len > r->lim.max_mr_size ||
+               (!(c->flags & UZ_MR_F_DMA) &&
+                !uzura_mr_pages_cover(iova, len, c->page_shift, npages))) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!(c->flags & UZ_MR_F_DMA) &&
+        !uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
+        return UZ_CMD_BAD_ADDR;
     }
     /* Index 0 is never used, so that key 0 is never valid. */
     i = UZ_FIND_FREE(r->mr, r->lim.max_mr, 1);
@@ -557,6 +573,8 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     }
     r->mr[i] = (UzuraMr) {
         .valid = true, .key = c->key, .flags = c->flags,
+        .free = c->flags & UZ_MR_F_FAST,
+        .max_pages = (c->flags & UZ_MR_F_FAST) ? npages : 0,
         /* A DMA MR has no pages: its shift is never guest input. */
         .page_shift = (c->flags & UZ_MR_F_DMA) ? 12 :
                                                  c->page_shift,
@@ -571,17 +589,27 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
     return UZ_CMD_OK;
 }
 
-/* The MR a key names: index 1 .. max_mr - 1, registered, key byte. */
-UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key)
+/* The MR at a key's index (1 .. max_mr - 1), if registered. */
+UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key)
 {
     UzuraRdma *r = &core->rdma;
     uint32_t i = UZ_KEY_INDEX(key);
 
-    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
-        r->mr[i].key != UZ_KEY_BYTE(key)) {
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid) {
         return NULL;
     }
     return &r->mr[i];
+}
+
+/* The MR a key reaches memory through: its slot, key byte, not free. */
+UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key)
+{
+    UzuraMr *mr = uzura_mr_slot(core, key);
+
+    if (!mr || mr->free || mr->key != UZ_KEY_BYTE(key)) {
+        return NULL;
+    }
+    return mr;
 }
 
 static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
@@ -589,9 +617,15 @@ static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
                                   struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    UzuraMr *mr = uzura_mr_lookup(core, le32_to_cpu(c->handle));
+    uint32_t key = le32_to_cpu(c->handle);
+    UzuraMr *mr = uzura_mr_slot(core, key);
 
-    if (!mr || mr->uctx != le32_to_cpu(c->uctx)) {
+    /*
+     * A fast-reg MR's key byte changes with each REG_MR WR, one the
+     * driver may not have seen through: its index is enough.
+     */
+    if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
+        (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key))) {
         return UZ_CMD_BAD_HANDLE;
     }
     core->rdma.pd[mr->pdn].users--;

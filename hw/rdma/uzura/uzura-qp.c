@@ -232,6 +232,8 @@ static const uint8_t uzura_wr_wc[256] = {
     [UZ_WR_RDMA_READ] = UZ_WC_RDMA_READ,
     [UZ_WR_ATOMIC_CMP_SWP] = UZ_WC_COMP_SWAP,
     [UZ_WR_ATOMIC_FETCH_ADD] = UZ_WC_FETCH_ADD,
+    [UZ_WR_LOCAL_INV] = UZ_WC_LOCAL_INV,
+    [UZ_WR_REG_MR] = UZ_WC_REG_MR,
     [UZ_WR_CRW] = UZ_WC_CRW,
     [UZ_WR_STCRW] = UZ_WC_STCRW,
 };

@@ -29,6 +29,7 @@ typedef struct UzuraLimits {
     uint32_t max_qp_rd_atom;
     uint32_t xlat_cache_entries;
     uint32_t max_crw_tags;      /* per QP */
+    uint32_t max_fast_reg_pages;
 } UzuraLimits;
 
 typedef struct UzuraUctx {
@@ -102,6 +103,7 @@ typedef struct UzuraQp {
 
 typedef struct UzuraMr {
     bool valid;
+    bool free;                  /* fast-reg MR not registered: no access */
     uint8_t key;                /* the key byte */
     uint8_t flags;
     uint8_t page_shift;
@@ -112,6 +114,7 @@ typedef struct UzuraMr {
     uint64_t length;
     uint64_t pbl_addr;
     uint32_t npages;
+    uint32_t max_pages;         /* fast-reg MR: its page list's capacity */
     uint32_t gen;               /* tags its cached translations */
 } UzuraMr;
 
@@ -150,13 +153,20 @@ typedef struct UzuraRdma {
     uint32_t sr_kept;           /* packets all QPs keep */
 } UzuraRdma;
 
+#define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
+                         UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC)
+
 /* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */
 void uzura_uctx_get(UzuraCore *core, uint32_t uctx);
 void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
 UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
 UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx);
 UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn);
+UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key);
 UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
+bool uzura_mr_access_ok(uint32_t access);
+bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
+                          uint64_t npages);
 void uzura_rdma_init(UzuraCore *core);
 void uzura_rdma_uninit(UzuraCore *core);
 void uzura_rdma_reset(UzuraCore *core);

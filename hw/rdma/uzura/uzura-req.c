@@ -77,6 +77,10 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
     } else if (h->opcode == UZ_WR_CRW || h->opcode == UZ_WR_STCRW) {
         h->crw.tag = le64_to_cpu(h->crw.tag);
         h->crw.length = le32_to_cpu(h->crw.length);
+    } else if (h->opcode == UZ_WR_REG_MR) {
+        h->reg.length = le64_to_cpu(h->reg.length);
+        h->reg.access = le32_to_cpu(h->reg.access);
+        h->reg.npages = le16_to_cpu(h->reg.npages);
     } else {
         h->atomic.compare_add = le64_to_cpu(h->atomic.compare_add);
         h->atomic.swap = le64_to_cpu(h->atomic.swap);
@@ -148,6 +152,7 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         switch (h->opcode) {
         case UZ_WR_SEND:
         case UZ_WR_SEND_IMM:
+        case UZ_WR_SEND_INV:
         case UZ_WR_RDMA_WRITE:
         case UZ_WR_RDMA_WRITE_IMM:
             break;
@@ -166,13 +171,14 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         case UZ_WR_CRW:
             break;
         case UZ_WR_STCRW:
-            /* It carries a buffer's address, not data. */
+        case UZ_WR_LOCAL_INV:
+        case UZ_WR_REG_MR:
+            /* A buffer's address, or a key: no data. */
             if (inl || wr->sgl.num) {
                 return UZ_WC_STATUS_LOC_QP_OP_ERR;
             }
             break;
         default:
-            /* SEND_INV is not implemented. */
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         }
         if (wr->len > UZ_MAX_MSG) {
@@ -419,6 +425,14 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
             return false;
         }
     }
+    /*
+     * LOCAL_INV waits for every earlier message to complete: one sent
+     * again must still reach the memory it named.
+     */
+    if (status == UZ_WC_STATUS_SUCCESS && !resend &&
+        wr->h.opcode == UZ_WR_LOCAL_INV && x->m_ci != x->m_next) {
+        return false;
+    }
     opcode = crw >= 0 ? UZ_WR_CRW : wr->h.opcode;
     *w = (UzuraSwqe) {
         .wr_id = wr->h.wr_id, .opcode = opcode, .sq_idx = sq_idx,
@@ -439,6 +453,17 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         }
     }
     trace_uzura_req_start(x->qpn, sq_idx, opcode, wr->len, x->psn);
+    if (status == UZ_WC_STATUS_SUCCESS &&
+        (opcode == UZ_WR_REG_MR || opcode == UZ_WR_LOCAL_INV)) {
+        /* Local: done now, no packets; completes in order. */
+        status = uzura_fastreg_exec(core, qp, &wr->h, &verr);
+        if (status == UZ_WC_STATUS_SUCCESS) {
+            w->byte_len = 0;
+            x->m_next = uzura_next(x->m_next);
+            uzura_req_finish(core, qp, w, status, UZ_VERR_NONE);
+            return true;
+        }
+    }
     if (status == UZ_WC_STATUS_SUCCESS && crw < 0 && opcode == UZ_WR_CRW) {
         /*
          * Parked: the SQ WQE is done (no CQE of its own), later WQEs go
@@ -503,11 +528,13 @@ static bool uzura_req_gather(UzuraCore *core, void *opaque, uint8_t *dst,
 /* Message position to opcode: [only, first, middle, last], plain/imm. */
 static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
 {
-    static const uint8_t send[2][4] = {
+    static const uint8_t send[3][4] = {
         { UZ_BTH_OP_SEND_ONLY, UZ_BTH_OP_SEND_FIRST, UZ_BTH_OP_SEND_MIDDLE,
           UZ_BTH_OP_SEND_LAST },
         { UZ_BTH_OP_SEND_ONLY_IMM, UZ_BTH_OP_SEND_FIRST,
           UZ_BTH_OP_SEND_MIDDLE, UZ_BTH_OP_SEND_LAST_IMM },
+        { UZ_BTH_OP_SEND_ONLY_INV, UZ_BTH_OP_SEND_FIRST,
+          UZ_BTH_OP_SEND_MIDDLE, UZ_BTH_OP_SEND_LAST_INV },
     };
     static const uint8_t write[2][4] = {
         { UZ_BTH_OP_WRITE_ONLY, UZ_BTH_OP_WRITE_FIRST,
@@ -522,6 +549,8 @@ static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
         return send[0][pos];
     case UZ_WR_SEND_IMM:
         return send[1][pos];
+    case UZ_WR_SEND_INV:
+        return send[2][pos];
     case UZ_WR_RDMA_WRITE:
         return write[0][pos];
     case UZ_WR_RDMA_WRITE_IMM:
@@ -582,7 +611,9 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
         pkt.sr = core->rdma.recovery == UZ_RECOVERY_SR;
     }
     pkt.se = last && (h->flags & UZ_WQE_F_SOLICITED);
-    pkt.imm = h->imm_data;
+    /* The key to invalidate goes in the IETH, in network order. */
+    pkt.imm = h->opcode == UZ_WR_SEND_INV ?
+              cpu_to_be32(le32_to_cpu(h->imm_data)) : h->imm_data;
     pkt.va = h->remote_addr;
     pkt.rkey = h->rkey;
     pkt.dma_len = wr->len;

@@ -301,9 +301,21 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
                         (h & UZ_H_IETH ? UZ_WC_F_INV : 0),
         };
 
-        /* An invalidated rkey is reported in host order, as verbs do. */
+        /*
+         * SEND with invalidate frees the fast-reg MR it names (class J:
+         * a key this QP may not free fails the receive and the QP); the
+         * key is reported in host order, as verbs do.
+         */
         if (h & UZ_H_IETH) {
-            cqe.imm_data = cpu_to_le32(be32_to_cpu(pkt->imm));
+            uint32_t key = be32_to_cpu(pkt->imm);
+
+            verr = uzura_fastreg_inv(core, qp, key);
+            if (verr) {
+                uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
+                                 UZ_WC_STATUS_REM_INV_REQ_ERR, verr);
+                return;
+            }
+            cqe.imm_data = cpu_to_le32(key);
         }
         uzura_resp_complete(core, qp, &cqe, pkt->se);
     }

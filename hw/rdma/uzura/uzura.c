@@ -201,6 +201,11 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
         error_setg(errp, "uzura: max-crw-tags takes 1..%u", UZ_MAX_CRW_TAGS);
         return false;
     }
+    /* A REG_MR WQE counts its pages in 16 bits. */
+    if (!l->max_fast_reg_pages || l->max_fast_reg_pages > UINT16_MAX) {
+        error_setg(errp, "uzura: max-fast-reg-pages takes 1..%u", UINT16_MAX);
+        return false;
+    }
     return true;
 }
 
@@ -325,6 +330,8 @@ static const Property uzura_properties[] = {
     DEFINE_PROP_UINT32("xlat-cache-entries", UzuraState,
                        lim.xlat_cache_entries, 4096),
     DEFINE_PROP_UINT32("max-crw-tags", UzuraState, lim.max_crw_tags, 64),
+    DEFINE_PROP_UINT32("max-fast-reg-pages", UzuraState,
+                       lim.max_fast_reg_pages, 512),
 };
 
 /* The link property is the cable: settable at run time with qom-set. */
