@@ -1,0 +1,251 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The kernel's own RDMA users on uzura, and the RDMA CM tools, between two
+# nodes, as a user sets them up with the distribution's tools:
+# - NVMe over RDMA: node 2 exports a RAM-backed namespace (brd) through
+#   nvmet-rdma, node 1 runs 'nvme connect -t rdma', fio writes and reads
+#   back with verify=crc32c; then the link goes down under I/O, the host
+#   reconnects, fio's verify passes; 'nvme disconnect' ends it.  These
+#   use fast registration (REG_MR, LOCAL_INV, SEND with invalidate).
+# - NFS over RDMA: node 2 serves a tmpfs over rpcrdma (port 20049), node 1
+#   mounts it with '-o rdma,port=20049' and copies files both ways, their
+#   SHA-256 checked on the other side.
+# - RDS over rds_rdma: a PF_RDS message each way (Python's socket module).
+# - rdma_server/rdma_client, ucmatose and udaddy of rdmacm-utils.
+# Speaks TAP.
+# The commands for the guests are in single quotes on purpose:
+# shellcheck disable=SC2016
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+nqn=nqn.2026-11.org.uzura:ulp-test
+
+# on NODE CMD: CMD on NODE, its output kept in $log/on.log, shown on failure.
+on() {
+	local rc
+	"$uz" run "$1" -- "$2" > "$log/on.log" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || sed 's/^/# /' "$log/on.log" | tail -n 20
+	return "$rc"
+}
+
+# ---- NVMe over RDMA
+
+# The target: a 64 MiB RAM disk as namespace 1, on port 4420 of 10.77.0.2.
+nvmet_up() {
+	on 2 'set -e
+		modprobe brd rd_nr=1 rd_size=65536
+		modprobe nvmet-rdma
+		mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+		s=/sys/kernel/config/nvmet/subsystems/'"$nqn"'
+		mkdir $s
+		echo 1 > $s/attr_allow_any_host
+		mkdir $s/namespaces/1
+		echo -n /dev/ram0 > $s/namespaces/1/device_path
+		echo 1 > $s/namespaces/1/enable
+		p=/sys/kernel/config/nvmet/ports/1
+		mkdir $p
+		echo rdma > $p/addr_trtype
+		echo ipv4 > $p/addr_adrfam
+		echo 10.77.0.2 > $p/addr_traddr
+		echo 4420 > $p/addr_trsvcid
+		ln -s $s $p/subsystems/'"$nqn"
+}
+
+# The namespace's block device on node 1, by the subsystem's NQN (the
+# multipath head nvmeXnY, not a controller's hidden path nvmeXcZnY).
+nsdev='$(for b in /sys/block/nvme*n*; do case ${b##*/} in *c*) continue ;; esac
+	[ "$(cat $b/device/subsysnqn 2>/dev/null)" = '"$nqn"' ] && echo /dev/${b##*/}
+	done | head -n 1)'
+
+nvme_connect() {
+	on 1 'set -e
+		modprobe nvme-rdma
+		nvme connect -t rdma -a 10.77.0.2 -s 4420 -n '"$nqn"' --reconnect-delay 2
+		for k in $(seq 40); do d='"$nsdev"'; [ -b "$d" ] && exit 0; sleep 0.5; done
+		nvme list; exit 1'
+}
+
+nvme_transport_rdma() {
+	on 1 'for c in /sys/class/nvme/nvme*; do
+		[ "$(cat $c/subsysnqn)" = '"$nqn"' ] && [ "$(cat $c/transport)" = rdma ] &&
+		[ "$(cat $c/state)" = live ] && exit 0; done; exit 1'
+}
+
+# fio ARGS: a fio job on the namespace, verify=crc32c, at most 5 minutes.
+fio_ns() {
+	on 1 "d=$nsdev"'; [ -b "$d" ] || exit 1
+		timeout 300 fio --name=uzura --filename=$d --direct=1 \
+			--ioengine=libaio --verify=crc32c --verify_fatal=1 \
+			--output=/tmp/fio.out '"$*"'; rc=$?
+		grep -E "err=|IOPS=|verify" /tmp/fio.out | head -n 6; exit $rc'
+}
+
+# The link of node 1 goes down for 4 s in the middle of a fio job: the
+# host's QPs fail, it reconnects, and fio's writes and verify complete.
+flap_under_io() {
+	local ok=1
+	"$uz" run 1 -- "d=$nsdev"'; rm -f /tmp/fio.rc
+		( timeout 300 fio --name=flap --filename=$d --direct=1 --ioengine=libaio \
+			--rw=randwrite --bs=4k --iodepth=8 --size=24M --verify=crc32c \
+			--verify_fatal=1 --output=/tmp/fio-flap.out; echo $? > /tmp/fio.rc ) \
+			< /dev/null > /dev/null 2>&1 &' || return 1
+	sleep 3
+	"$uz" fault 1 flap=4000 > /dev/null || ok=0
+	on 1 'for k in $(seq 300); do [ -s /tmp/fio.rc ] && break; sleep 1; done
+		grep -E "err=|IOPS=" /tmp/fio-flap.out | head -n 4
+		dmesg | grep -E "nvme nvme[0-9]+: (starting error recovery|Successfully reconnected)" |
+			sed "s/^/# /"
+		dmesg | grep -q "Successfully reconnected" && [ "$(cat /tmp/fio.rc)" = 0 ]' || ok=0
+	"$uz" fault 1 flap=off > /dev/null
+	[ $ok = 1 ]
+}
+
+# ---- NFS over RDMA
+
+nfsd_up() {
+	on 2 'set -e
+		modprobe rpcrdma
+		mkdir -p /export
+		mountpoint -q /export || mount -t tmpfs -o size=96m tmpfs /export
+		echo "/export 10.77.0.0/24(rw,no_root_squash,insecure,fsid=1)" > /etc/exports
+		mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+		rpcbind -w
+		exportfs -ra
+		rpc.mountd
+		# A short grace period: the first OPEN need not wait 90 s.
+		echo 10 > /proc/fs/nfsd/nfsv4gracetime
+		echo 10 > /proc/fs/nfsd/nfsv4leasetime
+		rpc.nfsd 4
+		echo rdma 20049 > /proc/fs/nfsd/portlist
+		grep -q "^rdma 20049" /proc/fs/nfsd/portlist'
+}
+
+nfs_mount() {
+	on 1 'set -e
+		mkdir -p /mnt/nfs
+		mount -t nfs -o rdma,port=20049 10.77.0.2:/export /mnt/nfs
+		grep " /mnt/nfs nfs4 .*proto=rdma,port=20049" /proc/mounts'
+}
+
+# copy_check FROM-NODE SRC DST-NODE DST: the SHA-256 of SRC on FROM-NODE
+# and of DST on DST-NODE agree.
+sums_equal() {
+	local a b
+	a=$("$uz" run "$1" -- "sha256sum < $2" 2> /dev/null) || return 1
+	b=$("$uz" run "$3" -- "sha256sum < $4" 2> /dev/null) || return 1
+	echo "# $2 on node $1: ${a%% *}; $4 on node $3: ${b%% *}"
+	[ -n "$a" ] && [ "$a" = "$b" ]
+}
+
+nfs_write() {
+	on 1 'head -c 24M /dev/urandom > /root/out.bin && timeout 300 cp /root/out.bin /mnt/nfs/out.bin && sync' &&
+		sums_equal 1 /root/out.bin 2 /export/out.bin
+}
+
+nfs_read() {
+	on 2 'head -c 24M /dev/urandom > /export/in.bin' &&
+		on 1 'echo 3 > /proc/sys/vm/drop_caches; timeout 300 cp /mnt/nfs/in.bin /root/in.bin' &&
+		sums_equal 2 /export/in.bin 1 /root/in.bin
+}
+
+# ---- RDS
+
+# rds NODE ADDR PEER: a PF_RDS socket on ADDR:18634 sends to PEER and
+# waits for PEER's message (each node runs one; whoever starts first
+# waits for the other).
+rds_py='
+import socket, sys
+me, peer = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_RDS, socket.SOCK_SEQPACKET, 0)
+s.bind((me, 18634))
+s.settimeout(120)
+msg = ("rds from " + me).encode()
+for _ in range(120):
+    try:
+        s.sendto(msg, (peer, 18634))
+        break
+    except OSError:
+        import time
+        time.sleep(1)
+data, src = s.recvfrom(1024)
+print(data.decode(), "via", src[0])
+assert data == ("rds from " + peer).encode()
+s.sendto(msg, (peer, 18634))
+'
+
+rds_exchange() {
+	local ok=1
+	on 1 'modprobe rds_rdma' && on 2 'modprobe rds_rdma' || return 1
+	"$uz" run 2 -- "rm -f /tmp/rds.rc; ( timeout 150 python3 -c '$rds_py' 10.77.0.2 10.77.0.1 > /tmp/rds.log 2>&1;
+		echo \$? > /tmp/rds.rc ) < /dev/null > /dev/null 2>&1 &" || return 1
+	on 1 "timeout 150 python3 -c '$rds_py' 10.77.0.1 10.77.0.2" || ok=0
+	on 2 'for k in $(seq 120); do [ -s /tmp/rds.rc ] && break; sleep 0.5; done
+		cat /tmp/rds.log; exit $(cat /tmp/rds.rc)' || ok=0
+	[ $ok = 1 ]
+}
+
+# After the exchange: RDS took uzura0, and its connection's RC QP (made
+# through the kernel's RDMA CM) is there, NVMe and NFS being gone.
+rds_on_ib() {
+	on 1 'dmesg | grep -q "RDS/IB: uzura0: added" &&
+		rdma resource show qp | grep -q "link uzura0/1 .* type RC state RTS .*comm \[rdma_cm\]"'
+}
+
+# ---- rdmacm-utils
+
+# cm_pair NAME PORT SERVER CLIENT: SERVER on node 2 until its CM ID listens
+# on PORT, CLIENT on node 1; both must exit 0.
+cm_pair() {
+	local name=$1 port=$2 ok=1
+	"$uz" run 2 -- "rm -f /tmp/$name.rc
+		( timeout 120 $3 > /tmp/$name.log 2>&1; echo \$? > /tmp/$name.rc ) < /dev/null > /dev/null 2>&1 &
+		for k in \$(seq 120); do
+			rdma resource show cm_id | grep -q 'state LISTEN.* src-addr [0-9.]*:$port ' && exit 0
+			sleep 0.5
+		done; exit 1" > "$log/$name.serve" 2>&1 || ok=0
+	[ $ok = 1 ] && { on 1 "timeout 120 $4" || ok=0; }
+	on 2 "for k in \$(seq 60); do [ -s /tmp/$name.rc ] && break; sleep 0.5; done
+		cat /tmp/$name.log; exit \$(cat /tmp/$name.rc 2>/dev/null || echo 1)" || ok=0
+	[ $ok = 1 ]
+}
+
+"$uz" down > /dev/null 2>&1
+t "two nodes boot" "$uz" up -n 2
+
+t "nvmet-rdma on node 2 exports a 64 MiB RAM disk on 10.77.0.2:4420" nvmet_up
+t "node 1: nvme connect -t rdma finds the namespace" nvme_connect
+t "node 1: the controller is live over transport rdma" nvme_transport_rdma
+t "fio: 32 MiB of random 4-128 KiB writes, read back with verify=crc32c" \
+	fio_ns --rw=randwrite --bsrange=4k-128k --iodepth=16 --size=32M
+t "fio: sequential 1 MiB writes and reads (several fast-registered pages each), verified" \
+	fio_ns --rw=write --bs=1M --iodepth=4 --size=32M
+t "the link goes down 4 s under fio: the host reconnects, writes and verify complete" \
+	flap_under_io
+t "node 1: nvme disconnect" on 1 "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
+
+t "node 2 serves NFS over RDMA (rpcrdma, port 20049)" nfsd_up
+t "node 1: mount -o rdma,port=20049 (NFS 4.2, proto=rdma)" nfs_mount
+t "24 MiB copied to the server: the SHA-256 agree" nfs_write
+t "24 MiB copied from the server: the SHA-256 agree" nfs_read
+t "node 1: umount" on 1 'umount /mnt/nfs'
+
+t "RDS: a message each way over rds_rdma" rds_exchange
+t "... through uzura0: RDS/IB added it, and holds an RC QP on it" rds_on_ib
+
+t "rdma_server / rdma_client" cm_pair rdma_server 7471 "rdma_server -p 7471" \
+	"rdma_client -s 10.77.0.2 -p 7471"
+t "ucmatose: RC connections, data both ways" cm_pair ucmatose 7472 \
+	"ucmatose -p 7472" "ucmatose -s 10.77.0.2 -p 7472"
+t "udaddy: UD over the RDMA CM, data both ways" cm_pair udaddy 7174 "udaddy" \
+	"udaddy -s 10.77.0.2"
+
+"$uz" down
+t "down leaves no cluster state" [ ! -e "${UZURA_BUILD:-$top/build}/cluster" ]
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
