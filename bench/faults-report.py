@@ -62,8 +62,9 @@ def table(rundir, meta, rows):
     w("host: %s; perftest -D %s s; transfer %s MiB; elapsed %s" % (
         meta.get("host", "?"), meta.get("duration", "?"),
         meta.get("transfer_mib", "?"), meta.get("elapsed", "?")))
-    w("'-': no figure (the point failed or timed out); the transfer's status "
-      "says whether the receiver's SHA-256 matched")
+    w("'-': no figure (the point failed or timed out).  Transfer: ok, "
+      "corrupt (the data differed), cut (the time limit ended it; its "
+      "MB/s are those of the rounds checked) or failed")
     for test, title, unit in TESTS:
         w("")
         w("%s (%s)" % (title, unit))
