@@ -191,6 +191,9 @@ struct uz_cq {
 	u32 log_depth;
 	u32 ci;				/* kernel CQs: next CQE to read */
 	spinlock_t lock;		/* kernel CQs: poll and arm */
+	struct mutex resize_mutex;	/* one resize at a time */
+	bool resizing;			/* kernel CQs: neither poll nor arm */
+	u32 arm_pending;		/* UZ_DB_ARM* asked for meanwhile */
 	struct uz_pring ring;		/* kernel CQs */
 	struct rdma_user_mmap_entry *mmap;	/* user CQs */
 };
@@ -346,6 +349,7 @@ void uz_obj_ref_wait(struct uz_obj_ref *ref);
 int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		 struct uverbs_attr_bundle *attrs);
 int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int uz_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *udata);
 int uz_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int uz_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 

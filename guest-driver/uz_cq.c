@@ -55,6 +55,7 @@ int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->log_depth = ilog2(depth);
 	cq->uctx = uz_udata_uctx(udata);
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_mutex);
 	uz_obj_ref_init(&cq->ref);
 
 	err = uz_pring_alloc(uz, &cq->ring, depth * sizeof(struct uz_cqe));
@@ -132,6 +133,156 @@ int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	else
 		uz_pring_free(ib->uz, &cq->ring);
 	return 0;
+}
+
+static struct uz_cqe *uz_cq_next(struct uz_cq *cq);
+
+/* Kernel CQ: copy the @kept CQEs from @ci on to the new ring's start. */
+static void uz_cq_move(struct uz_cq *cq, struct uz_pring *nr, u32 ci,
+		       u32 kept)
+{
+	struct uz_cqe *old = cq->ring.buf, *new = nr->buf;
+	u32 i;
+
+	for (i = 0; i < kept; i++) {
+		new[i] = old[(ci + i) & ((1u << cq->log_depth) - 1)];
+		new[i].flags |= UZ_CQE_PHASE;	/* the first pass */
+	}
+}
+
+/*
+ * The CQ continues in a new ring (device spec 8.5.1).  The device keeps
+ * the slots of the CQEs not yet consumed free in the new ring and the
+ * consumer copies them there: the kernel for its CQs, stopping its
+ * pollers meanwhile; the provider for a user CQ, holding its own lock.
+ */
+int uz_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *udata)
+{
+	struct uz_cq *cq = to_uz_cq(ibcq);
+	struct uz_dev *uz = ibdev_to_uz(ibcq->device);
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_RESIZE_CQ };
+	struct uz_cmd_resize_cq *c = (struct uz_cmd_resize_cq *)cmd.raw;
+	u32 max_cqe = le32_to_cpu(uz->attr.max_cqe), depth, kept;
+	struct rdma_user_mmap_entry *mmap = NULL;
+	struct uzura_resize_cq_resp resp = {};
+	struct uzura_resize_cq req = {};
+	struct uz_admin_cqe cqe;
+	struct uz_pring ring;
+	unsigned long flags;
+	bool event = false;
+	u64 key = 0;
+	int err;
+
+	if (!(uz->caps & UZ_CAP_CQ_RESIZE)) {
+		ibdev_dbg(ibcq->device, "CQ %u: the device cannot resize CQs\n",
+			  cq->cqn);
+		return -EOPNOTSUPP;
+	}
+	depth = roundup_pow_of_two(max_t(u32, entries, 2));
+	if (entries < 1 || depth > max_cqe ||
+	    ilog2(depth) > UZ_CQ_LOG_DEPTH_MAX) {
+		ibdev_dbg(ibcq->device, "CQ %u resized to %d entries: 1..%u\n",
+			  cq->cqn, entries, max_cqe);
+		return -EINVAL;
+	}
+	if (udata) {
+		/* The answer must fit: the device moves before it is given. */
+		if (udata->inlen < sizeof(req) || udata->outlen < sizeof(resp)) {
+			ibdev_dbg(ibcq->device,
+				  "CQ %u resize: %zu bytes in, %zu out\n",
+				  cq->cqn, udata->inlen, udata->outlen);
+			return -EINVAL;
+		}
+		err = ib_copy_from_udata(&req, udata, sizeof(req));
+		if (err)
+			return err;
+		if (req.comp_mask) {
+			ibdev_dbg(ibcq->device, "CQ %u resize: comp_mask 0x%x\n",
+				  cq->cqn, req.comp_mask);
+			return -EOPNOTSUPP;
+		}
+	}
+
+	mutex_lock(&cq->resize_mutex);
+	err = uz_pring_alloc(uz, &ring, depth * sizeof(struct uz_cqe));
+	if (err)
+		goto out;
+	if (udata) {
+		mmap = uz_pring_mmap(uz, udata, &ring, &key);
+		if (IS_ERR(mmap)) {
+			uz_pring_free(uz, &ring);
+			err = PTR_ERR(mmap);
+			goto out;
+		}
+	} else {
+		spin_lock_irqsave(&cq->lock, flags);
+		cq->resizing = true;
+		req.ci = cq->ci;
+		spin_unlock_irqrestore(&cq->lock, flags);
+	}
+
+	c->ring_addr = cpu_to_le64(ring.pbl.dma);
+	c->cqn = cpu_to_le32(cq->cqn);
+	c->uctx = cpu_to_le32(cq->uctx);
+	c->ci = cpu_to_le32(req.ci);
+	c->log_depth = ilog2(depth);
+	c->flags = UZ_CQF_PAGE_LIST;
+	err = uz_admin_exec(uz, &cmd, &cqe);
+	if (err == -ETIMEDOUT) {
+		/* The device may still move: the CQ stays stopped, the ring kept. */
+		dev_err(&uz->pdev->dev, "resizing CQ %u timed out\n", cq->cqn);
+		goto out;
+	}
+	if (err) {
+		ibdev_dbg(ibcq->device, "CQ %u resize to %u: %d\n", cq->cqn,
+			  depth, err);
+		if (mmap)
+			rdma_user_mmap_entry_remove(mmap);
+		else
+			uz_pring_free(uz, &ring);
+		mmap = NULL;
+	}
+	kept = err ? 0 : le32_to_cpu(cqe.out0);
+
+	if (!udata) {
+		struct uz_pring old = cq->ring;
+
+		spin_lock_irqsave(&cq->lock, flags);
+		if (!err) {
+			uz_cq_move(cq, &ring, req.ci, kept);
+			cq->ring = ring;
+			cq->log_depth = ilog2(depth);
+			cq->ci = 0;
+		}
+		cq->resizing = false;
+		if (cq->arm_pending) {
+			uz_ring_db(uz, cq->db, cq->ci | cq->arm_pending);
+			/* Arming covers later CQEs only: these need an event. */
+			event = uz_cq_next(cq) != NULL;
+		}
+		cq->arm_pending = 0;
+		spin_unlock_irqrestore(&cq->lock, flags);
+		if (!err)
+			uz_pring_free(uz, &old);
+		if (event && cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	} else if (!err) {
+		/* The process still maps the old ring: it goes at munmap. */
+		rdma_user_mmap_entry_remove(cq->mmap);
+		cq->mmap = mmap;
+		cq->ring = ring;
+		cq->log_depth = ilog2(depth);
+		resp.kept = kept;
+		resp.ring_mmap_key = key;
+		resp.ring_size = ring.size;
+		resp.log_depth = cq->log_depth;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	}
+	if (!err)
+		cq->ibcq.cqe = depth;
+out:
+	mutex_unlock(&cq->resize_mutex);
+	return err;
 }
 
 static struct uz_cqe *uz_cq_next(struct uz_cq *cq)
@@ -236,7 +387,7 @@ int uz_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 
 	spin_lock_irqsave(&cq->lock, flags);
 	start = cq->ci;
-	while (n < num_entries && (cqe = uz_cq_next(cq))) {
+	while (!cq->resizing && n < num_entries && (cqe = uz_cq_next(cq))) {
 		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
 		if (uz_cq_convert(ib, cqe, &wc[n]))
 			n++;
@@ -262,6 +413,12 @@ int uz_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	arm = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
 	      UZ_DB_ARM_SOLICITED : UZ_DB_ARM;
 	spin_lock_irqsave(&cq->lock, irqflags);
+	if (cq->resizing) {
+		/* Armed when the resize is done (uz_resize_cq). */
+		cq->arm_pending = arm;
+		spin_unlock_irqrestore(&cq->lock, irqflags);
+		return 0;
+	}
 	uz_ring_db(to_uzib(ibcq->device)->uz, cq->db, cq->ci | arm);
 	/* Arming covers only later CQEs: tell the caller about earlier ones. */
 	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && uz_cq_next(cq))

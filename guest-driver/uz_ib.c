@@ -619,6 +619,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.query_srq = uz_query_srq,
 	.reg_user_mr = uz_reg_user_mr,
 	.req_notify_cq = uz_req_notify_cq,
+	.resize_cq = uz_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, uz_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, uz_cq, ibcq),

@@ -267,7 +267,14 @@ int uz_build_reg_mr(struct uz_qp *qp, const struct ib_reg_wr *wr,
 			  wr->mr->lkey);
 		return -EINVAL;
 	}
-	if (wr->access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+	if (UZ_KEY_INDEX(wr->key) != UZ_KEY_INDEX(wr->mr->lkey)) {
+		ibdev_dbg(qp->ibqp.device, "REG_MR key 0x%x of MR 0x%x\n",
+			  wr->key, wr->mr->lkey);
+		return -EINVAL;
+	}
+	if ((wr->access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) ||
+	    ((wr->access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	     !(wr->access & IB_ACCESS_LOCAL_WRITE))) {
 		ibdev_dbg(qp->ibqp.device, "REG_MR access 0x%x not supported\n",
 			  wr->access);
 		return -EINVAL;

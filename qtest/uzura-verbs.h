@@ -442,6 +442,66 @@ static inline uint64_t uz_cq_slot(UzCq *cq, uint32_t pos)
 }
 
 /*
+ * Move @cq to a new ring of 2^@log_depth CQEs, contiguous or (@paged)
+ * through a page list, as a driver does (spec 8.5.1): RESIZE_CQ with our
+ * consumer index, then copy the CQEs not consumed yet to the first slots
+ * of the new ring, with the phase of its first pass.  Returns the
+ * command's status; on success the CQ polls from the new ring.
+ */
+static inline uint8_t uz_cq_resize_to(UzCq *cq, uint32_t log_depth,
+                                      bool paged)
+{
+    UzCq nc = { .n = cq->n, .log_depth = log_depth };
+    struct uz_cmd_resize_cq c = {
+        .cqn = cpu_to_le32(cq->cqn), .uctx = cpu_to_le32(cq->n->uctx),
+        .ci = cpu_to_le32(cq->ci), .log_depth = log_depth,
+    };
+    struct uz_admin_cqe cqe;
+    uint32_t n, i;
+    uint8_t st;
+
+    if (paged) {
+        uint32_t npages = MAX(1, (sizeof(struct uz_cqe) << log_depth) /
+                                 UZ_PAGE_SIZE);
+
+        nc.pages = uz_own(cq->n, npages * sizeof(uint64_t));
+        for (i = npages; i-- > 0;) {
+            nc.pages[i] = uz_alloc_pages(cq->n, 1);
+        }
+        nc.list = uz_pbl_put(cq->n, nc.pages, npages);
+        c.ring_addr = cpu_to_le64(nc.list);
+        c.flags = UZ_CQF_PAGE_LIST;
+    } else {
+        nc.ring = uz_alloc(&cq->n->d, sizeof(struct uz_cqe) << log_depth);
+        c.ring_addr = cpu_to_le64(nc.ring);
+    }
+    st = uz_cmd(cq->n, UZ_CMD_RESIZE_CQ, &c, sizeof(c), &cqe);
+    if (st != UZ_CMD_OK) {
+        return st;
+    }
+    n = le32_to_cpu(cqe.out0);
+    for (i = 0; i < n; i++) {
+        uint32_t pos = (cq->ci + i) & ((1u << cq->log_depth) - 1);
+        struct uz_cqe e;
+
+        qtest_memread(cq->n->d.qts, uz_cq_slot(cq, pos), &e, sizeof(e));
+        e.flags |= UZ_CQE_PHASE;
+        qtest_memwrite(cq->n->d.qts, uz_cq_slot(&nc, i), &e, sizeof(e));
+    }
+    cq->ring = nc.ring;
+    cq->pages = nc.pages;
+    cq->list = nc.list;
+    cq->log_depth = log_depth;
+    cq->ci = 0;
+    return st;
+}
+
+static inline uint8_t uz_cq_resize(UzCq *cq, uint32_t log_depth)
+{
+    return uz_cq_resize_to(cq, log_depth, false);
+}
+
+/*
  * A CQE as the device wrote it into host order, imm_data as a number: an
  * immediate comes in network order, an invalidated key in little-endian.
  */

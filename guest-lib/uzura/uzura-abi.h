@@ -17,6 +17,8 @@ DECLARE_DRV_CMD(uzv_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, uzura_create_cq_resp);
 DECLARE_DRV_CMD(uzv_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
 		empty, uzura_create_cq_resp);
+DECLARE_DRV_CMD(uzv_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
+		uzura_resize_cq, uzura_resize_cq_resp);
 DECLARE_DRV_CMD(uzv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		uzura_create_qp, uzura_create_qp_resp);
 DECLARE_DRV_CMD(uzv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

@@ -28,6 +28,7 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.create_cq = uzura_create_cq,
 	.create_cq_ex = uzura_create_cq_ex,
 	.destroy_cq = uzura_destroy_cq,
+	.resize_cq = uzura_resize_cq,
 	.poll_cq = uzura_poll_cq,
 	.req_notify_cq = uzura_req_notify_cq,
 	.create_qp = uzura_create_qp,

@@ -77,6 +77,13 @@ struct uzura_cq {
 	uint32_t cqn;
 	void *db;
 	pthread_spinlock_t lock;
+	/* A resize whose new ring is not mapped yet (uzura_resize_cq). */
+	bool moving;
+	uint64_t move_key;
+	uint32_t move_size;
+	uint32_t move_log;
+	uint32_t move_kept;
+	uint32_t move_cqe;
 	/* ibv_cq_ex polling (cq_ex.c): the completion the read_* return */
 	struct ibv_wc cur;
 };
@@ -204,6 +211,7 @@ int uzura_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int uzura_dereg_mr(struct verbs_mr *vmr);
+int uzura_resize_cq(struct ibv_cq *ibcq, int cqe);
 
 struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,

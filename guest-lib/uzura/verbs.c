@@ -258,6 +258,78 @@ int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
 	return 0;
 }
 
+/*
+ * Finish a resize: map the new ring, copy the CQEs not polled yet to its
+ * first slots, which the device left to us, with the phase of its first
+ * pass (device spec 8.5.1), and poll it from index 0.  0 or an errno;
+ * until it succeeds the CQ shows no completions, and loses none.
+ */
+static int uzura_cq_move(struct uzura_cq *cq)
+{
+	uint32_t i, depth = 1u << cq->move_log;
+	struct uz_cqe *old = cq->ring, *new;
+
+	new = uz_map(cq->ibcq.context, cq->move_size, cq->move_key);
+	if (!new)
+		return errno;
+	for (i = 0; i < cq->move_kept; i++) {
+		new[i] = old[(cq->ci + i) & ((1u << cq->log_depth) - 1)];
+		new[i].flags |= UZ_CQE_PHASE;
+	}
+	munmap(cq->ring, cq->map_size);
+	cq->ring = new;
+	cq->map_size = cq->move_size;
+	cq->log_depth = cq->move_log;
+	cq->ci = 0;
+	cq->ci_reported = 0;
+	cq->report_every = 1;
+	cq->ibcq.cqe = depth;
+	if (depth / 2 >= cq->move_cqe) {
+		cq->report_every = depth / 2;
+		cq->ibcq.cqe = depth / 2;
+	}
+	cq->moving = false;
+	return 0;
+}
+
+/*
+ * The kernel moves the CQ to a new ring; the CQ's lock keeps pollers out
+ * until the CQEs not polled yet are in it.
+ */
+int uzura_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct uzura_context *ctx = to_uctx(ibcq->context);
+	struct uzura_cq *cq = to_ucq(ibcq);
+	struct uzv_resize_cq_resp resp = {};
+	struct uzv_resize_cq cmd = {};
+	int ret;
+
+	if (cqe < 1)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	if (cq->moving) {
+		ret = uzura_cq_move(cq);
+		if (ret)
+			goto out;
+	}
+	cmd.ci = cq->ci;
+	ret = ibv_cmd_resize_cq(ibcq, uzura_cq_ask(ctx, cqe), &cmd.ibv_cmd,
+				sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto out;
+	/* The kernel checked these against the ring it made. */
+	cq->moving = true;
+	cq->move_key = resp.ring_mmap_key;
+	cq->move_size = resp.ring_size;
+	cq->move_log = resp.log_depth;
+	cq->move_kept = resp.kept;
+	cq->move_cqe = cqe;
+	ret = uzura_cq_move(cq);
+out:
+	pthread_spin_unlock(&cq->lock);
+	return ret;
+}
+
 int uzura_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct uzura_cq *cq = to_ucq(ibcq);
@@ -278,6 +350,9 @@ struct uz_cqe *uzura_cq_next(struct uzura_cq *cq)
 	struct uz_cqe *cqe;
 	uint8_t phase;
 
+	/* A resize that could not map the new ring tries again. */
+	if (cq->moving && uzura_cq_move(cq))
+		return NULL;
 	cqe = (struct uz_cqe *)cq->ring +
 	      (cq->ci & ((1u << cq->log_depth) - 1));
 	/* Phase 1 on even passes of the ring, 0 on odd ones. */

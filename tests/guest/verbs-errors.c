@@ -19,6 +19,9 @@
  *    (guest-lib/README.md).
  *  - a WQE the device refuses: its CQE status, and IBV_EVENT_QP_FATAL on
  *    the async fd (the device's QP_FATAL event, through the driver).
+ *  - resize_cq below the completions not polled: the device, EINVAL
+ *    (UZ_CMD_RESIZE_CQ); a resize with completions outstanding keeps
+ *    them, in order (the provider copies them, uzura_resize_cq).
  *  - extended verbs (the provider's qp_ex.c and cq_ex.c): a CQ asking for
  *    completion timestamps or IGNORE_OVERRUN, a QP asking for send ops the
  *    device lacks (BIND_MW, SEND_WITH_INV; RDMA on UD) or create flags:
@@ -31,6 +34,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,38 +96,16 @@ static int ipv4_gid_index(struct ibv_context *ctx)
 	return -1;
 }
 
-/*
- * A device error reaches the user: an RC QP (connected to itself; nothing
- * goes on the wire) posts a SEND with a bad lkey.  The device fails the
- * WQE with LOC_PROT_ERR and moves the QP to ERR; the driver turns the
- * device's QP_FATAL event into IBV_EVENT_QP_FATAL on the async fd.
- */
-static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
-			   struct ibv_mr *mr, char *buf)
+/* Move RC QP @qp to RTS, connected to itself on GID @gidx. */
+static int connect_self(struct ibv_context *ctx, struct ibv_qp *qp, int gidx,
+			int access)
 {
-	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
-	int gidx = ipv4_gid_index(ctx), ret, i, got = 0, err;
-	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
-				 NULL;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+		.qp_access_flags = access,
 	};
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey ^ 0x100,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = 7, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
-	}, *bad = NULL;
-	struct ibv_async_event ev;
-	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
-	struct ibv_wc wc;
+	int ret;
 
-	check(qp && gidx >= 0, "an RC QP, and the port's IPv4 GID (index %d)",
-	      gidx);
-	if (!qp || gidx < 0)
-		goto out;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	a = (struct ibv_qp_attr) {
@@ -142,9 +124,40 @@ static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
 		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
 		.rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = 1,
 	};
-	ret = ret ? ret : ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ret ? ret : ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+					 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * A device error reaches the user: an RC QP (connected to itself; nothing
+ * goes on the wire) posts a SEND with a bad lkey.  The device fails the
+ * WQE with LOC_PROT_ERR and moves the QP to ERR; the driver turns the
+ * device's QP_FATAL event into IBV_EVENT_QP_FATAL on the async fd.
+ */
+static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
+			   struct ibv_mr *mr, char *buf)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	int gidx = ipv4_gid_index(ctx), ret, i, got = 0, err;
+	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
+				 NULL;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey ^ 0x100,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_async_event ev;
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_wc wc;
+
+	check(qp && gidx >= 0, "an RC QP, and the port's IPv4 GID (index %d)",
+	      gidx);
+	if (!qp || gidx < 0)
+		goto out;
+	ret = connect_self(ctx, qp, gidx, IBV_ACCESS_LOCAL_WRITE);
 	check_ret(ret, 0, "modify_qp to RTS, connected to itself");
 	ret = ret ? ret : ibv_post_send(qp, &wr, &bad);
 	check_ret(ret, 0, "post_send of a SEND with a bad lkey");
@@ -165,6 +178,105 @@ static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
 out:
 	if (qp)
 		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
+/* @n signalled RDMA WRITEs of 8 bytes from @buf to itself, wr_id from @id. */
+static int self_writes(struct ibv_qp *qp, struct ibv_mr *mr, char *buf,
+		       int n, uint64_t id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)buf + 64,
+			     .rkey = mr->rkey },
+	}, *bad;
+	int i, ret = 0;
+
+	for (i = 0; i < n && !ret; i++) {
+		wr.wr_id = id + i;
+		ret = ibv_post_send(qp, &wr, &bad);
+	}
+	return ret;
+}
+
+/* Poll @n completions: they must be the WRITEs @id, @id + 1, ... */
+static bool poll_in_order(struct ibv_cq *cq, int n, uint64_t id)
+{
+	struct ibv_wc wc;
+	int got = 0, i;
+
+	for (i = 0; i < 1000 && got < n; i++) {
+		int k = ibv_poll_cq(cq, 1, &wc);
+
+		if (k < 0 || (k == 1 && (wc.status != IBV_WC_SUCCESS ||
+					 wc.wr_id != id + got))) {
+			printf("# poll %d: wr_id %llu status %d, wanted %llu\n",
+			       k, k == 1 ? (unsigned long long)wc.wr_id : 0ull,
+			       k == 1 ? (int)wc.status : -1,
+			       (unsigned long long)(id + got));
+			return false;
+		}
+		got += k;
+		if (!k)
+			usleep(10000);
+	}
+	if (got != n)
+		printf("# %d of %d completions\n", got, n);
+	return got == n;
+}
+
+/*
+ * ibv_resize_cq keeps the completions not polled yet (the provider
+ * copies them into the new ring, device spec 8.5.1), larger or smaller,
+ * and refuses to go below them with EINVAL, changing nothing.  WRITEs of
+ * an RC QP to itself make the completions; those not yet written when
+ * the CQ moves come in the new ring: either way each comes once, in order.
+ */
+static void check_cq_resize(struct ibv_context *ctx, struct ibv_pd *pd,
+			    char *buf)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	int gidx = ipv4_gid_index(ctx), ret, err;
+	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 32, 1, 4, &err) :
+				 NULL;
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 128, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_wc wc;
+
+	check(qp && mr && gidx >= 0, "a CQ of 4, an RC QP, an MR to write to");
+	if (!qp || !mr || gidx < 0)
+		goto out;
+	ret = connect_self(ctx, qp, gidx, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE);
+	ret = ret ? ret : self_writes(qp, mr, buf, 3, 100);
+	check(!ret && poll_in_order(cq, 1, 100), "3 WRITEs, the first polled");
+	usleep(200000);
+	ret = ibv_resize_cq(cq, 24);
+	check(!ret && cq->cqe >= 24, "resize_cq to 24 with completions "
+	      "outstanding (cqe %d, ret %d)", cq->cqe, ret);
+	ret = ret ? ret : self_writes(qp, mr, buf, 20, 103);
+	check(!ret && poll_in_order(cq, 22, 101),
+	      "then 20 WRITEs: the 22 completions come once each, in order");
+	ret = self_writes(qp, mr, buf, 6, 200);
+	usleep(300000);
+	check_ret(ibv_resize_cq(cq, 2), EINVAL,
+		  "resize_cq below the 6 completions not polled");
+	check(poll_in_order(cq, 6, 200), "... which are still there, in order");
+	ret = ibv_resize_cq(cq, 3);
+	check(!ret && self_writes(qp, mr, buf, 3, 300) == 0 &&
+	      poll_in_order(cq, 3, 300), "resize_cq down to 3, 3 WRITEs");
+	usleep(100000);
+	check(ibv_poll_cq(cq, 1, &wc) == 0, "and no completion more");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mr)
+		ibv_dereg_mr(mr);
 	if (cq)
 		ibv_destroy_cq(cq);
 }
@@ -585,6 +697,7 @@ int main(void)
 
 	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
 	check_qp_fatal(ctx, pd, mr, buf);
+	check_cq_resize(ctx, pd, buf + 1024);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");

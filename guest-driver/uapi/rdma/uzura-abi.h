@@ -49,6 +49,25 @@ struct uzura_create_cq_resp {
 };
 
 /*
+ * resize_cq: the provider gives its consumer index; the kernel answers
+ * with the new ring, as create_cq does, and the number of CQEs the
+ * provider copies from the old ring, from that index on, to the start of
+ * the new one before it polls it from index 0 (device spec 8.5.1).
+ */
+struct uzura_resize_cq {
+	__u32 comp_mask;
+	__u32 ci;
+};
+
+struct uzura_resize_cq_resp {
+	__u32 comp_mask;
+	__u32 kept;
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_size;		/* bytes to map */
+	__u32 log_depth;
+};
+
+/*
  * create_qp: the provider asks for WQE sizes that fit its max_send_sge,
  * max_inline_data and max_recv_sge (0: the kernel chooses from the caps
  * in ib_qp_init_attr); the kernel answers with what it created.

@@ -117,6 +117,7 @@
 #define UZ_CAP_CQ_PAGES             (1u << 7)  /* UZ_CQF_PAGE_LIST */
 #define UZ_CAP_FAST_REG             (1u << 8)  /* UZ_MR_F_FAST, REG_MR and
                                                 * LOCAL_INV WRs, SEND_INV */
+#define UZ_CAP_CQ_RESIZE            (1u << 9)  /* UZ_CMD_RESIZE_CQ */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -399,6 +400,7 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_QUERY_COUNTERS       0x21 /* writes u64 counters to buf,
 					  * out0: how many, out1: UZ_CNT_NUM */
 #define UZ_CMD_INVALIDATE_XLAT      0x22 /* drop cached translations */
+#define UZ_CMD_RESIZE_CQ            0x23 /* out0: CQEs the driver moves */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -407,6 +409,24 @@ struct uz_cmd_create_uctx {
 struct uz_cmd_obj {                 /* ALLOC_PD, DEALLOC_*, DESTROY_* */
 	uint32_t handle;            /* the object (ignored by ALLOC_PD) */
 	uint32_t uctx;              /* owning context, 0 = kernel */
+};
+
+/*
+ * RESIZE_CQ: the CQ continues in a new ring.  The @ci the driver gives is
+ * its consumer index; the n = (device's producer index - @ci) CQEs it has
+ * not consumed stay in the old ring, and the device writes the next CQE
+ * to slot n of the new ring (out0 = n), so the driver copies those n
+ * CQEs to slots 0 .. n - 1, with the phase of the new ring's first pass,
+ * before it polls again from index 0.
+ */
+struct uz_cmd_resize_cq {
+	uint64_t ring_addr;         /* as in create */
+	uint32_t cqn;
+	uint32_t uctx;
+	uint32_t ci;                /* the driver's consumer index */
+	uint8_t log_depth;
+	uint8_t flags;              /* UZ_CQF_PAGE_LIST */
+	uint16_t reserved_16;
 };
 
 struct uz_cmd_create_cq {
@@ -729,6 +749,7 @@ struct uz_cmd_create_ah {
 UZ_ASSERT_CMD(struct uz_cmd_create_uctx);
 UZ_ASSERT_CMD(struct uz_cmd_obj);
 UZ_ASSERT_CMD(struct uz_cmd_create_cq);
+UZ_ASSERT_CMD(struct uz_cmd_resize_cq);
 UZ_ASSERT_CMD(struct uz_cmd_create_qp);
 UZ_ASSERT_CMD(struct uz_cmd_modify_qp);
 UZ_ASSERT_CMD(struct uz_cmd_query);
@@ -912,7 +933,8 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_VERR_ACCESS              0x05 /* MR lacks the access right */
 #define UZ_VERR_PD                  0x06 /* MR of another PD */
 #define UZ_VERR_DMA                 0x07 /* host page not accessible */
-#define UZ_VERR_MR_STATE            0x08 /* REG_MR: the MR is not free */
+#define UZ_VERR_MR_STATE            0x08 /* REG_MR of a valid MR, or
+                                          * invalidation of a non-fast MR */
 #define UZ_VERR_CRW_TABLE_FULL      0x10
 #define UZ_VERR_CRW_DUP_TAG         0x11
 

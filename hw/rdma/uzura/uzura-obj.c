@@ -354,6 +354,53 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     return UZ_CMD_OK;
 }
 
+/*
+ * The CQ moves to a new ring in O(1): the CQEs its driver has not
+ * consumed stay where they are, for the driver to copy, and the device
+ * leaves their slots free in the new ring.
+ */
+static uint8_t uzura_cmd_resize_cq(UzuraCore *core,
+                                   const struct uz_admin_cmd *cmd,
+                                   struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_resize_cq *c = (const void *)cmd->raw;
+    UzuraCq *cq = uzura_cq_lookup(core, le32_to_cpu(c->cqn),
+                                  le32_to_cpu(c->uctx));
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    uint32_t ci = le32_to_cpu(c->ci) & UZ_IDX_MASK, n;
+
+    if (!cq) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (c->log_depth < 1 || c->log_depth > UZ_CQ_LOG_DEPTH_MAX ||
+        (1u << c->log_depth) > core->rdma.lim.max_cqe ||
+        (c->flags & ~UZ_CQF_PAGE_LIST)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    /* The consumer cannot be ahead of the device, nor a ring behind. */
+    n = uzura_ring_used(cq->pi, ci);
+    if (n > (1u << cq->log_depth) || n > (1u << c->log_depth)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->flags & UZ_CQF_PAGE_LIST) {
+        if (!uzura_cq_pages_ok(core, ring, c->log_depth)) {
+            return UZ_CMD_BAD_ADDR;
+        }
+    } else if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
+                             true)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    trace_uzura_obj_cq_resize(le32_to_cpu(c->cqn), ring, c->log_depth, n);
+    cq->ring_addr = ring;
+    cq->paged = c->flags & UZ_CQF_PAGE_LIST;
+    cq->page_addr = UZ_CQ_NO_PAGE;
+    cq->log_depth = c->log_depth;
+    cq->pi = n;
+    cq->ci = 0;
+    cqe->out0 = cpu_to_le32(n);
+    return UZ_CMD_OK;
+}
+
 static uint8_t uzura_cmd_destroy_cq(UzuraCore *core,
                                     const struct uz_admin_cmd *cmd,
                                     struct uz_admin_cqe *cqe)
@@ -681,6 +728,7 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_ALLOC_PD] = uzura_cmd_alloc_pd,
     [UZ_CMD_DEALLOC_PD] = uzura_cmd_dealloc_pd,
     [UZ_CMD_CREATE_CQ] = uzura_cmd_create_cq,
+    [UZ_CMD_RESIZE_CQ] = uzura_cmd_resize_cq,
     [UZ_CMD_DESTROY_CQ] = uzura_cmd_destroy_cq,
     [UZ_CMD_CREATE_QP] = uzura_cmd_create_qp,
     [UZ_CMD_MODIFY_QP] = uzura_cmd_modify_qp,
