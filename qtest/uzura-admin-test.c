@@ -112,14 +112,15 @@ static void test_bad_commands(void)
     /*
      * Opcodes of the RDMA range without a command are answered so;
      * QUERY_COUNTERS into 0 bytes is a bad parameter, INVALIDATE_XLAT of
-     * key 0 names no MR.
+     * key 0 names no MR, RESIZE_CQ of CQ 0 no CQ.
      */
     for (op = UZ_CMD_QUERY_COUNTERS; op <= UZ_CMD_RDMA_LAST; op++) {
         cmd = (struct uz_admin_cmd) { .opcode = op };
         g_assert_cmpint(uz_admin(&d, &cmd, NULL), ==,
                         op == UZ_CMD_QUERY_COUNTERS ? UZ_CMD_BAD_PARAM :
-                        op == UZ_CMD_INVALIDATE_XLAT ? UZ_CMD_BAD_HANDLE :
-                                                       UZ_CMD_NOT_SUPPORTED);
+                        op == UZ_CMD_INVALIDATE_XLAT ||
+                        op == UZ_CMD_RESIZE_CQ ? UZ_CMD_BAD_HANDLE :
+                                                 UZ_CMD_NOT_SUPPORTED);
     }
 
     /* The queue is still healthy and every error was logged. */

@@ -74,7 +74,21 @@ int main(void)
 	CHECK(UZ_CNT_SR_RESENT == 86 && UZ_CNT_NUM == 87);
 	/* Version 0.5: selective repeat's SACK and its BTH bit. */
 	CHECK(UZ_BTH_OP_RC_SACK == 0xc1 && UZ_BTH_B8_SR == 0x40 &&
-	      sizeof(struct uz_sacketh) == 8 && UZ_VERSION_MINOR == 5);
+	      sizeof(struct uz_sacketh) == 8);
+	/*
+	 * Version 0.6: fast registration (spec 8.10.1) and CQ resize
+	 * (8.5.1): the WQE's reg union, the opcodes, the command.
+	 */
+	CHECK(UZ_VERSION_MINOR == 6 && UZ_WR_LOCAL_INV == 0x08 &&
+	      UZ_WR_REG_MR == 0x09 && UZ_WC_LOCAL_INV == 0x06 &&
+	      UZ_WC_REG_MR == 0x07 && UZ_MR_F_FAST == 0x02);
+	CHECK(offsetof(struct uz_send_wqe, reg.length) == 32 &&
+	      offsetof(struct uz_send_wqe, reg.access) == 40 &&
+	      offsetof(struct uz_send_wqe, reg.npages) == 44 &&
+	      offsetof(struct uz_send_wqe, reg.page_shift) == 46);
+	CHECK(UZ_CMD_RESIZE_CQ == 0x23 && sizeof(struct uz_cmd_resize_cq) == 24 &&
+	      offsetof(struct uz_cmd_resize_cq, ci) == 16 &&
+	      offsetof(struct uz_device_attr, max_fast_reg_pages) == 112);
 	/* A QUERY_COUNTERS payload fits the command. */
 	CHECK(sizeof(struct uz_cmd_query) == 24 && UZ_CMD_QUERY_COUNTERS == 0x21);
 	/* Version 0.4: paged CQ rings, AVs in UD WQEs, contexts named. */

@@ -305,6 +305,26 @@ static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
     return true;
 }
 
+/* A CQ ring of CREATE_CQ or RESIZE_CQ: its depth, flags and reach. */
+static uint8_t uzura_cq_ring_check(UzuraCore *core, uint64_t ring,
+                                   uint8_t log_depth, uint8_t flags)
+{
+    if (log_depth < 1 || log_depth > UZ_CQ_LOG_DEPTH_MAX ||
+        (1u << log_depth) > core->rdma.lim.max_cqe ||
+        (flags & ~UZ_CQF_PAGE_LIST)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (flags & UZ_CQF_PAGE_LIST) {
+        if (!uzura_cq_pages_ok(core, ring, log_depth)) {
+            return UZ_CMD_BAD_ADDR;
+        }
+    } else if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << log_depth,
+                             true)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    return UZ_CMD_OK;
+}
+
 static uint8_t uzura_cmd_create_cq(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
                                    struct uz_admin_cqe *cqe)
@@ -315,21 +335,14 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     UzuraRdma *r = &core->rdma;
     int64_t i;
 
+    uint8_t st;
+
     if (!uzura_uctx_ok(core, uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->log_depth < 1 || c->log_depth > UZ_CQ_LOG_DEPTH_MAX ||
-        (1u << c->log_depth) > r->lim.max_cqe ||
-        (c->flags & ~UZ_CQF_PAGE_LIST)) {
-        return UZ_CMD_BAD_PARAM;
-    }
-    if (c->flags & UZ_CQF_PAGE_LIST) {
-        if (!uzura_cq_pages_ok(core, ring, c->log_depth)) {
-            return UZ_CMD_BAD_ADDR;
-        }
-    } else if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
-                             true)) {
-        return UZ_CMD_BAD_ADDR;
+    st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
+    if (st != UZ_CMD_OK) {
+        return st;
     }
     i = UZ_FIND_FREE(r->cq, r->lim.max_cq, 0);
     if (i < 0) {
@@ -368,27 +381,19 @@ static uint8_t uzura_cmd_resize_cq(UzuraCore *core,
                                   le32_to_cpu(c->uctx));
     uint64_t ring = le64_to_cpu(c->ring_addr);
     uint32_t ci = le32_to_cpu(c->ci) & UZ_IDX_MASK, n;
+    uint8_t st;
 
     if (!cq) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->log_depth < 1 || c->log_depth > UZ_CQ_LOG_DEPTH_MAX ||
-        (1u << c->log_depth) > core->rdma.lim.max_cqe ||
-        (c->flags & ~UZ_CQF_PAGE_LIST)) {
-        return UZ_CMD_BAD_PARAM;
+    st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
+    if (st != UZ_CMD_OK) {
+        return st;
     }
     /* The consumer cannot be ahead of the device, nor a ring behind. */
     n = uzura_ring_used(cq->pi, ci);
     if (n > (1u << cq->log_depth) || n > (1u << c->log_depth)) {
         return UZ_CMD_BAD_PARAM;
-    }
-    if (c->flags & UZ_CQF_PAGE_LIST) {
-        if (!uzura_cq_pages_ok(core, ring, c->log_depth)) {
-            return UZ_CMD_BAD_ADDR;
-        }
-    } else if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << c->log_depth,
-                             true)) {
-        return UZ_CMD_BAD_ADDR;
     }
     trace_uzura_obj_cq_resize(le32_to_cpu(c->cqn), ring, c->log_depth, n);
     cq->ring_addr = ring;
