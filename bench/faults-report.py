@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, read_meta  # noqa: E402
+from report import fmt, gnuplot, png_head, read_meta  # noqa: E402
 
 NAMES = {"uzura-gbn": "uzura go-back-N", "uzura-sr": "uzura selective repeat",
          "rxe": "rxe (netem)", "tcp": "TCP (netem)"}
@@ -125,13 +125,10 @@ def plot(rundir, meta, rows, rates, trs):
                     v = rows.get((r, t, test), (None,))[0]
                     w("%d %s\n" % (i, "?" if not v else "%.6g" % v))
                 w("EOD\n")
-        w("set terminal pngcairo size 1400,1300 font ',10'\n")
-        w("set output '%s'\n" % png)
-        w("set termoption noenhanced\n")
-        w("set datafile missing '?'\n")
-        w("set multiplot layout 3,2 title 'uzura under injected %s (%s)%s'\n"
-          % (meta.get("kind", "?"), meta.get("run", ""),
-             (", " + meta["note"]) if meta.get("note") else ""))
+        w(png_head(png, 1300, "layout 3,2 title 'uzura under injected %s "
+                   "(%s)%s'" % (meta.get("kind", "?"), meta.get("run", ""),
+                                (", " + meta["note"]) if meta.get("note")
+                                else "")))
         w("set grid\nset logscale y 10\nset format y '%g'\n")
         w("set xrange [-0.3:%f]\n" % (len(rates) - 0.7))
         w("set xtics (%s)\n" % ", ".join('"%s" %d' % (r, i)

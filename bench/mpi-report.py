@@ -527,13 +527,10 @@ def plot(rundir, meta, transports, sizes, rows):
         ph, top = 340, 75
         nrows = (len(panels) + 1) // 2
         height = ph * nrows + top
-        w("set terminal pngcairo size 1400,%d font ',10'\n" % height)
-        w("set output '%s'\n" % png)
-        w("set termoption noenhanced\n")
-        w("set datafile missing '?'\n")
-        w("set multiplot title 'uzura MPI benchmark %s, MTU %s%s'\n"
-          % (meta.get("run", ""), meta.get("mtu", "?"),
-             (", " + meta["note"].replace("'", "")) if meta.get("note") else ""))
+        w(base.png_head(png, height, "title 'uzura MPI benchmark %s, MTU %s%s'"
+                        % (meta.get("run", ""), meta.get("mtu", "?"),
+                           (", " + meta["note"].replace("'", ""))
+                           if meta.get("note") else "")))
         w("set origin 0, %.4f\nset size 1, %.4f\n" % (1 - top / height, 35.0 / height))
         w("unset border\nunset tics\nset xrange [0:1]\nset yrange [0:1]\n")
         w("set key center center horizontal maxrows 1 samplen 3 width 3\n")

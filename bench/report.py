@@ -126,6 +126,16 @@ def read_meta(rundir):
     return read_kv(os.path.join(rundir, "meta.txt"))
 
 
+def png_head(png, height, title):
+    """The first lines of a plot script: a PNG of 1400 x @height pixels,
+    text as given, '?' for a missing point, a multiplot under @title."""
+    return ("set terminal pngcairo size 1400,%d font ',10'\n"
+            "set output '%s'\n"
+            "set termoption noenhanced\n"
+            "set datafile missing '?'\n"
+            "set multiplot %s\n" % (height, png, title))
+
+
 def gnuplot(gp, png):
     """Run a gnuplot script; the PNG it wrote, or None."""
     r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
@@ -379,13 +389,9 @@ def plot(rundir, sizes, transports, res, meta):
         # of TOP pixels.
         ph, top = 340, 75
         height = ph * len(tests) + top
-        w("set terminal pngcairo size 1400,%d font ',10'\n" % height)
-        w("set output '%s'\n" % png)
-        w("set termoption noenhanced\n")
-        w("set datafile missing '?'\n")
-        w("set multiplot title 'uzura benchmark %s, MTU %s%s'\n"
-          % (meta.get("run", ""), meta.get("mtu", "?"),
-             (", " + meta["note"]) if meta.get("note") else ""))
+        w(png_head(png, height, "title 'uzura benchmark %s, MTU %s%s'"
+                   % (meta.get("run", ""), meta.get("mtu", "?"),
+                      (", " + meta["note"]) if meta.get("note") else "")))
         # The key, once for all panels: a plot of nothing across the top.
         w("set origin 0, %.4f\nset size 1, %.4f\n" % (1 - top / height, 35.0 / height))
         w("unset border\nunset tics\nset xrange [0:1]\nset yrange [0:1]\n")

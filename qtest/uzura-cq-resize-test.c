@@ -40,24 +40,30 @@ static bool written(Rz *t, uint32_t idx)
            (((idx >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE);
 }
 
+/* One signalled 64-byte WRITE from qa. */
+static void post_write(Rz *t)
+{
+    UzSge s = uz_mr_sge(t->p.ma, 0, 64);
+    UzWr wr = {
+        .wr_id = t->next++, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = uz_mr_va(t->p.mb, 0), .rkey = t->p.mb->key,
+    };
+
+    uz_post_send(t->qa, &wr);
+}
+
 /*
  * @k signalled WRITEs from qa, their CQEs written but not consumed; in
  * batches of at most 32, so that the SQ (64 WQEs) never fills.
  */
 static void writes(Rz *t, int k)
 {
-    UzSge s = uz_mr_sge(t->p.ma, 0, 64);
     int i, j;
 
     while (k > 0) {
         for (i = 0; i < MIN(k, 32); i++) {
-            UzWr wr = {
-                .wr_id = t->next++, .opcode = UZ_WR_RDMA_WRITE,
-                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                .remote_addr = uz_mr_va(t->p.mb, 0), .rkey = t->p.mb->key,
-            };
-
-            uz_post_send(t->qa, &wr);
+            post_write(t);
         }
         k -= i;
         for (j = 0; !written(t, t->scq->ci + (t->next - t->taken) - 1);
@@ -151,16 +157,7 @@ static void test_overflowed(void)
     rz_start(&t);
     writes(&t, 4);
     uz_eq_drain(&t.p.n[0], &t.p.n[0].async_eq, UZ_EQE_CQ_ERROR);
-    {
-        UzSge s = uz_mr_sge(t.p.ma, 0, 64);
-        UzWr wr = {
-            .wr_id = t.next++, .opcode = UZ_WR_RDMA_WRITE,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-            .remote_addr = uz_mr_va(t.p.mb, 0), .rkey = t.p.mb->key,
-        };
-
-        uz_post_send(t.qa, &wr);
-    }
+    post_write(&t);
     uz_event_wait(&t.p.n[0], &t.p.n[0].async_eq, UZ_EQE_CQ_ERROR,
                   t.scq->cqn);
     g_assert_cmpint(uz_cq_resize(t.scq, 4), ==, UZ_CMD_OK);
@@ -189,11 +186,11 @@ static void test_shrink(void)
  * Refused: fewer entries than CQEs outstanding, a consumer index ahead
  * of the device or more than a ring behind, no such CQ, another
  * context's CQ, a depth out of range, an unknown flag, a ring the device
- * cannot reach.  The CQ goes on as before.
+ * cannot reach, in its own BAR 4 included.  The CQ goes on as before.
  */
 static void test_refused(void)
 {
-    uint64_t ring;
+    uint64_t ring, db;
     uint32_t cqn, ci;
     Rz t;
 
@@ -222,6 +219,14 @@ static void test_refused(void)
                     UZ_CMD_BAD_ADDR);
     g_assert_cmpint(resize_raw(&t, cqn, 0, ci, 1ull << 50, 6,
                                UZ_CQF_PAGE_LIST), ==, UZ_CMD_BAD_ADDR);
+    /* A ring in the device's own BAR 4, or a page list naming it. */
+    db = t.p.n[0].d.db.addr;
+    g_assert_cmphex(db & UZ_PAGE_MASK, ==, 0);
+    g_assert_cmpint(resize_raw(&t, cqn, 0, ci, db, 6, 0), ==,
+                    UZ_CMD_BAD_ADDR);
+    qtest_writeq(qts(&t.p), ring, db);
+    g_assert_cmpint(resize_raw(&t, cqn, 0, ci, ring, 7, UZ_CQF_PAGE_LIST), ==,
+                    UZ_CMD_BAD_ADDR);
     /* Nothing moved: the three CQEs, then more, in the old ring. */
     take(&t, 3);
     writes(&t, 4);

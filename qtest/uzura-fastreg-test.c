@@ -382,6 +382,132 @@ static void test_cmd(void)
     pair_stop(&p);
 }
 
+/*
+ * A fast-reg MR aimed at the device itself: a page list in its BAR 4 is
+ * refused when the MR is created; a REG_MR over a page list whose entry
+ * is BAR 4 succeeds (the device reads the list, not the page), but a
+ * WRITE into it fails at the responder with a DMA error and leaves the
+ * device's doorbells alone; its other QPs go on.
+ */
+static void test_device_pages(void)
+{
+    struct uz_cmd_reg_mr c;
+    struct uz_admin_cqe cqe;
+    uint64_t db;
+    UzQp *a, *b;
+    UzWr wr;
+    UzMr *fb;
+    Pair p;
+
+    pair_start(&p);
+    db = p.n[1].d.db.addr;
+    c = (struct uz_cmd_reg_mr) {
+        .pdn = cpu_to_le32(p.n[1].pdn), .pbl_addr = cpu_to_le64(db),
+        .npages = cpu_to_le32(CAP), .flags = UZ_MR_F_FAST, .key = 1,
+    };
+    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REG_MR, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_BAD_ADDR);
+
+    fb = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
+    wr = uz_fast_map(fb, IOVA, 4096, UZ_ACCESS_ALL, 0x81);
+    qtest_writeq(qts(&p), fb->pbl, db);
+    fb->pages[0] = db;
+    local_ok(p.qb, &wr);
+    write_to(&p, fb->key, IOVA, 64, 13, UZ_WC_STATUS_REM_OP_ERR);
+    g_assert_cmphex(uz_rd(&p.n[1].d, UZ_REG_ADMIN_STATUS), ==,
+                    UZ_ADMIN_STATUS_ENABLED);
+    fresh_qps(&p, &a, &b);
+    p.qa = a;
+    p.qb = b;
+    exchange(&p, UZ_WR_SEND, 3000);
+    pair_stop(&p);
+}
+
+/*
+ * A user context cannot reach the kernel's fast-reg MRs: its QP can
+ * neither register nor invalidate one, a SEND with invalidate it receives
+ * for one fails both ends, and it cannot create one.  The MR stays valid
+ * for the kernel.
+ */
+static void test_user_context(void)
+{
+    UzNode *n;
+    UzQp *k, *u;
+    UzSge s, r;
+    UzWr wr;
+    UzMr *fb;
+    Pair p;
+    struct uz_admin_cqe cqe;
+    struct uz_cmd_reg_mr c;
+    struct uz_cqe e;
+    uint32_t kpdn;
+    int i;
+
+    pair_start(&p);
+    n = &p.n[1];
+    fb = uz_mr_alloc_fast(n, n->pdn, CAP);
+    fast_reg(p.qb, fb, 0x91);
+
+    /* Node 1's objects from here on are a user context's. */
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                    UZ_CMD_OK);
+    kpdn = n->pdn;
+    n->uctx = le32_to_cpu(cqe.out0);
+    n->pdn = uz_pd_alloc(n);
+    c = (struct uz_cmd_reg_mr) {
+        .pdn = cpu_to_le32(n->pdn), .uctx = cpu_to_le32(n->uctx),
+        .pbl_addr = cpu_to_le64(uz_alloc(&n->d, CAP * 8)),
+        .npages = cpu_to_le32(CAP), .flags = UZ_MR_F_FAST, .key = 1,
+    };
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_BAD_PARAM);
+
+    for (i = 0; i < 3; i++) {
+        UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+
+        k = uz_qp_create(&p.n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+        u = uz_qp_create(n, UZ_QPT_RC, NULL, NULL, NULL, 0);
+        uz_rc_connect(k, u, &o);
+        if (i == 0) {
+            wr = (UzWr) { .wr_id = 0x9100, .opcode = UZ_WR_REG_MR,
+                          .flags = UZ_WQE_F_SIGNALED, .remote_addr = IOVA,
+                          .rkey = (fb->key & ~0xffu) | 0x92,
+                          .reg_length = 4096, .reg_access = UZ_ACCESS_ALL,
+                          .reg_npages = 1 };
+            uz_post_send(u, &wr);
+            uz_sq_err(u, 0x9100, UZ_WC_REG_MR, UZ_WC_STATUS_LOC_PROT_ERR,
+                      UZ_VERR_BAD_LKEY);
+        } else if (i == 1) {
+            wr = (UzWr) { .wr_id = 0x9101, .opcode = UZ_WR_LOCAL_INV,
+                          .flags = UZ_WQE_F_SIGNALED, .imm = fb->key };
+            uz_post_send(u, &wr);
+            uz_sq_err(u, 0x9101, UZ_WC_LOCAL_INV, UZ_WC_STATUS_LOC_PROT_ERR,
+                      UZ_VERR_BAD_RKEY);
+        } else {
+            UzMr *um = uz_mr_reg(n, 4096, UZ_ACCESS_ALL);
+
+            r = uz_mr_sge(um, 0, 4096);
+            uz_post_recv(u, 0x9102, &r, 1);
+            s = uz_mr_sge(p.ma, 0, 100);
+            wr = (UzWr) { .wr_id = 0x9103, .opcode = UZ_WR_SEND_INV,
+                          .flags = UZ_WQE_F_SIGNALED, .sge = &s,
+                          .num_sge = 1, .imm = fb->key };
+            uz_post_send(k, &wr);
+            uz_sq_err(k, 0x9103, UZ_WC_SEND, UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+            uz_cq_wait(u->rcq, &e);
+            uz_expect_err(&e, 0x9102, UZ_WC_RECV,
+                          UZ_WC_STATUS_REM_INV_REQ_ERR, UZ_VERR_BAD_RKEY, u);
+        }
+    }
+
+    /* Back to the kernel: its MR was left valid. */
+    n->uctx = 0;
+    n->pdn = kpdn;
+    write_to(&p, fb->key, IOVA, 4096, 14, UZ_WC_STATUS_SUCCESS);
+    assert_pattern(fb, 0, 4096, 14);
+    pair_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -392,5 +518,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/fastreg/bad-send-inv", test_bad_send_inv);
     qtest_add_func("/uzura/fastreg/inv-waits", test_inv_waits);
     qtest_add_func("/uzura/fastreg/cmd", test_cmd);
+    qtest_add_func("/uzura/fastreg/device-pages", test_device_pages);
+    qtest_add_func("/uzura/fastreg/user-context", test_user_context);
     return g_test_run();
 }

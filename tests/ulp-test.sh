@@ -6,7 +6,8 @@
 # - NVMe over RDMA: node 2 exports a RAM-backed namespace (brd) through
 #   nvmet-rdma, node 1 runs 'nvme connect -t rdma', fio writes and reads
 #   back with verify=crc32c; then the link goes down under I/O, the host
-#   reconnects, fio's verify passes; 'nvme disconnect' ends it.  These
+#   reconnects, fio's verify passes; fio killed under I/O leaves the
+#   controller live; 'nvme disconnect' ends it.  These
 #   use fast registration (REG_MR, LOCAL_INV, SEND with invalidate).
 # - NFS over RDMA: node 2 serves a tmpfs over rpcrdma (port 20049), node 1
 #   mounts it with '-o rdma,port=20049' and copies files both ways, their
@@ -65,7 +66,7 @@ nsdev='$(for b in /sys/block/nvme*n*; do case ${b##*/} in *c*) continue ;; esac
 nvme_connect() {
 	on 1 'set -e
 		modprobe nvme-rdma
-		nvme connect -t rdma -a 10.77.0.2 -s 4420 -n '"$nqn"' --reconnect-delay 2
+		nvme connect -t rdma -a 10.77.0.2 -s 4420 -n '"$nqn"'
 		for k in $(seq 40); do d='"$nsdev"'; [ -b "$d" ] && exit 0; sleep 0.5; done
 		nvme list; exit 1'
 }
@@ -103,6 +104,20 @@ flap_under_io() {
 		dmesg | grep -q "Successfully reconnected" && [ "$(cat /tmp/fio.rc)" = 0 ]' || ok=0
 	"$uz" fault 1 flap=off > /dev/null
 	[ $ok = 1 ]
+}
+
+# fio killed with SIGKILL in the middle of its I/O: the controller stays
+# live, and the next job's writes and verify pass.
+killed_under_io() {
+	on 1 "d=$nsdev"'; [ -b "$d" ] || exit 1
+		timeout 120 fio --name=killed --filename=$d --direct=1 --ioengine=libaio \
+			--rw=randwrite --bs=64k --iodepth=16 --size=32M --time_based \
+			--runtime=60 > /dev/null 2>&1 &
+		sleep 3; pkill -9 -x fio; wait
+		for c in /sys/class/nvme/nvme*; do
+			[ "$(cat $c/subsysnqn)" = '"$nqn"' ] && [ "$(cat $c/state)" = live ] && exit 0
+		done; exit 1' &&
+		fio_ns --rw=randwrite --bs=16k --iodepth=8 --size=8M
 }
 
 # ---- NFS over RDMA
@@ -226,6 +241,8 @@ t "fio: sequential 1 MiB writes and reads (several fast-registered pages each), 
 	fio_ns --rw=write --bs=1M --iodepth=4 --size=32M
 t "the link goes down 4 s under fio: the host reconnects, writes and verify complete" \
 	flap_under_io
+t "fio killed (SIGKILL) under I/O: the controller stays live, the next fio verifies" \
+	killed_under_io
 t "node 1: nvme disconnect" on 1 "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
 
 t "node 2 serves NFS over RDMA (rpcrdma, port 20049)" nfsd_up

@@ -334,7 +334,6 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     uint64_t ring = le64_to_cpu(c->ring_addr);
     UzuraRdma *r = &core->rdma;
     int64_t i;
-
     uint8_t st;
 
     if (!uzura_uctx_ok(core, uctx)) {
@@ -627,9 +626,12 @@ static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
         .valid = true, .key = c->key, .flags = c->flags,
         .free = c->flags & UZ_MR_F_FAST,
         .max_pages = (c->flags & UZ_MR_F_FAST) ? npages : 0,
-        /* A DMA MR has no pages: its shift is never guest input. */
-        .page_shift = (c->flags & UZ_MR_F_DMA) ? 12 :
-                                                 c->page_shift,
+        /*
+         * A DMA MR has no pages, and a fast-reg MR gets its page size
+         * from REG_MR: their shift is never unchecked guest input.
+         */
+        .page_shift = (c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) ?
+                      12 : c->page_shift,
         .uctx = uctx,
         .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
         .length = len, .pbl_addr = pbl, .npages = npages,
