@@ -233,6 +233,7 @@ struct uz_qp {
 	u8 type;			/* UZ_QPT_* */
 	bool sig_all;
 	enum ib_qp_state state;		/* as last set or reported */
+	u8 sgid_index;			/* of the AV, for query_qp */
 	u32 max_inline;
 	struct uz_wq sq;
 	struct uz_wq rq;		/* unused with an SRQ */
@@ -387,6 +388,9 @@ int uz_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			     u64 virt, int access, struct ib_udata *udata);
+struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+			       u64 length, u64 virt, int access,
+			       struct ib_pd *ibpd, struct ib_udata *udata);
 int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *uz_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			  u32 max_num_sg);

@@ -618,6 +618,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.query_qp = uz_query_qp,
 	.query_srq = uz_query_srq,
 	.reg_user_mr = uz_reg_user_mr,
+	.rereg_user_mr = uz_rereg_user_mr,
 	.req_notify_cq = uz_req_notify_cq,
 	.resize_cq = uz_resize_cq,
 

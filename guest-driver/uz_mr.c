@@ -82,54 +82,59 @@ struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-			     u64 virt, int access, struct ib_udata *udata)
+/* A user MR's pinned pages and the page list the device reads. */
+struct uz_mr_pages {
+	struct ib_umem *umem;
+	__le64 *pbl;
+	dma_addr_t pbl_dma;
+	size_t pbl_size;
+	u32 npages;
+	u8 page_shift;
+};
+
+static int uz_check_user_access(struct ib_device *ibdev, int access)
 {
-	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
+	/* Optional flags (relaxed ordering) are hints a device may ignore. */
+	if (access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+		ibdev_dbg(ibdev, "MR access 0x%x not supported\n", access);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Pin [start, start + length) and list its pages for iova @virt. */
+static int uz_mr_pin(struct uz_dev *uz, u64 start, u64 length, u64 virt,
+		     int access, struct uz_mr_pages *pg)
+{
+	struct ib_device *ibdev = &uz->ib->ibdev;
 	struct device *dev = &uz->pdev->dev;
-	struct uz_cmd_reg_mr r = {};
 	struct ib_block_iter biter;
 	unsigned long pgsz;
-	struct uz_mr *mr;
 	size_t npages, i = 0;
 	int err;
 
-	/* Optional flags (relaxed ordering) are hints a device may ignore. */
-	if (access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
-		ibdev_dbg(ibpd->device, "MR access 0x%x not supported\n", access);
-		return ERR_PTR(-EOPNOTSUPP);
-	}
 	if (!length || length > le64_to_cpu(uz->attr.max_mr_size)) {
-		ibdev_dbg(ibpd->device, "MR of %llu bytes: 1..%llu\n", length,
+		ibdev_dbg(ibdev, "MR of %llu bytes: 1..%llu\n", length,
 			  le64_to_cpu(uz->attr.max_mr_size));
-		return ERR_PTR(-EINVAL);
+		return -EINVAL;
 	}
-	if (!uz_udata_known(ibpd->device, udata, 0, "MR"))
-		return ERR_PTR(-EOPNOTSUPP);
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr)
-		return ERR_PTR(-ENOMEM);
-	mr->uctx = to_uz_pd(ibpd)->uctx;
-
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(mr->umem)) {
-		err = PTR_ERR(mr->umem);
-		goto err_free;
-	}
+	pg->umem = ib_umem_get(ibdev, start, length, access);
+	if (IS_ERR(pg->umem))
+		return PTR_ERR(pg->umem);
 	/* Pages of 4 KiB .. 1 GiB, aligned as the iova is. */
-	pgsz = ib_umem_find_best_pgsz(mr->umem,
+	pgsz = ib_umem_find_best_pgsz(pg->umem,
 				      le32_to_cpu(uz->attr.page_size_cap) &
 				      GENMASK(30, 12), virt);
 	if (!pgsz) {
-		ibdev_dbg(ibpd->device,
+		ibdev_dbg(ibdev,
 			  "MR: no page size fits start 0x%llx, iova 0x%llx\n",
 			  start, virt);
 		err = -EINVAL;
 		goto err_umem;
 	}
-	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+	npages = ib_umem_num_dma_blocks(pg->umem, pgsz);
 	if (npages > U32_MAX) {
-		ibdev_dbg(ibpd->device, "MR of %zu pages: at most %u\n", npages,
+		ibdev_dbg(ibdev, "MR of %zu pages: at most %u\n", npages,
 			  U32_MAX);
 		err = -EINVAL;
 		goto err_umem;
@@ -139,34 +144,160 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	 * TODO: very large MRs can exceed what dma_alloc_coherent gives in
 	 * one piece; they fail with ENOMEM.
 	 */
-	mr->pbl_size = npages * sizeof(*mr->pbl);
-	mr->pbl = dma_alloc_coherent(dev, mr->pbl_size, &mr->pbl_dma,
+	pg->pbl_size = npages * sizeof(*pg->pbl);
+	pg->pbl = dma_alloc_coherent(dev, pg->pbl_size, &pg->pbl_dma,
 				     GFP_KERNEL | __GFP_NOWARN);
-	if (!mr->pbl) {
+	if (!pg->pbl) {
 		err = -ENOMEM;
 		goto err_umem;
 	}
-	rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz)
-		mr->pbl[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+	rdma_umem_for_each_dma_block(pg->umem, &biter, pgsz)
+		pg->pbl[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+	pg->npages = npages;
+	pg->page_shift = __ffs(pgsz);
+	return 0;
+
+err_umem:
+	ib_umem_release(pg->umem);
+	return err;
+}
+
+static void uz_mr_unpin(struct uz_dev *uz, struct uz_mr_pages *pg)
+{
+	if (pg->pbl)
+		dma_free_coherent(&uz->pdev->dev, pg->pbl_size, pg->pbl,
+				  pg->pbl_dma);
+	ib_umem_release(pg->umem);
+}
+
+struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+			     u64 virt, int access, struct ib_udata *udata)
+{
+	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
+	struct uz_cmd_reg_mr r = {};
+	struct uz_mr_pages pg = {};
+	struct uz_mr *mr;
+	int err;
+
+	err = uz_check_user_access(ibpd->device, access);
+	if (err)
+		return ERR_PTR(err);
+	if (!uz_udata_known(ibpd->device, udata, 0, "MR"))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = to_uz_pd(ibpd)->uctx;
+	err = uz_mr_pin(uz, start, length, virt, access, &pg);
+	if (err)
+		goto err_free;
 
 	r.iova = cpu_to_le64(virt);
 	r.length = cpu_to_le64(length);
-	r.pbl_addr = cpu_to_le64(mr->pbl_dma);
-	r.npages = cpu_to_le32(npages);
+	r.pbl_addr = cpu_to_le64(pg.pbl_dma);
+	r.npages = cpu_to_le32(pg.npages);
 	r.access = cpu_to_le32(access & UZ_MR_ACCESS);
-	r.page_shift = __ffs(pgsz);
+	r.page_shift = pg.page_shift;
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
 	if (err)
-		goto err_pbl;
+		goto err_pages;
+	mr->umem = pg.umem;
+	mr->pbl = pg.pbl;
+	mr->pbl_dma = pg.pbl_dma;
+	mr->pbl_size = pg.pbl_size;
 	return &mr->ibmr;
 
-err_pbl:
-	dma_free_coherent(dev, mr->pbl_size, mr->pbl, mr->pbl_dma);
-err_umem:
-	ib_umem_release(mr->umem);
+err_pages:
+	uz_mr_unpin(uz, &pg);
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+/*
+ * In place, keeping the keys, as peers that hold them expect: pin the
+ * new pages first, switch the device over, then let the old ones go.
+ * A change of access that makes the MR writable pins its pages again
+ * for writing.
+ */
+struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+			       u64 length, u64 virt, int access,
+			       struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct uz_dev *uz = ibdev_to_uz(ibmr->device);
+	struct uz_mr *mr = to_uz_mr(ibmr);
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_REREG_MR };
+	struct uz_cmd_rereg_mr *r = (void *)cmd.raw;
+	struct uz_mr_pages pg = {};
+	struct uz_admin_cqe cqe;
+	bool pin;
+	int err;
+
+	if (!(uz->caps & UZ_CAP_MR_REREG) || !mr->umem ||
+	    (flags & ~IB_MR_REREG_SUPPORTED)) {
+		ibdev_dbg(ibmr->device, "MR 0x%x: rereg 0x%x not supported\n",
+			  ibmr->lkey, flags);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!uz_udata_known(ibmr->device, udata, 0, "MR"))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (flags & IB_MR_REREG_ACCESS) {
+		err = uz_check_user_access(ibmr->device, access);
+		if (err)
+			return ERR_PTR(err);
+		r->access = cpu_to_le32(access & UZ_MR_ACCESS);
+		r->change |= UZ_REREG_ACCESS;
+	}
+	if (flags & IB_MR_REREG_PD) {
+		r->pdn = cpu_to_le32(to_uz_pd(ibpd)->pdn);
+		r->change |= UZ_REREG_PD;
+	}
+	/* The pages stay, but were pinned read-only. */
+	pin = flags & IB_MR_REREG_TRANS;
+	if (!pin && (flags & IB_MR_REREG_ACCESS) &&
+	    ib_access_writable(access) && !mr->umem->writable) {
+		start = mr->umem->address;
+		length = mr->umem->length;
+		virt = ibmr->iova;
+		pin = true;
+	}
+	if (pin) {
+		err = uz_mr_pin(uz, start, length, virt,
+				flags & IB_MR_REREG_ACCESS ? access :
+				mr->umem->writable ? IB_ACCESS_LOCAL_WRITE : 0,
+				&pg);
+		if (err)
+			return ERR_PTR(err);
+		r->iova = cpu_to_le64(virt);
+		r->length = cpu_to_le64(length);
+		r->pbl_addr = cpu_to_le64(pg.pbl_dma);
+		r->npages = cpu_to_le32(pg.npages);
+		r->page_shift = pg.page_shift;
+		r->change |= UZ_REREG_TRANS;
+	}
+	r->uctx = cpu_to_le32(mr->uctx);
+	r->key = cpu_to_le32(ibmr->lkey);
+	err = uz_admin_exec(uz, &cmd, &cqe);
+	if (err) {
+		/* The device may have switched if the command timed out. */
+		if (pin && err != -ETIMEDOUT)
+			uz_mr_unpin(uz, &pg);
+		return ERR_PTR(err);
+	}
+	if (pin) {
+		struct uz_mr_pages old = {
+			.umem = mr->umem, .pbl = mr->pbl,
+			.pbl_dma = mr->pbl_dma, .pbl_size = mr->pbl_size,
+		};
+
+		mr->umem = pg.umem;
+		mr->pbl = pg.pbl;
+		mr->pbl_dma = pg.pbl_dma;
+		mr->pbl_size = pg.pbl_size;
+		uz_mr_unpin(uz, &old);
+		ibmr->length = length;
+	}
+	return NULL;
 }
 
 int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

@@ -496,6 +496,8 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (err)
 		goto out;
 	WRITE_ONCE(qp->state, new);
+	if (mask & IB_QP_AV)
+		qp->sgid_index = rdma_ah_read_grh(&attr->ah_attr)->sgid_index;
 	/* The device restarts every index at 0 after RESET. */
 	if (new == IB_QPS_RESET && !qp->uctx) {
 		uz_wq_reset(&qp->sq);
@@ -550,11 +552,11 @@ int uz_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->sq_draining = a->sq_draining;
 	attr->cap = qp->cap;
 	if (qp->type == UZ_QPT_RC) {
-		/* The source GID's index is not kept: 0 stands for it. */
+		/* The device keeps the GID itself, the driver its index. */
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, 1);
 		rdma_ah_set_grh(&attr->ah_attr, NULL,
-				le32_to_cpu(a->flow_label), 0,
+				le32_to_cpu(a->flow_label), qp->sgid_index,
 				a->hop_limit, a->traffic_class);
 		rdma_ah_set_dgid_raw(&attr->ah_attr, a->dgid);
 		memcpy(attr->ah_attr.roce.dmac, a->dmac, ETH_ALEN);

@@ -112,14 +112,16 @@ static void test_bad_commands(void)
     /*
      * Opcodes of the RDMA range without a command are answered so;
      * QUERY_COUNTERS into 0 bytes is a bad parameter, INVALIDATE_XLAT of
-     * key 0 names no MR, RESIZE_CQ of CQ 0 no CQ.
+     * key 0 names no MR, RESIZE_CQ of CQ 0 no CQ, REREG_MR of key 0 no
+     * MR.
      */
     for (op = UZ_CMD_QUERY_COUNTERS; op <= UZ_CMD_RDMA_LAST; op++) {
         cmd = (struct uz_admin_cmd) { .opcode = op };
         g_assert_cmpint(uz_admin(&d, &cmd, NULL), ==,
                         op == UZ_CMD_QUERY_COUNTERS ? UZ_CMD_BAD_PARAM :
                         op == UZ_CMD_INVALIDATE_XLAT ||
-                        op == UZ_CMD_RESIZE_CQ ? UZ_CMD_BAD_HANDLE :
+                        op == UZ_CMD_RESIZE_CQ ||
+                        op == UZ_CMD_REREG_MR ? UZ_CMD_BAD_HANDLE :
                                                  UZ_CMD_NOT_SUPPORTED);
     }
 
@@ -490,7 +492,7 @@ static void test_fuzz(void)
             }
             /* Mostly known opcodes, so the handlers see garbage too. */
             if (g_rand_int_range(rnd, 0, 4)) {
-                cmd.opcode = g_rand_int_range(rnd, 0, 0x24);
+                cmd.opcode = g_rand_int_range(rnd, 0, UZ_CMD_REREG_MR + 1);
             }
             uz_admin_put(&d, &cmd);
         }

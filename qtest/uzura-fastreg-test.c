@@ -36,27 +36,6 @@ static void local_inv(UzQp *qp, uint32_t key)
     local_ok(qp, &wr);
 }
 
-/* WRITE @len bytes of a pattern from qa to @key at @va; @status expected. */
-static void write_to(Pair *p, uint32_t key, uint64_t va, uint32_t len,
-                     uint32_t seed, uint8_t status)
-{
-    g_autofree uint8_t *data = g_malloc(len);
-    UzSge s = uz_mr_sge(p->ma, 0, len);
-    UzWr wr = {
-        .wr_id = 0x3300 + seed, .opcode = UZ_WR_RDMA_WRITE,
-        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-        .remote_addr = va, .rkey = key,
-    };
-    struct uz_cqe c;
-
-    uz_pattern(data, len, seed);
-    uz_mr_write(p->ma, 0, data, len);
-    uz_post_send(p->qa, &wr);
-    uz_cq_wait_clock(p->qa->scq, &c, STEP_NS, 100);
-    g_assert_cmpint(c.status, ==, status);
-    g_assert_cmphex(c.wr_id, ==, wr.wr_id);
-}
-
 /* The MR's bytes at @off are the pattern of @seed. */
 static void assert_pattern(UzMr *mr, uint64_t off, uint32_t len,
                            uint32_t seed)
@@ -79,17 +58,17 @@ static void test_reg_write_inv(void)
     pair_start(&p);
     fb = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
     /* Free: its key reaches nothing yet. */
-    write_to(&p, fb->key, IOVA, 64, 1, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_write(&p, fb->key, IOVA, 64, 1, UZ_WC_STATUS_REM_ACCESS_ERR);
     pair_stop(&p);
 
     pair_start(&p);
     fb = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
     fast_reg(p.qb, fb, 0x5a);
     g_assert_cmphex(fb->key & 0xff, ==, 0x5a);
-    write_to(&p, fb->key, IOVA + 100, 5000, 2, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA + 100, 5000, 2, UZ_WC_STATUS_SUCCESS);
     assert_pattern(fb, 100, 5000, 2);
     local_inv(p.qb, fb->key);
-    write_to(&p, fb->key, IOVA + 100, 64, 3, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_write(&p, fb->key, IOVA + 100, 64, 3, UZ_WC_STATUS_REM_ACCESS_ERR);
     assert_pattern(fb, 100, 5000, 2);
     pair_stop(&p);
 }
@@ -108,7 +87,7 @@ static void test_send_inv(void)
     pair_start(&p);
     fb = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
     fast_reg(p.qb, fb, 0x21);
-    write_to(&p, fb->key, IOVA, 4096, 4, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA, 4096, 4, UZ_WC_STATUS_SUCCESS);
 
     s = uz_mr_sge(p.ma, 0, 3000);
     r = uz_mr_sge(p.mb, 0, 4096);
@@ -120,7 +99,7 @@ static void test_send_inv(void)
     uz_sq_done(p.qa, 0x7000, UZ_WC_SEND, 3000);
     uz_rq_done(p.qb, 0x7100, UZ_WC_RECV, 3000, UZ_WC_F_INV, fb->key);
 
-    write_to(&p, fb->key, IOVA, 64, 5, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_write(&p, fb->key, IOVA, 64, 5, UZ_WC_STATUS_REM_ACCESS_ERR);
     assert_pattern(fb, 0, 4096, 4);
     pair_stop(&p);
 }
@@ -138,30 +117,20 @@ static void test_remap(void)
     pair_start(&p);
     fb = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
     fast_reg(p.qb, fb, 0x31);
-    write_to(&p, fb->key, IOVA, LEN, 6, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA, LEN, 6, UZ_WC_STATUS_SUCCESS);
     local_inv(p.qb, fb->key);
 
     old = *fb;
     old.pages = g_memdup2(fb->pages, CAP * sizeof(uint64_t));
     fast_reg(p.qb, fb, 0x32);
     g_assert_cmphex(fb->key, !=, old.key);
-    write_to(&p, fb->key, IOVA, LEN, 7, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA, LEN, 7, UZ_WC_STATUS_SUCCESS);
     assert_pattern(fb, 0, LEN, 7);
     assert_pattern(&old, 0, LEN, 6);
-    write_to(&p, old.key, IOVA, 64, 8, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_write(&p, old.key, IOVA, 64, 8, UZ_WC_STATUS_REM_ACCESS_ERR);
     assert_pattern(fb, 0, LEN, 7);
     g_free(old.pages);
     pair_stop(&p);
-}
-
-/* A fresh RC pair of QPs between the pair's nodes. */
-static void fresh_qps(Pair *p, UzQp **a, UzQp **b)
-{
-    UzRcOpts o = UZ_RC_OPTS_DEFAULT;
-
-    *a = uz_qp_create(&p->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
-    *b = uz_qp_create(&p->n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
-    uz_rc_connect(*a, *b, &o);
 }
 
 /* @wr, posted on a QP of its own, fails with @status and @verr. */
@@ -170,7 +139,7 @@ static void local_fails(Pair *p, const UzWr *wr, uint8_t status,
 {
     UzQp *a, *b;
 
-    fresh_qps(p, &a, &b);
+    pair_fresh_qps(p, &a, &b);
     uz_post_send(b, wr);
     uz_sq_err(b, wr->wr_id, uz_wc_opcode(wr->opcode), status, verr);
 }
@@ -189,7 +158,7 @@ static void test_bad_local(void)
     pair_start(&p);
     fb = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
     fast_reg(p.qb, fb, 0x41);
-    write_to(&p, fb->key, IOVA, 4096, 9, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA, 4096, 9, UZ_WC_STATUS_SUCCESS);
 
     /* REG_MR of an MR that is valid already. */
     reg = (UzWr) { .wr_id = 0x4101, .opcode = UZ_WR_REG_MR,
@@ -248,7 +217,7 @@ static void test_bad_local(void)
     local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_PD);
 
     /* Nothing changed: both MRs and the first pair still work. */
-    write_to(&p, fb->key, IOVA + 4096, 4096, 10, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA + 4096, 4096, 10, UZ_WC_STATUS_SUCCESS);
     assert_pattern(fb, 0, 4096, 9);
     assert_pattern(fb, 4096, 4096, 10);
     exchange(&p, UZ_WR_RDMA_WRITE, 3000);
@@ -283,7 +252,7 @@ static void test_bad_send_inv(void)
                   UZ_VERR_MR_STATE, p.qb);
 
     /* The plain MR still takes writes, from another pair of QPs. */
-    fresh_qps(&p, &a, &b);
+    pair_fresh_qps(&p, &a, &b);
     p.qa = a;
     p.qb = b;
     exchange(&p, UZ_WR_RDMA_WRITE, 3000);
@@ -378,7 +347,7 @@ static void test_cmd(void)
     o.handle = cpu_to_le32(fb->key & ~0xffu);
     g_assert_cmpint(uz_cmd(n, UZ_CMD_DEREG_MR, &o, sizeof(o), &cqe), ==,
                     UZ_CMD_OK);
-    write_to(&p, fb->key, IOVA, 64, 12, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_write(&p, fb->key, IOVA, 64, 12, UZ_WC_STATUS_REM_ACCESS_ERR);
     pair_stop(&p);
 }
 
@@ -413,10 +382,10 @@ static void test_device_pages(void)
     qtest_writeq(qts(&p), fb->pbl, db);
     fb->pages[0] = db;
     local_ok(p.qb, &wr);
-    write_to(&p, fb->key, IOVA, 64, 13, UZ_WC_STATUS_REM_OP_ERR);
+    pair_write(&p, fb->key, IOVA, 64, 13, UZ_WC_STATUS_REM_OP_ERR);
     g_assert_cmphex(uz_rd(&p.n[1].d, UZ_REG_ADMIN_STATUS), ==,
                     UZ_ADMIN_STATUS_ENABLED);
-    fresh_qps(&p, &a, &b);
+    pair_fresh_qps(&p, &a, &b);
     p.qa = a;
     p.qb = b;
     exchange(&p, UZ_WR_SEND, 3000);
@@ -503,7 +472,7 @@ static void test_user_context(void)
     /* Back to the kernel: its MR was left valid. */
     n->uctx = 0;
     n->pdn = kpdn;
-    write_to(&p, fb->key, IOVA, 4096, 14, UZ_WC_STATUS_SUCCESS);
+    pair_write(&p, fb->key, IOVA, 4096, 14, UZ_WC_STATUS_SUCCESS);
     assert_pattern(fb, 0, 4096, 14);
     pair_stop(&p);
 }

@@ -97,6 +97,37 @@ static inline uint64_t rule_acted(Pair *p, int nic, int idx)
     return v;
 }
 
+/* A fresh RC pair of QPs between the pair's nodes. */
+static inline void pair_fresh_qps(Pair *p, UzQp **a, UzQp **b)
+{
+    UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+
+    *a = uz_qp_create(&p->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+    *b = uz_qp_create(&p->n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
+    uz_rc_connect(*a, *b, &o);
+}
+
+/* WRITE @len bytes of a pattern from qa to @key at @va; @status expected. */
+static inline void pair_write(Pair *p, uint32_t key, uint64_t va,
+                              uint32_t len, uint32_t seed, uint8_t status)
+{
+    g_autofree uint8_t *data = g_malloc(len);
+    UzSge s = uz_mr_sge(p->ma, 0, len);
+    UzWr wr = {
+        .wr_id = 0x3300 + seed, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = va, .rkey = key,
+    };
+    struct uz_cqe c;
+
+    uz_pattern(data, len, seed);
+    uz_mr_write(p->ma, 0, data, len);
+    uz_post_send(p->qa, &wr);
+    uz_cq_wait_clock(p->qa->scq, &c, STEP_NS, 100);
+    g_assert_cmpint(c.status, ==, status);
+    g_assert_cmphex(c.wr_id, ==, wr.wr_id);
+}
+
 /* qom-set of a number; @ok says whether the device must take it. */
 static inline void pair_set_uint(Pair *p, int nic, const char *prop,
                                  uint64_t v, bool ok)

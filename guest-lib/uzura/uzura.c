@@ -25,6 +25,7 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.dealloc_pd = uzura_dealloc_pd,
 	.reg_mr = uzura_reg_mr,
 	.dereg_mr = uzura_dereg_mr,
+	.rereg_mr = uzura_rereg_mr,
 	.create_cq = uzura_create_cq,
 	.create_cq_ex = uzura_create_cq_ex,
 	.destroy_cq = uzura_destroy_cq,

@@ -210,6 +210,8 @@ struct ibv_pd *uzura_alloc_pd(struct ibv_context *context);
 int uzura_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
+int uzura_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		   void *addr, size_t length, int access);
 int uzura_dereg_mr(struct verbs_mr *vmr);
 int uzura_resize_cq(struct ibv_cq *ibcq, int cqe);
 

@@ -151,6 +151,18 @@ struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	return &vmr->ibv_mr;
 }
 
+/* The kernel changes the MR in place: its keys stay. */
+int uzura_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		   void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 int uzura_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;
@@ -693,6 +705,50 @@ static void uz_wq_reset(struct uzura_wq *wq)
 	pthread_spin_unlock(&wq->lock);
 }
 
+/*
+ * Drop the CQEs of QP @qpn not polled yet from @cq, keeping the others in
+ * order: a QP moved to RESET starts afresh, and completions (flushes,
+ * mostly) from before must not be taken for its new work, as on other
+ * verbs devices.  The CQEs the device has written are moved towards the
+ * producer, over the dropped ones, each with the phase of its new slot;
+ * the device writes only beyond them.
+ */
+static void uzura_cq_clean(struct uzura_cq *cq, uint32_t qpn)
+{
+	uint32_t mask, n, i, dropped = 0;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->moving && uzura_cq_move(cq))
+		goto out;
+	mask = (1u << cq->log_depth) - 1;
+	for (n = 0; n <= mask; n++) {
+		uint32_t k = cq->ci + n;
+		struct uz_cqe *c = (struct uz_cqe *)cq->ring + (k & mask);
+		uint8_t phase = ((k >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+
+		if ((c->flags & UZ_CQE_PHASE) != phase)
+			break;
+	}
+	udma_from_device_barrier();
+	for (i = n; i-- > 0;) {
+		struct uz_cqe *ring = cq->ring, *c = ring + ((cq->ci + i) & mask);
+		uint32_t to = cq->ci + i + dropped;
+
+		if ((le32toh(c->qpn) & 0xffffff) == qpn) {
+			dropped++;
+		} else if (dropped) {
+			uint8_t phase = ((to >> cq->log_depth) & 1) ? 0 :
+					UZ_CQE_PHASE;
+
+			ring[to & mask] = *c;
+			ring[to & mask].flags = (c->flags & ~UZ_CQE_PHASE) | phase;
+		}
+	}
+	cq->ci = (cq->ci + dropped) & UZ_DB_CI_MASK;
+out:
+	pthread_spin_unlock(&cq->lock);
+}
+
 int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		    int attr_mask)
 {
@@ -705,6 +761,10 @@ int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		return ret;
 	if (attr_mask & IBV_QP_STATE) {
 		if (attr->qp_state == IBV_QPS_RESET) {
+			uzura_cq_clean(to_ucq(ibqp->send_cq), ibqp->qp_num);
+			if (ibqp->recv_cq != ibqp->send_cq)
+				uzura_cq_clean(to_ucq(ibqp->recv_cq),
+					       ibqp->qp_num);
 			uz_wq_reset(&qp->sq);
 			uzura_crw_reset(qp);
 			if (!qp->srq)

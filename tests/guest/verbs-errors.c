@@ -22,6 +22,11 @@
  *  - resize_cq below the completions not polled: the device, EINVAL
  *    (UZ_CMD_RESIZE_CQ); a resize with completions outstanding keeps
  *    them, in order (the provider copies them, uzura_resize_cq).
+ *  - rereg_mr changes an MR in place and keeps its keys (the driver,
+ *    UZ_CMD_REREG_MR): a WRITE with the old rkey lands in the new pages;
+ *    a new translation the kernel cannot pin is IBV_REREG_MR_ERR_CMD and
+ *    leaves the MR as it was; a PD an MR moved to is busy until it
+ *    leaves; taking remote write away fails the next WRITE.
  *  - extended verbs (the provider's qp_ex.c and cq_ex.c): a CQ asking for
  *    completion timestamps or IGNORE_OVERRUN, a QP asking for send ops the
  *    device lacks (BIND_MW, SEND_WITH_INV; RDMA on UD) or create flags:
@@ -279,6 +284,118 @@ out:
 		ibv_dereg_mr(mr);
 	if (cq)
 		ibv_destroy_cq(cq);
+}
+
+/* One signalled WRITE of 8 bytes at @src to @dst with @rkey: its status. */
+static int self_write_to(struct ibv_qp *qp, struct ibv_cq *cq,
+			 struct ibv_mr *mr, char *src, char *dst, uint32_t rkey)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)src, .length = 8, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 77, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = rkey },
+	}, *bad;
+	struct ibv_wc wc;
+	int i, got = 0;
+
+	if (ibv_post_send(qp, &wr, &bad))
+		return -1;
+	for (i = 0; i < 500 && !got; i++) {
+		got = ibv_poll_cq(cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	return got == 1 ? (int)wc.status : -1;
+}
+
+/*
+ * ibv_rereg_mr in place: the keys stay, so a peer's old rkey reaches the
+ * new memory (here the QP's own WRITEs, to itself).
+ */
+static void check_rereg(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	int gidx = ipv4_gid_index(ctx), ret, err;
+	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
+				 NULL;
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	char *a = aligned_alloc(page, page), *b = aligned_alloc(page, 2 * page);
+	struct ibv_mr *mr = a ? ibv_reg_mr(pd, a, page, acc) : NULL;
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	uint32_t lkey, rkey;
+	void *hole;
+
+	check(qp && mr && b && pd2 && gidx >= 0,
+	      "rereg: a QP, an MR of a page, a second PD");
+	if (!qp || !mr || !b || !pd2 || gidx < 0)
+		goto out;
+	memset(a, 0, page);
+	memset(b, 0, 2 * page);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	ret = connect_self(ctx, qp, gidx, acc);
+	check(!ret && self_write_to(qp, cq, mr, a, a + 64, rkey) == 0,
+	      "a WRITE into the MR");
+
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			   b + page / 2, page, 0);
+	check(!ret && mr->lkey == lkey && mr->rkey == rkey &&
+	      mr->addr == b + page / 2, "rereg_mr to two pages elsewhere "
+	      "(ret %d): the keys stay", ret);
+	memcpy(b + page / 2, "rereg-ok", 8);
+	check(self_write_to(qp, cq, mr, b + page / 2, b + page + 8, rkey) == 0 &&
+	      !memcmp(b + page + 8, "rereg-ok", 8) && !a[page / 2 + 8],
+	      "a WRITE with the old keys lands in the new pages only");
+
+	hole = mmap(NULL, 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (hole != MAP_FAILED)
+		munmap(hole, 2 * page);
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, hole,
+			   page, 0);
+	memcpy(b + page / 2, "stillok!", 8);
+	check(ret == IBV_REREG_MR_ERR_CMD && mr->addr == b + page / 2 &&
+	      self_write_to(qp, cq, mr, b + page / 2, b + page + 16, rkey) == 0 &&
+	      !memcmp(b + page + 16, "stillok!", 8),
+	      "rereg_mr to an unmapped range fails (ret %d), the MR stays", ret);
+
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
+	check(!ret && mr->pd == pd2, "rereg_mr to another PD (ret %d)", ret);
+	check_ret(ibv_dealloc_pd(pd2), EBUSY, "dealloc_pd of the MR's new PD");
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd, NULL, 0, 0);
+	check(!ret && ibv_dealloc_pd(pd2) == 0,
+	      "rereg_mr back, then the PD goes (ret %d)", ret);
+	pd2 = NULL;
+
+	/*
+	 * The QP is its own responder: the access error moves it to ERR,
+	 * which may flush the WRITE before the NAK comes back.
+	 */
+	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE);
+	memcpy(b + page / 2, "notthere", 8);
+	err = ret ? -1 : self_write_to(qp, cq, mr, b + page / 2, b + page + 24,
+				       rkey);
+	check(!ret && (err == IBV_WC_REM_ACCESS_ERR ||
+		       err == IBV_WC_WR_FLUSH_ERR) &&
+	      memcmp(b + page + 24, "notthere", 8),
+	      "without remote write, a WRITE fails and writes nothing "
+	      "(ret %d, status %d)", ret, err);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	if (cq)
+		ibv_destroy_cq(cq);
+	free(a);
+	free(b);
 }
 
 /* A QP with ibv_create_qp_ex; NULL with *err set. */
@@ -698,6 +815,7 @@ int main(void)
 	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
 	check_qp_fatal(ctx, pd, mr, buf);
 	check_cq_resize(ctx, pd, buf + 1024);
+	check_rereg(ctx, pd);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");

@@ -79,7 +79,7 @@ int main(void)
 	 * Version 0.6: fast registration (spec 8.10.1) and CQ resize
 	 * (8.5.1): the WQE's reg union, the opcodes, the command.
 	 */
-	CHECK(UZ_VERSION_MINOR == 6 && UZ_WR_LOCAL_INV == 0x08 &&
+	CHECK(UZ_WR_LOCAL_INV == 0x08 &&
 	      UZ_WR_REG_MR == 0x09 && UZ_WC_LOCAL_INV == 0x06 &&
 	      UZ_WC_REG_MR == 0x07 && UZ_MR_F_FAST == 0x02);
 	CHECK(offsetof(struct uz_send_wqe, reg.length) == 32 &&
@@ -89,6 +89,13 @@ int main(void)
 	CHECK(UZ_CMD_RESIZE_CQ == 0x23 && sizeof(struct uz_cmd_resize_cq) == 24 &&
 	      offsetof(struct uz_cmd_resize_cq, ci) == 16 &&
 	      offsetof(struct uz_device_attr, max_fast_reg_pages) == 112);
+	/* Version 0.7: REREG_MR (spec 8.10.2). */
+	CHECK(UZ_VERSION_MINOR == 7 && UZ_CMD_REREG_MR == 0x24 &&
+	      UZ_CAP_MR_REREG == 0x400 &&
+	      sizeof(struct uz_cmd_rereg_mr) == 48 &&
+	      offsetof(struct uz_cmd_rereg_mr, change) == 37 &&
+	      offsetof(struct uz_cmd_rereg_mr, uctx) == 40 &&
+	      offsetof(struct uz_cmd_rereg_mr, key) == 44);
 	/* A QUERY_COUNTERS payload fits the command. */
 	CHECK(sizeof(struct uz_cmd_query) == 24 && UZ_CMD_QUERY_COUNTERS == 0x21);
 	/* Version 0.4: paged CQ rings, AVs in UD WQEs, contexts named. */

@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            6
+#define UZ_VERSION_MINOR            7
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -118,6 +118,7 @@
 #define UZ_CAP_FAST_REG             (1u << 8)  /* UZ_MR_F_FAST, REG_MR and
                                                 * LOCAL_INV WRs, SEND_INV */
 #define UZ_CAP_CQ_RESIZE            (1u << 9)  /* UZ_CMD_RESIZE_CQ */
+#define UZ_CAP_MR_REREG             (1u << 10) /* UZ_CMD_REREG_MR */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -401,6 +402,7 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 					  * out0: how many, out1: UZ_CNT_NUM */
 #define UZ_CMD_INVALIDATE_XLAT      0x22 /* drop cached translations */
 #define UZ_CMD_RESIZE_CQ            0x23 /* out0: CQEs the driver moves */
+#define UZ_CMD_REREG_MR             0x24 /* the key stays */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -710,6 +712,31 @@ struct uz_cmd_reg_mr {
  * invalidate received on a QP of its PD, makes it free again.
  */
 /*
+ * REREG_MR: an MR with a page list (neither DMA nor fast-reg) changes in
+ * place, keeping its key: its translation (iova, length and page list,
+ * UZ_REREG_TRANS), PD (UZ_REREG_PD) or access (UZ_REREG_ACCESS), checked
+ * as REG_MR checks them; fields of parts not named are ignored.  Its
+ * cached translations are dropped.
+ */
+struct uz_cmd_rereg_mr {
+	uint64_t iova;
+	uint64_t length;
+	uint64_t pbl_addr;          /* page list: npages x uint64_t */
+	uint32_t npages;
+	uint32_t pdn;
+	uint32_t access;            /* UZ_ACCESS_* */
+	uint8_t page_shift;         /* 12 .. 30 */
+	uint8_t change;             /* UZ_REREG_* */
+	uint16_t reserved_16;
+	uint32_t uctx;
+	uint32_t key;               /* the MR */
+};
+
+#define UZ_REREG_TRANS              (1u << 0)
+#define UZ_REREG_PD                 (1u << 1)
+#define UZ_REREG_ACCESS             (1u << 2)
+
+/*
  * INVALIDATE_XLAT: the driver changed pages of an MR's page list; the NIC
  * drops its cached translations of [iova, iova + length) of that MR
  * (length 0: the whole MR) before it completes the command.
@@ -756,6 +783,7 @@ UZ_ASSERT_CMD(struct uz_cmd_query);
 UZ_ASSERT_CMD(struct uz_cmd_create_srq);
 UZ_ASSERT_CMD(struct uz_cmd_modify_srq);
 UZ_ASSERT_CMD(struct uz_cmd_reg_mr);
+UZ_ASSERT_CMD(struct uz_cmd_rereg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_create_ah);
 UZ_ASSERT_CMD(struct uz_cmd_invalidate_xlat);
 

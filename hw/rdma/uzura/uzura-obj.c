@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * uzura RDMA NIC: RDMA object commands for contexts, protection domains,
- * completion queues, shared receive queues, memory regions and address
- * handles.  QPs live in uzura-qp.c.
+ * completion queues, shared receive queues and address handles.  QPs
+ * live in uzura-qp.c, memory regions in uzura-mr.c.
  *
  * Every object belongs to a context (0 is the kernel's); objects that
  * others refer to count their users and refuse to go while used.
@@ -14,18 +14,6 @@
 #include "trace.h"
 
 static const uint8_t zero_mac[6];
-
-/* A table slot that is free, from index @first; -1 when full. */
-#define UZ_FIND_FREE(tab, n, first) ({                      \
-        int64_t _i, _r = -1;                                \
-        for (_i = (first); _i < (n); _i++) {                \
-            if (!(tab)[_i].valid) {                         \
-                _r = _i;                                    \
-                break;                                      \
-            }                                               \
-        }                                                   \
-        _r;                                                 \
-    })
 
 void uzura_rdma_init(UzuraCore *core)
 {
@@ -554,138 +542,27 @@ void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val)
     srq->pi = pi;
 }
 
-/* ---- memory regions ---- */
-
-/* Remote write and atomic need local write, as in the IB spec. */
-bool uzura_mr_access_ok(uint32_t access)
-{
-    return !(access & ~UZ_ACCESS_ALL) &&
-           (!(access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) ||
-            (access & UZ_ACCESS_LOCAL_WRITE));
-}
-
-/* @npages pages of 2^@shift bytes cover [iova, iova + len). */
-bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
-                          uint64_t npages)
-{
-    uint64_t first;
-
-    if (shift < 12 || shift > 30 || !npages || iova + len < iova) {
-        return false;
-    }
-    first = iova & ~MAKE_64BIT_MASK(0, shift);
-    return iova + len <= first + (npages << shift);
-}
+/* ---- memory regions, forwarded ---- */
 
 static uint8_t uzura_cmd_reg_mr(UzuraCore *core,
                                 const struct uz_admin_cmd *cmd,
                                 struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_reg_mr *c = (const void *)cmd->raw;
-    uint32_t uctx = le32_to_cpu(c->uctx), access = le32_to_cpu(c->access);
-    uint32_t npages = le32_to_cpu(c->npages);
-    uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
-    uint64_t pbl = le64_to_cpu(c->pbl_addr);
-    UzuraRdma *r = &core->rdma;
-    UzuraPd *pd;
-    int64_t i;
-
-    pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
-    if (!pd) {
-        return UZ_CMD_BAD_HANDLE;
-    }
-    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST) ||
-        (c->flags & UZ_MR_F_DMA && c->flags & UZ_MR_F_FAST)) {
-        return UZ_CMD_BAD_PARAM;
-    }
-    /* DMA and fast-reg MRs are the kernel's only. */
-    if ((c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) && uctx) {
-        return UZ_CMD_BAD_PARAM;
-    }
-    if (c->flags & UZ_MR_F_FAST) {
-        /* Free until a REG_MR WR: only the page list counts now. */
-        if (!npages || npages > r->lim.max_fast_reg_pages) {
-            return UZ_CMD_BAD_PARAM;
-        }
-        iova = len = access = 0;
-    } else if (!uzura_mr_access_ok(access) || len > r->lim.max_mr_size ||
-               (!(c->flags & UZ_MR_F_DMA) &&
-                !uzura_mr_pages_cover(iova, len, c->page_shift, npages))) {
-        return UZ_CMD_BAD_PARAM;
-    }
-    if (!(c->flags & UZ_MR_F_DMA) &&
-        !uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
-        return UZ_CMD_BAD_ADDR;
-    }
-    /* Index 0 is never used, so that key 0 is never valid. */
-    i = UZ_FIND_FREE(r->mr, r->lim.max_mr, 1);
-    if (i < 0) {
-        return UZ_CMD_NO_RESOURCES;
-    }
-    r->mr[i] = (UzuraMr) {
-        .valid = true, .key = c->key, .flags = c->flags,
-        .free = c->flags & UZ_MR_F_FAST,
-        .max_pages = (c->flags & UZ_MR_F_FAST) ? npages : 0,
-        /*
-         * A DMA MR has no pages, and a fast-reg MR gets its page size
-         * from REG_MR: their shift is never unchecked guest input.
-         */
-        .page_shift = (c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) ?
-                      12 : c->page_shift,
-        .uctx = uctx,
-        .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
-        .length = len, .pbl_addr = pbl, .npages = npages,
-    };
-    uzura_xlat_drop_mr(core, &r->mr[i]);
-    pd->users++;
-    trace_uzura_obj_mr_reg(i << 8 | c->key, iova, len, access);
-    cqe->out0 = cpu_to_le32(i << 8 | c->key);
-    return UZ_CMD_OK;
+    return uzura_mr_reg(core, (const void *)cmd->raw, cqe);
 }
 
-/* The MR at a key's index (1 .. max_mr - 1), if registered. */
-UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key)
+static uint8_t uzura_cmd_rereg_mr(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
 {
-    UzuraRdma *r = &core->rdma;
-    uint32_t i = UZ_KEY_INDEX(key);
-
-    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid) {
-        return NULL;
-    }
-    return &r->mr[i];
-}
-
-/* The MR a key reaches memory through: its slot, key byte, not free. */
-UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key)
-{
-    UzuraMr *mr = uzura_mr_slot(core, key);
-
-    if (!mr || mr->free || mr->key != UZ_KEY_BYTE(key)) {
-        return NULL;
-    }
-    return mr;
+    return uzura_mr_rereg(core, (const void *)cmd->raw);
 }
 
 static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
                                   const struct uz_admin_cmd *cmd,
                                   struct uz_admin_cqe *cqe)
 {
-    const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    uint32_t key = le32_to_cpu(c->handle);
-    UzuraMr *mr = uzura_mr_slot(core, key);
-
-    /*
-     * A fast-reg MR's key byte changes with each REG_MR WR, one the
-     * driver may not have seen through: its index is enough.
-     */
-    if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
-        (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key))) {
-        return UZ_CMD_BAD_HANDLE;
-    }
-    core->rdma.pd[mr->pdn].users--;
-    uzura_xlat_drop_mr(core, mr);
-    mr->valid = false;
-    return UZ_CMD_OK;
+    return uzura_mr_dereg(core, (const void *)cmd->raw);
 }
 
 static uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
@@ -746,6 +623,7 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_DESTROY_SRQ] = uzura_cmd_destroy_srq,
     [UZ_CMD_REG_MR] = uzura_cmd_reg_mr,
     [UZ_CMD_DEREG_MR] = uzura_cmd_dereg_mr,
+    [UZ_CMD_REREG_MR] = uzura_cmd_rereg_mr,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

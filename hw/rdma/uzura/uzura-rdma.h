@@ -156,17 +156,24 @@ typedef struct UzuraRdma {
 #define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
                          UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC)
 
-/* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs, MRs */
+/* A table slot that is free, from index @first; -1 when full. */
+#define UZ_FIND_FREE(tab, n, first) ({                      \
+        int64_t _i, _r = -1;                                \
+        for (_i = (first); _i < (n); _i++) {                \
+            if (!(tab)[_i].valid) {                         \
+                _r = _i;                                    \
+                break;                                      \
+            }                                               \
+        }                                                   \
+        _r;                                                 \
+    })
+
+/* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs */
 void uzura_uctx_get(UzuraCore *core, uint32_t uctx);
 void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
 UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
 UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx);
 UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn);
-UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key);
-UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
-bool uzura_mr_access_ok(uint32_t access);
-bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
-                          uint64_t npages);
 void uzura_rdma_init(UzuraCore *core);
 void uzura_rdma_uninit(UzuraCore *core);
 void uzura_rdma_reset(UzuraCore *core);
@@ -175,6 +182,17 @@ uint8_t uzura_rdma_cmd(UzuraCore *core, const struct uz_admin_cmd *cmd,
                        struct uz_admin_cqe *cqe);
 void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val);
 void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val);
+
+/* uzura-mr.c: memory regions */
+uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
+                     struct uz_admin_cqe *cqe);
+uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c);
+uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key);
+UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
+bool uzura_mr_access_ok(uint32_t access);
+bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
+                          uint64_t npages);
 
 /* uzura-qp.c: queue pairs and their state machine */
 uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,

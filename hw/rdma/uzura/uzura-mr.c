@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: memory regions, the commands that register, change and
+ * deregister them, and the lookup of a key.
+ *
+ * An MR is a table entry; its page list stays in host memory, owned by
+ * the driver (spec 8.10).  Fast-reg MRs change with work requests too
+ * (uzura-fastreg.c).
+ */
+#include "qemu/osdep.h"
+#include "qemu/bitops.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+/* Remote write and atomic need local write, as in the IB spec. */
+bool uzura_mr_access_ok(uint32_t access)
+{
+    return !(access & ~UZ_ACCESS_ALL) &&
+           (!(access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) ||
+            (access & UZ_ACCESS_LOCAL_WRITE));
+}
+
+/* @npages pages of 2^@shift bytes cover [iova, iova + len). */
+bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
+                          uint64_t npages)
+{
+    uint64_t first;
+
+    if (shift < 12 || shift > 30 || !npages || iova + len < iova) {
+        return false;
+    }
+    first = iova & ~MAKE_64BIT_MASK(0, shift);
+    return iova + len <= first + (npages << shift);
+}
+
+uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
+                     struct uz_admin_cqe *cqe)
+{
+    uint32_t uctx = le32_to_cpu(c->uctx), access = le32_to_cpu(c->access);
+    uint32_t npages = le32_to_cpu(c->npages);
+    uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
+    uint64_t pbl = le64_to_cpu(c->pbl_addr);
+    UzuraRdma *r = &core->rdma;
+    UzuraPd *pd;
+    int64_t i;
+
+    pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
+    if (!pd) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST) ||
+        (c->flags & UZ_MR_F_DMA && c->flags & UZ_MR_F_FAST)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    /* DMA and fast-reg MRs are the kernel's only. */
+    if ((c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) && uctx) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->flags & UZ_MR_F_FAST) {
+        /* Free until a REG_MR WR: only the page list counts now. */
+        if (!npages || npages > r->lim.max_fast_reg_pages) {
+            return UZ_CMD_BAD_PARAM;
+        }
+        iova = len = access = 0;
+    } else if (!uzura_mr_access_ok(access) || len > r->lim.max_mr_size ||
+               (!(c->flags & UZ_MR_F_DMA) &&
+                !uzura_mr_pages_cover(iova, len, c->page_shift, npages))) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!(c->flags & UZ_MR_F_DMA) &&
+        !uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    /* Index 0 is never used, so that key 0 is never valid. */
+    i = UZ_FIND_FREE(r->mr, r->lim.max_mr, 1);
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->mr[i] = (UzuraMr) {
+        .valid = true, .key = c->key, .flags = c->flags,
+        .free = c->flags & UZ_MR_F_FAST,
+        .max_pages = (c->flags & UZ_MR_F_FAST) ? npages : 0,
+        /*
+         * A DMA MR has no pages, and a fast-reg MR gets its page size
+         * from REG_MR: their shift is never unchecked guest input.
+         */
+        .page_shift = (c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) ?
+                      12 : c->page_shift,
+        .uctx = uctx,
+        .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
+        .length = len, .pbl_addr = pbl, .npages = npages,
+    };
+    uzura_xlat_drop_mr(core, &r->mr[i]);
+    pd->users++;
+    trace_uzura_obj_mr_reg(i << 8 | c->key, iova, len, access);
+    cqe->out0 = cpu_to_le32(i << 8 | c->key);
+    return UZ_CMD_OK;
+}
+
+/*
+ * REREG_MR: the parts named change in place and the key stays, so peers
+ * that hold it reach the new memory.  The MR that results is checked as
+ * a whole, as REG_MR would check it.
+ */
+uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
+{
+    uint32_t uctx = le32_to_cpu(c->uctx), key = le32_to_cpu(c->key);
+    UzuraMr *mr = uzura_mr_lookup(core, key);
+    UzuraRdma *r = &core->rdma;
+    UzuraMr next;
+    UzuraPd *pd;
+
+    if (!mr || mr->uctx != uctx) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    /* The kernel's DMA and fast-reg MRs have their own ways. */
+    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST) || !c->change ||
+        c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    next = *mr;
+    if (c->change & UZ_REREG_PD) {
+        pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
+        if (!pd) {
+            return UZ_CMD_BAD_HANDLE;
+        }
+        next.pdn = le32_to_cpu(c->pdn);
+    }
+    if (c->change & UZ_REREG_ACCESS) {
+        next.access = le32_to_cpu(c->access);
+    }
+    if (c->change & UZ_REREG_TRANS) {
+        next.iova = le64_to_cpu(c->iova);
+        next.length = le64_to_cpu(c->length);
+        next.pbl_addr = le64_to_cpu(c->pbl_addr);
+        next.npages = le32_to_cpu(c->npages);
+        next.page_shift = c->page_shift;
+    }
+    if (!uzura_mr_access_ok(next.access) || next.length > r->lim.max_mr_size ||
+        !uzura_mr_pages_cover(next.iova, next.length, next.page_shift,
+                              next.npages)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->change & UZ_REREG_TRANS &&
+        !uzura_dma_ok(core, next.pbl_addr, (uint64_t)next.npages * 8, false)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    r->pd[mr->pdn].users--;
+    r->pd[next.pdn].users++;
+    *mr = next;
+    uzura_xlat_drop_mr(core, mr);
+    trace_uzura_obj_mr_rereg(key, c->change, mr->iova, mr->length,
+                             mr->access);
+    return UZ_CMD_OK;
+}
+
+/* The MR at a key's index (1 .. max_mr - 1), if registered. */
+UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i = UZ_KEY_INDEX(key);
+
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid) {
+        return NULL;
+    }
+    return &r->mr[i];
+}
+
+/* The MR a key reaches memory through: its slot, key byte, not free. */
+UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key)
+{
+    UzuraMr *mr = uzura_mr_slot(core, key);
+
+    if (!mr || mr->free || mr->key != UZ_KEY_BYTE(key)) {
+        return NULL;
+    }
+    return mr;
+}
+
+uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c)
+{
+    uint32_t key = le32_to_cpu(c->handle);
+    UzuraMr *mr = uzura_mr_slot(core, key);
+
+    /*
+     * A fast-reg MR's key byte changes with each REG_MR WR, one the
+     * driver may not have seen through: its index is enough.
+     */
+    if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
+        (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key))) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    core->rdma.pd[mr->pdn].users--;
+    uzura_xlat_drop_mr(core, mr);
+    mr->valid = false;
+    return UZ_CMD_OK;
+}
