@@ -22,6 +22,7 @@ struct uz_mr {
 	dma_addr_t pbl_dma;
 	size_t pbl_size;
 	u32 uctx;
+	int access;		/* user MR: as registered, for a re-pin */
 	u32 max_pages;		/* fast-reg: the page list's capacity */
 	u32 npages;		/* fast-reg: entries map_mr_sg wrote */
 };
@@ -205,6 +206,7 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->pbl = pg.pbl;
 	mr->pbl_dma = pg.pbl_dma;
 	mr->pbl_size = pg.pbl_size;
+	mr->access = access;
 	return &mr->ibmr;
 
 err_pages:
@@ -263,8 +265,7 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	}
 	if (pin) {
 		err = uz_mr_pin(uz, start, length, virt,
-				flags & IB_MR_REREG_ACCESS ? access :
-				mr->umem->writable ? IB_ACCESS_LOCAL_WRITE : 0,
+				flags & IB_MR_REREG_ACCESS ? access : mr->access,
 				&pg);
 		if (err)
 			return ERR_PTR(err);
@@ -297,6 +298,8 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		uz_mr_unpin(uz, &old);
 		ibmr->length = length;
 	}
+	if (flags & IB_MR_REREG_ACCESS)
+		mr->access = access;
 	return NULL;
 }
 

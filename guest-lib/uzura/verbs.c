@@ -706,16 +706,18 @@ static void uz_wq_reset(struct uzura_wq *wq)
 }
 
 /*
- * Drop the CQEs of QP @qpn not polled yet from @cq, keeping the others in
+ * Drop the CQEs of @qp not polled yet from @cq, keeping the others in
  * order: a QP moved to RESET starts afresh, and completions (flushes,
  * mostly) from before must not be taken for its new work, as on other
  * verbs devices.  The CQEs the device has written are moved towards the
  * producer, over the dropped ones, each with the phase of its new slot;
- * the device writes only beyond them.
+ * the device writes only beyond them.  A dropped receive of an SRQ frees
+ * its slot, as polling it would; CRW completions stay, since they alone
+ * tell when a CRW's buffers are free (uzura_crw_reset marks them stale).
  */
-static void uzura_cq_clean(struct uzura_cq *cq, uint32_t qpn)
+static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
 {
-	uint32_t mask, n, i, dropped = 0;
+	uint32_t mask, n, i, dropped = 0, qpn = qp->ibqp.qp_num;
 
 	pthread_spin_lock(&cq->lock);
 	if (cq->moving && uzura_cq_move(cq))
@@ -726,7 +728,9 @@ static void uzura_cq_clean(struct uzura_cq *cq, uint32_t qpn)
 		struct uz_cqe *c = (struct uz_cqe *)cq->ring + (k & mask);
 		uint8_t phase = ((k >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
 
-		if ((c->flags & UZ_CQE_PHASE) != phase)
+		if ((atomic_load_explicit((_Atomic(uint8_t) *)&c->flags,
+					  memory_order_relaxed) &
+		     UZ_CQE_PHASE) != phase)
 			break;
 	}
 	udma_from_device_barrier();
@@ -734,7 +738,10 @@ static void uzura_cq_clean(struct uzura_cq *cq, uint32_t qpn)
 		struct uz_cqe *ring = cq->ring, *c = ring + ((cq->ci + i) & mask);
 		uint32_t to = cq->ci + i + dropped;
 
-		if ((le32toh(c->qpn) & 0xffffff) == qpn) {
+		if ((le32toh(c->qpn) & 0xffffff) == qpn &&
+		    c->opcode != UZ_WC_CRW) {
+			if ((c->opcode & UZ_WC_RECV) && qp->srq)
+				uz_rq_complete(&qp->srq->rq);
 			dropped++;
 		} else if (dropped) {
 			uint8_t phase = ((to >> cq->log_depth) & 1) ? 0 :
@@ -745,6 +752,8 @@ static void uzura_cq_clean(struct uzura_cq *cq, uint32_t qpn)
 		}
 	}
 	cq->ci = (cq->ci + dropped) & UZ_DB_CI_MASK;
+	/* The device must know the slots are free before they are used. */
+	uzura_cq_report(cq, true);
 out:
 	pthread_spin_unlock(&cq->lock);
 }
@@ -761,10 +770,9 @@ int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		return ret;
 	if (attr_mask & IBV_QP_STATE) {
 		if (attr->qp_state == IBV_QPS_RESET) {
-			uzura_cq_clean(to_ucq(ibqp->send_cq), ibqp->qp_num);
+			uzura_cq_clean(to_ucq(ibqp->send_cq), qp);
 			if (ibqp->recv_cq != ibqp->send_cq)
-				uzura_cq_clean(to_ucq(ibqp->recv_cq),
-					       ibqp->qp_num);
+				uzura_cq_clean(to_ucq(ibqp->recv_cq), qp);
 			uz_wq_reset(&qp->sq);
 			uzura_crw_reset(qp);
 			if (!qp->srq)
