@@ -9,7 +9,8 @@
 #
 # points.csv has one row per figure: rate (percent), transport, test
 # (write_bw, read_bw, send_bw, write_lat, mpi_lat, mpi_lat99, mpi_bw,
-# transfer, or a uzura counter moved during the point), value (empty when
+# transfer, transfer_size in KiB, or a uzura counter moved during the
+# point), value (empty when
 # the point failed), unit, status (the exit status, or ok/corrupt/failed
 # for the MPI job and the transfer).
 import csv
@@ -46,6 +47,22 @@ def load(rundir):
     return rows
 
 
+def transfer_meta(meta):
+    """The transfer's size as the run's meta says (older runs: one size)."""
+    if "transfer" in meta:
+        return meta["transfer"]
+    return "%s MiB" % meta.get("transfer_mib", "?")
+
+
+def size_kib(rows, rate, trs):
+    """The transfer's size at RATE, the same for every transport."""
+    for t in trs:
+        v = rows.get((rate, t, "transfer_size"), (None,))[0]
+        if v:
+            return "%d MiB" % (v / 1024) if v >= 1024 else "%d KiB" % v
+    return ""  # older runs: one size, in the header
+
+
 def rate_key(r):
     return float(r)
 
@@ -59,19 +76,23 @@ def table(rundir, meta, rows):
         meta.get("run", ""), meta.get("date", ""), meta.get("kind", "?"),
         " ".join(rates), meta.get("mtu", "?"),
         (", " + meta["note"]) if meta.get("note") else ""))
-    w("host: %s; perftest -D %s s; transfer %s MiB; elapsed %s" % (
+    w("host: %s; perftest -D %s s; transfer %s; elapsed %s" % (
         meta.get("host", "?"), meta.get("duration", "?"),
-        meta.get("transfer_mib", "?"), meta.get("elapsed", "?")))
+        transfer_meta(meta), meta.get("elapsed", "?")))
     w("'-': no figure (the point failed or timed out).  Transfer: ok, "
       "corrupt (the data differed), cut (the time limit ended it; its "
       "MB/s are those of the rounds checked) or failed")
     for test, title, unit in TESTS:
         w("")
         w("%s (%s)" % (title, unit))
-        w("  rate %  " + "".join("%24s" % NAMES[t] for t in trs) +
+        size = test == "transfer"
+        w("  rate %  " + ("%9s" % "size" if size else "") +
+          "".join("%24s" % NAMES[t] for t in trs) +
           ("   sr/gbn" if "uzura-sr" in trs and "uzura-gbn" in trs else ""))
         for r in rates:
             line = "  %6s  " % r
+            if size:
+                line += "%9s" % size_kib(rows, r, trs)
             for t in trs:
                 v, st = rows.get((r, t, test), (None, ""))
                 cell = fmt(v)
@@ -106,8 +127,8 @@ def plot(rundir, meta, rows, rates, trs):
     png = os.path.join(rundir, "faults.png")
     panels = [("write_bw", "bandwidth, RDMA WRITE 64 KiB / TCP stream", "MB/s",
                trs),
-              ("transfer", "goodput of the checksummed %s MiB transfer"
-               % meta.get("transfer_mib", "?"), "MB/s", trs),
+              ("transfer", "goodput of the checksummed transfer (%s)"
+               % transfer_meta(meta), "MB/s", trs),
               ("write_lat", "latency, RDMA WRITE 2 B / TCP", "us", trs),
               ("retransmits", "uzura: packets sent again", "packets",
                [t for t in trs if t.startswith("uzura")]),
