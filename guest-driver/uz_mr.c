@@ -15,12 +15,19 @@
 
 #include "uz.h"
 
-struct uz_mr {
-	struct ib_mr ibmr;
+/* An MR's pinned pages (user MRs) and the page list the device reads. */
+struct uz_mr_pages {
 	struct ib_umem *umem;
 	__le64 *pbl;
 	dma_addr_t pbl_dma;
 	size_t pbl_size;
+	u32 npages;
+	u8 page_shift;
+};
+
+struct uz_mr {
+	struct ib_mr ibmr;
+	struct uz_mr_pages pg;	/* none for a DMA MR, no umem for fast-reg */
 	u32 uctx;
 	int access;		/* user MR: as registered, for a re-pin */
 	u32 max_pages;		/* fast-reg: the page list's capacity */
@@ -82,16 +89,6 @@ struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access)
 	}
 	return &mr->ibmr;
 }
-
-/* A user MR's pinned pages and the page list the device reads. */
-struct uz_mr_pages {
-	struct ib_umem *umem;
-	__le64 *pbl;
-	dma_addr_t pbl_dma;
-	size_t pbl_size;
-	u32 npages;
-	u8 page_shift;
-};
 
 static int uz_check_user_access(struct ib_device *ibdev, int access)
 {
@@ -202,10 +199,7 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
 	if (err)
 		goto err_pages;
-	mr->umem = pg.umem;
-	mr->pbl = pg.pbl;
-	mr->pbl_dma = pg.pbl_dma;
-	mr->pbl_size = pg.pbl_size;
+	mr->pg = pg;
 	mr->access = access;
 	return &mr->ibmr;
 
@@ -235,7 +229,7 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	bool pin;
 	int err;
 
-	if (!(uz->caps & UZ_CAP_MR_REREG) || !mr->umem ||
+	if (!(uz->caps & UZ_CAP_MR_REREG) || !mr->pg.umem ||
 	    (flags & ~IB_MR_REREG_SUPPORTED)) {
 		ibdev_dbg(ibmr->device, "MR 0x%x: rereg 0x%x not supported\n",
 			  ibmr->lkey, flags);
@@ -257,9 +251,9 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	/* The pages stay, but were pinned read-only. */
 	pin = flags & IB_MR_REREG_TRANS;
 	if (!pin && (flags & IB_MR_REREG_ACCESS) &&
-	    ib_access_writable(access) && !mr->umem->writable) {
-		start = mr->umem->address;
-		length = mr->umem->length;
+	    ib_access_writable(access) && !mr->pg.umem->writable) {
+		start = mr->pg.umem->address;
+		length = mr->pg.umem->length;
 		virt = ibmr->iova;
 		pin = true;
 	}
@@ -286,15 +280,9 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(err);
 	}
 	if (pin) {
-		struct uz_mr_pages old = {
-			.umem = mr->umem, .pbl = mr->pbl,
-			.pbl_dma = mr->pbl_dma, .pbl_size = mr->pbl_size,
-		};
+		struct uz_mr_pages old = mr->pg;
 
-		mr->umem = pg.umem;
-		mr->pbl = pg.pbl;
-		mr->pbl_dma = pg.pbl_dma;
-		mr->pbl_size = pg.pbl_size;
+		mr->pg = pg;
 		uz_mr_unpin(uz, &old);
 		ibmr->length = length;
 	}
@@ -317,10 +305,7 @@ int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		kfree(mr);
 		return 0;
 	}
-	if (mr->pbl)
-		dma_free_coherent(&uz->pdev->dev, mr->pbl_size, mr->pbl,
-				  mr->pbl_dma);
-	ib_umem_release(mr->umem);
+	uz_mr_unpin(uz, &mr->pg);
 	kfree(mr);
 	return 0;
 }
@@ -348,14 +333,14 @@ struct ib_mr *uz_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		return ERR_PTR(-ENOMEM);
 	mr->uctx = to_uz_pd(ibpd)->uctx;
 	mr->max_pages = max_num_sg;
-	mr->pbl_size = max_num_sg * sizeof(*mr->pbl);
-	mr->pbl = dma_alloc_coherent(&uz->pdev->dev, mr->pbl_size,
-				     &mr->pbl_dma, GFP_KERNEL);
-	if (!mr->pbl) {
+	mr->pg.pbl_size = max_num_sg * sizeof(*mr->pg.pbl);
+	mr->pg.pbl = dma_alloc_coherent(&uz->pdev->dev, mr->pg.pbl_size,
+					&mr->pg.pbl_dma, GFP_KERNEL);
+	if (!mr->pg.pbl) {
 		err = -ENOMEM;
 		goto err_free;
 	}
-	r.pbl_addr = cpu_to_le64(mr->pbl_dma);
+	r.pbl_addr = cpu_to_le64(mr->pg.pbl_dma);
 	r.npages = cpu_to_le32(max_num_sg);
 	r.flags = UZ_MR_F_FAST;
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
@@ -364,7 +349,7 @@ struct ib_mr *uz_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	return &mr->ibmr;
 
 err_pbl:
-	dma_free_coherent(&uz->pdev->dev, mr->pbl_size, mr->pbl, mr->pbl_dma);
+	uz_mr_unpin(uz, &mr->pg);
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);
@@ -376,7 +361,7 @@ static int uz_set_page(struct ib_mr *ibmr, u64 addr)
 
 	if (mr->npages == mr->max_pages)
 		return -ENOMEM;
-	mr->pbl[mr->npages++] = cpu_to_le64(addr);
+	mr->pg.pbl[mr->npages++] = cpu_to_le64(addr);
 	return 0;
 }
 

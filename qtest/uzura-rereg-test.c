@@ -217,8 +217,21 @@ static void test_refused(void)
     g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
                     ==, UZ_CMD_BAD_HANDLE);
     g_assert_cmpint(rereg(fast, c), ==, UZ_CMD_BAD_HANDLE);
-    /* The kernel's DMA MR. */
+    /* The kernel's DMA MR, and its fast-reg MR once registered. */
     g_assert_cmpint(rereg(dma, c), ==, UZ_CMD_BAD_PARAM);
+    {
+        UzWr wr = uz_fast_map(fast, 0x10000, UZ_PAGE_SIZE, UZ_ACCESS_ALL,
+                              0x61);
+
+        uz_post_send(p.qb, &wr);
+        uz_sq_done(p.qb, wr.wr_id, UZ_WC_REG_MR, 0);
+        g_assert_cmpint(rereg(fast, c), ==, UZ_CMD_BAD_PARAM);
+    }
+    /* The key is checked first: a bad key with nothing to change too. */
+    c = (struct uz_cmd_rereg_mr) { .change = 0,
+                                   .key = cpu_to_le32(mr->key ^ 1) };
+    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_HANDLE);
 
     /* Nothing to change, or an unknown part. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) { .change = 0 }), ==,
@@ -226,10 +239,28 @@ static void test_refused(void)
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_ACCESS | 0x08,
         .access = cpu_to_le32(UZ_ACCESS_ALL) }), ==, UZ_CMD_BAD_PARAM);
-    /* A PD that is not there. */
+    /* A PD that is not there, or another context's; before the access. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_PD, .pdn = cpu_to_le32(200) }), ==,
         UZ_CMD_BAD_HANDLE);
+    {
+        UzNode *n = &p.n[1];
+        struct uz_admin_cqe cqe;
+        uint32_t upd;
+
+        g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                        UZ_CMD_OK);
+        n->uctx = le32_to_cpu(cqe.out0);
+        upd = uz_pd_alloc(n);
+        n->uctx = 0;
+        g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
+            .change = UZ_REREG_PD, .pdn = cpu_to_le32(upd) }), ==,
+            UZ_CMD_BAD_HANDLE);
+        g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
+            .change = UZ_REREG_PD | UZ_REREG_ACCESS,
+            .pdn = cpu_to_le32(upd), .access = cpu_to_le32(0x10) }), ==,
+            UZ_CMD_BAD_HANDLE);
+    }
     /* Access: remote write without local write; an unknown bit. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_ACCESS,
@@ -281,6 +312,11 @@ static void test_refused(void)
             g_assert_cmpint(rereg(mr, c), ==, want[i]);
         }
     }
+    /* A PD move with an unreadable page list: neither happens. */
+    g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
+        .change = UZ_REREG_TRANS | UZ_REREG_PD, .pdn = cpu_to_le32(pd2),
+        .iova = 0, .length = 16, .npages = 1, .pbl_addr = cpu_to_le64(db),
+        .page_shift = UZ_PAGE_SHIFT }), ==, UZ_CMD_BAD_ADDR);
     /* A good translation with a bad access: neither happens. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_TRANS | UZ_REREG_ACCESS, .iova = 0,

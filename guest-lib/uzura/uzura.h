@@ -17,6 +17,7 @@
 #include <ccan/minmax.h>
 #include <infiniband/driver.h>
 #include <util/mmio.h>
+#include <util/udma_barrier.h>
 #include <util/util.h>
 
 #include "uzura-abi.h"
@@ -151,6 +152,30 @@ static inline void uzura_cq_report(struct uzura_cq *cq, bool now)
 		return;
 	uz_ring_db(cq->db, cq->ci);
 	cq->ci_reported = cq->ci;
+}
+
+/*
+ * The phase a CQE at free-running index @idx has once the device wrote
+ * it: 1 on even passes of the ring, 0 on odd ones.
+ */
+static inline uint8_t uz_cq_phase(const struct uzura_cq *cq, uint32_t idx)
+{
+	return ((idx >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+}
+
+/* The CQE at index @idx if the device has written it, or NULL. */
+static inline struct uz_cqe *uz_cq_written(struct uzura_cq *cq, uint32_t idx)
+{
+	struct uz_cqe *cqe = (struct uz_cqe *)cq->ring +
+			     (idx & ((1u << cq->log_depth) - 1));
+
+	if ((atomic_load_explicit((_Atomic(uint8_t) *)&cqe->flags,
+				  memory_order_relaxed) &
+	     UZ_CQE_PHASE) != uz_cq_phase(cq, idx))
+		return NULL;
+	/* The device wrote the rest of the CQE before its phase. */
+	udma_from_device_barrier();
+	return cqe;
 }
 
 static inline uint32_t uz_wq_depth(const struct uzura_wq *wq)

@@ -336,16 +336,11 @@ void uzura_crw_reset(struct uzura_qp *qp)
 	for (k = 0; k < n; k++) {
 		struct uz_cqe *cqe;
 		struct uzura_crw_ent *e;
-		uint8_t phase;
 
 		ci = (cq->ci + k) & UZ_DB_CI_MASK;
-		cqe = (struct uz_cqe *)cq->ring + (ci & (n - 1));
-		phase = ((ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-		if ((atomic_load_explicit((_Atomic(uint8_t) *)&cqe->flags,
-					  memory_order_relaxed) &
-		     UZ_CQE_PHASE) != phase)
+		cqe = uz_cq_written(cq, ci);
+		if (!cqe)
 			break;
-		udma_from_device_barrier();
 		if (cqe->opcode != UZ_WC_CRW ||
 		    (le32toh(cqe->qpn) & 0xffffff) != qp->ibqp.qp_num)
 			continue;

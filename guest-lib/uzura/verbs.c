@@ -359,23 +359,10 @@ int uzura_destroy_cq(struct ibv_cq *ibcq)
 /* The CQE at the consumer index if the device has written it, or NULL. */
 struct uz_cqe *uzura_cq_next(struct uzura_cq *cq)
 {
-	struct uz_cqe *cqe;
-	uint8_t phase;
-
 	/* A resize that could not map the new ring tries again. */
 	if (cq->moving && uzura_cq_move(cq))
 		return NULL;
-	cqe = (struct uz_cqe *)cq->ring +
-	      (cq->ci & ((1u << cq->log_depth) - 1));
-	/* Phase 1 on even passes of the ring, 0 on odd ones. */
-	phase = ((cq->ci >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-	if ((atomic_load_explicit((_Atomic(uint8_t) *)&cqe->flags,
-				  memory_order_relaxed) &
-	     UZ_CQE_PHASE) != phase)
-		return NULL;
-	/* The device wrote the rest of the CQE before its phase. */
-	udma_from_device_barrier();
-	return cqe;
+	return uz_cq_written(cq, cq->ci);
 }
 
 static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
@@ -723,17 +710,8 @@ static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
 	if (cq->moving && uzura_cq_move(cq))
 		goto out;
 	mask = (1u << cq->log_depth) - 1;
-	for (n = 0; n <= mask; n++) {
-		uint32_t k = cq->ci + n;
-		struct uz_cqe *c = (struct uz_cqe *)cq->ring + (k & mask);
-		uint8_t phase = ((k >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-
-		if ((atomic_load_explicit((_Atomic(uint8_t) *)&c->flags,
-					  memory_order_relaxed) &
-		     UZ_CQE_PHASE) != phase)
-			break;
-	}
-	udma_from_device_barrier();
+	for (n = 0; n <= mask && uz_cq_written(cq, cq->ci + n); n++)
+		;
 	for (i = n; i-- > 0;) {
 		struct uz_cqe *ring = cq->ring, *c = ring + ((cq->ci + i) & mask);
 		uint32_t to = cq->ci + i + dropped;
@@ -744,11 +722,9 @@ static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
 				uz_rq_complete(&qp->srq->rq);
 			dropped++;
 		} else if (dropped) {
-			uint8_t phase = ((to >> cq->log_depth) & 1) ? 0 :
-					UZ_CQE_PHASE;
-
 			ring[to & mask] = *c;
-			ring[to & mask].flags = (c->flags & ~UZ_CQE_PHASE) | phase;
+			ring[to & mask].flags = (c->flags & ~UZ_CQE_PHASE) |
+						uz_cq_phase(cq, to);
 		}
 	}
 	cq->ci = (cq->ci + dropped) & UZ_DB_CI_MASK;

@@ -33,10 +33,9 @@ static uint8_t uzura_fastreg_reg(UzuraCore *core, UzuraQp *qp,
         *verr = UZ_VERR_MR_STATE;
         return UZ_WC_STATUS_LOC_PROT_ERR;
     }
-    if (h->reg.npages > mr->max_pages || !uzura_mr_access_ok(h->reg.access) ||
-        h->reg.length > core->rdma.lim.max_mr_size ||
-        !uzura_mr_pages_cover(h->remote_addr, h->reg.length,
-                              h->reg.page_shift, h->reg.npages)) {
+    if (h->reg.npages > mr->max_pages ||
+        !uzura_mr_shape_ok(core, h->reg.access, h->remote_addr, h->reg.length,
+                           h->reg.page_shift, h->reg.npages, true)) {
         *verr = UZ_VERR_BAD_WQE;
         return UZ_WC_STATUS_LOC_QP_OP_ERR;
     }

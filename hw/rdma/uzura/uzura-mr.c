@@ -13,7 +13,7 @@
 #include "trace.h"
 
 /* Remote write and atomic need local write, as in the IB spec. */
-bool uzura_mr_access_ok(uint32_t access)
+static bool uzura_mr_access_ok(uint32_t access)
 {
     return !(access & ~UZ_ACCESS_ALL) &&
            (!(access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) ||
@@ -21,8 +21,8 @@ bool uzura_mr_access_ok(uint32_t access)
 }
 
 /* @npages pages of 2^@shift bytes cover [iova, iova + len). */
-bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
-                          uint64_t npages)
+static bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
+                                 uint64_t npages)
 {
     uint64_t first;
 
@@ -31,6 +31,19 @@ bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
     }
     first = iova & ~MAKE_64BIT_MASK(0, shift);
     return iova + len <= first + (npages << shift);
+}
+
+/*
+ * An MR's access, length and, unless it is a DMA MR (!@paged), pages, as
+ * REG_MR, REREG_MR and the REG_MR work request all check them.
+ */
+bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
+                       uint64_t len, uint8_t shift, uint64_t npages,
+                       bool paged)
+{
+    return uzura_mr_access_ok(access) &&
+           len <= core->rdma.lim.max_mr_size &&
+           (!paged || uzura_mr_pages_cover(iova, len, shift, npages));
 }
 
 uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
@@ -62,9 +75,8 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
             return UZ_CMD_BAD_PARAM;
         }
         iova = len = access = 0;
-    } else if (!uzura_mr_access_ok(access) || len > r->lim.max_mr_size ||
-               (!(c->flags & UZ_MR_F_DMA) &&
-                !uzura_mr_pages_cover(iova, len, c->page_shift, npages))) {
+    } else if (!uzura_mr_shape_ok(core, access, iova, len, c->page_shift,
+                                  npages, !(c->flags & UZ_MR_F_DMA))) {
         return UZ_CMD_BAD_PARAM;
     }
     if (!(c->flags & UZ_MR_F_DMA) &&
@@ -136,9 +148,8 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
         next.npages = le32_to_cpu(c->npages);
         next.page_shift = c->page_shift;
     }
-    if (!uzura_mr_access_ok(next.access) || next.length > r->lim.max_mr_size ||
-        !uzura_mr_pages_cover(next.iova, next.length, next.page_shift,
-                              next.npages)) {
+    if (!uzura_mr_shape_ok(core, next.access, next.iova, next.length,
+                           next.page_shift, next.npages, true)) {
         return UZ_CMD_BAD_PARAM;
     }
     if (c->change & UZ_REREG_TRANS &&

@@ -190,9 +190,9 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c);
 uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c);
 UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key);
 UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
-bool uzura_mr_access_ok(uint32_t access);
-bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
-                          uint64_t npages);
+bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
+                       uint64_t len, uint8_t shift, uint64_t npages,
+                       bool paged);
 
 /* uzura-qp.c: queue pairs and their state machine */
 uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
