@@ -23,7 +23,16 @@ run_suite() {
 	rc=$?
 	p=$(grep -cE '^ok ' "$log")
 	f=$(grep -cE '^not ok ' "$log")
-	grep -E '^(not )?ok ' "$log" | sed 's/^/   /'
+	# Each result; a failure with the comments its suite printed just
+	# before it (the failing tools' output), so that a log of this
+	# output alone says why.
+	awk '/^#/ { c[n++ % 40] = $0; next }
+	     /^(not )?ok / {
+		if (/^not ok /)
+			for (i = n > 40 ? n - 40 : 0; i < n; i++)
+				print "      " c[i % 40]
+		print "   " $0; n = 0
+	     }' "$log"
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# The suite died before reporting a failure: count that.
 		echo "   not ok - $name exited with status $rc (see $log)"
