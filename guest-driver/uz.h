@@ -164,6 +164,11 @@ struct uz_pd {
 	u32 uctx;
 };
 
+/* The device holds a window's state; ib_mw has its key and type. */
+struct uz_mw {
+	struct ib_mw ibmw;
+};
+
 /*
  * A user AH is an object of the device (ahn); a kernel AH is only its
  * address vector, copied into each UD WQE (UZ_WQE_F_AV), so the MAD and
@@ -383,6 +388,10 @@ struct rdma_hw_stats *uz_alloc_hw_port_stats(struct ib_device *ibdev,
 					     u32 port);
 int uz_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		    u32 port, int index);
+
+/* uz_mw.c */
+int uz_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int uz_dealloc_mw(struct ib_mw *ibmw);
 
 /* uz_mr.c */
 struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);

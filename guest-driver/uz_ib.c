@@ -33,9 +33,11 @@ UZ_SAME(IB_ACCESS_LOCAL_WRITE, UZ_ACCESS_LOCAL_WRITE);
 UZ_SAME(IB_ACCESS_REMOTE_WRITE, UZ_ACCESS_REMOTE_WRITE);
 UZ_SAME(IB_ACCESS_REMOTE_READ, UZ_ACCESS_REMOTE_READ);
 UZ_SAME(IB_ACCESS_REMOTE_ATOMIC, UZ_ACCESS_REMOTE_ATOMIC);
+UZ_SAME(IB_ACCESS_MW_BIND, UZ_ACCESS_MW_BIND);
 UZ_SAME(IB_WC_SUCCESS, UZ_WC_STATUS_SUCCESS);
 UZ_SAME(IB_WC_LOC_PROT_ERR, UZ_WC_STATUS_LOC_PROT_ERR);
 UZ_SAME(IB_WC_WR_FLUSH_ERR, UZ_WC_STATUS_WR_FLUSH_ERR);
+UZ_SAME(IB_WC_MW_BIND_ERR, UZ_WC_STATUS_MW_BIND_ERR);
 UZ_SAME(IB_WC_RNR_RETRY_EXC_ERR, UZ_WC_STATUS_RNR_RETRY_EXC_ERR);
 UZ_SAME(IB_WC_REM_ABORT_ERR, UZ_WC_STATUS_REM_ABORT_ERR);
 UZ_SAME(IB_WC_GENERAL_ERR, UZ_WC_STATUS_GENERAL_ERR);
@@ -161,6 +163,12 @@ static int uz_query_device(struct ib_device *ibdev,
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 		props->max_fast_reg_page_list_len =
 			le32_to_cpu(a->max_fast_reg_pages);
+	}
+	/* Windows take entries of the MR table (spec 8.10.3). */
+	if (uz->caps & UZ_CAP_MW) {
+		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		props->max_mw = le32_to_cpu(a->max_mr);
 	}
 	props->max_send_sge = le32_to_cpu(a->max_sge);
 	props->max_recv_sge = le32_to_cpu(a->max_sge);
@@ -585,6 +593,7 @@ static const struct ib_device_ops uz_ib_ops = {
 
 	.alloc_hw_port_stats = uz_alloc_hw_port_stats,
 	.alloc_mr = uz_alloc_mr,
+	.alloc_mw = uz_alloc_mw,
 	.alloc_pd = uz_alloc_pd,
 	.alloc_ucontext = uz_alloc_ucontext,
 	.create_ah = uz_create_ah,
@@ -592,6 +601,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.create_qp = uz_create_qp,
 	.create_srq = uz_create_srq,
 	.create_user_ah = uz_create_ah,
+	.dealloc_mw = uz_dealloc_mw,
 	.dealloc_pd = uz_dealloc_pd,
 	.dealloc_ucontext = uz_dealloc_ucontext,
 	.dereg_mr = uz_dereg_mr,
@@ -624,6 +634,7 @@ static const struct ib_device_ops uz_ib_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, uz_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, uz_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, uz_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, uz_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, uz_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, uz_srq, ibsrq),

@@ -90,10 +90,16 @@ struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/* What a user MR's access may ask of the device: windows, if it has them. */
+static int uz_user_access(struct uz_dev *uz)
+{
+	return UZ_MR_ACCESS | (uz->caps & UZ_CAP_MW ? IB_ACCESS_MW_BIND : 0);
+}
+
 static int uz_check_user_access(struct ib_device *ibdev, int access)
 {
 	/* Optional flags (relaxed ordering) are hints a device may ignore. */
-	if (access & ~(UZ_MR_ACCESS | IB_ACCESS_OPTIONAL)) {
+	if (access & ~(uz_user_access(ibdev_to_uz(ibdev)) | IB_ACCESS_OPTIONAL)) {
 		ibdev_dbg(ibdev, "MR access 0x%x not supported\n", access);
 		return -EOPNOTSUPP;
 	}
@@ -194,7 +200,7 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	r.length = cpu_to_le64(length);
 	r.pbl_addr = cpu_to_le64(pg.pbl_dma);
 	r.npages = cpu_to_le32(pg.npages);
-	r.access = cpu_to_le32(access & UZ_MR_ACCESS);
+	r.access = cpu_to_le32(access & uz_user_access(uz));
 	r.page_shift = pg.page_shift;
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
 	if (err)
@@ -241,7 +247,7 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		err = uz_check_user_access(ibmr->device, access);
 		if (err)
 			return ERR_PTR(err);
-		r->access = cpu_to_le32(access & UZ_MR_ACCESS);
+		r->access = cpu_to_le32(access & uz_user_access(uz));
 		r->change |= UZ_REREG_ACCESS;
 	}
 	if (flags & IB_MR_REREG_PD) {
@@ -298,6 +304,12 @@ int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	int err;
 
 	err = uz_obj_cmd(uz, UZ_CMD_DEREG_MR, ibmr->lkey, mr->uctx);
+	if (err == -EBUSY) {
+		/* Windows are bound to it: it stays, as the IB spec has it. */
+		ibdev_dbg(ibmr->device, "MR 0x%x: memory windows bound\n",
+			  ibmr->lkey);
+		return err;
+	}
 	if (err) {
 		/* The device may still use the pages: keep them pinned. */
 		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed: %d\n",

@@ -258,7 +258,7 @@ static void test_refused(void)
             UZ_CMD_BAD_HANDLE);
         g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
             .change = UZ_REREG_PD | UZ_REREG_ACCESS,
-            .pdn = cpu_to_le32(upd), .access = cpu_to_le32(0x10) }), ==,
+            .pdn = cpu_to_le32(upd), .access = cpu_to_le32(0x20) }), ==,
             UZ_CMD_BAD_HANDLE);
     }
     /* Access: remote write without local write; an unknown bit. */
@@ -267,7 +267,7 @@ static void test_refused(void)
         .access = cpu_to_le32(UZ_ACCESS_REMOTE_WRITE) }), ==,
         UZ_CMD_BAD_PARAM);
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
-        .change = UZ_REREG_ACCESS, .access = cpu_to_le32(0x10) }), ==,
+        .change = UZ_REREG_ACCESS, .access = cpu_to_le32(0x20) }), ==,
         UZ_CMD_BAD_PARAM);
     /* Bad access with a good PD: the PD does not move either. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {

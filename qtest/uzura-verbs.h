@@ -137,8 +137,9 @@ typedef struct UzWr {
     uint32_t remote_qkey;
     uint64_t tag;               /* CRW and STCRW */
     uint32_t crw_length;        /* STCRW: bytes offered */
-    uint64_t reg_length;        /* REG_MR: rkey is the new key, */
+    uint64_t reg_length;        /* REG_MR, BIND_MW: rkey is the new key, */
     uint32_t reg_access;        /* remote_addr the iova */
+    uint32_t bind_mr_key;       /* BIND_MW: the MR */
     uint16_t reg_npages;
     uint8_t reg_page_shift;     /* 0 = UZ_PAGE_SHIFT */
 } UzWr;
@@ -1347,6 +1348,8 @@ static inline uint8_t uz_wc_opcode(uint8_t wr_opcode)
         return UZ_WC_LOCAL_INV;
     case UZ_WR_REG_MR:
         return UZ_WC_REG_MR;
+    case UZ_WR_BIND_MW:
+        return UZ_WC_BIND_MW;
     default:
         /* SEND, SEND_IMM, SEND_INV; an unknown opcode flushes as SEND. */
         return UZ_WC_SEND;
@@ -1389,6 +1392,10 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
     } else if (wr->opcode == UZ_WR_CRW || wr->opcode == UZ_WR_STCRW) {
         w->crw.tag = cpu_to_le64(wr->tag);
         w->crw.length = cpu_to_le32(wr->crw_length);
+    } else if (wr->opcode == UZ_WR_BIND_MW) {
+        w->bind.length = cpu_to_le64(wr->reg_length);
+        w->bind.access = cpu_to_le32(wr->reg_access);
+        w->bind.mr_key = cpu_to_le32(wr->bind_mr_key);
     } else if (wr->opcode == UZ_WR_REG_MR) {
         w->reg.length = cpu_to_le64(wr->reg_length);
         w->reg.access = cpu_to_le32(wr->reg_access);

@@ -25,7 +25,10 @@
 				 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 				 IBV_QP_EX_WITH_RDMA_READ | \
 				 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-				 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+				 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+				 IBV_QP_EX_WITH_BIND_MW | \
+				 IBV_QP_EX_WITH_LOCAL_INV | \
+				 IBV_QP_EX_WITH_SEND_WITH_INV)
 #define UZ_UD_SEND_OPS		(IBV_QP_EX_WITH_SEND | \
 				 IBV_QP_EX_WITH_SEND_WITH_IMM)
 
@@ -110,7 +113,9 @@ static bool uz_wr_no_data(const struct uz_send_wqe *wqe)
 {
 	return wqe->opcode == UZ_WR_RDMA_READ ||
 	       wqe->opcode == UZ_WR_ATOMIC_CMP_SWP ||
-	       wqe->opcode == UZ_WR_ATOMIC_FETCH_ADD;
+	       wqe->opcode == UZ_WR_ATOMIC_FETCH_ADD ||
+	       wqe->opcode == UZ_WR_LOCAL_INV ||
+	       wqe->opcode == UZ_WR_BIND_MW;
 }
 
 /* ---- builders ---- */
@@ -196,6 +201,46 @@ static void uz_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 		     remote_addr, add, 0);
 }
 
+/* A key to invalidate: little-endian in imm_data, like every key. */
+static void uz_wr_inv(struct uzura_qp *qp, uint8_t opcode, uint32_t rkey)
+{
+	struct uz_send_wqe *wqe = uz_wr_begin(qp, opcode);
+
+	if (wqe)
+		wqe->imm_data = htole32(rkey);
+}
+
+static void uz_wr_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	uz_wr_inv(qpx_to_uqp(ibqpx), UZ_WR_LOCAL_INV, invalidate_rkey);
+}
+
+static void uz_wr_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	uz_wr_inv(qpx_to_uqp(ibqpx), UZ_WR_SEND_INV, invalidate_rkey);
+}
+
+/* A type 2 window; type 1 windows are bound by ibv_bind_mw. */
+static void uz_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw,
+			  uint32_t rkey,
+			  const struct ibv_mw_bind_info *bind_info)
+{
+	struct uzura_qp *qp = qpx_to_uqp(ibqpx);
+	struct uz_send_wqe *wqe;
+	int err;
+
+	if (!mw || mw->type != IBV_MW_TYPE_2) {
+		uz_wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe = uz_wr_begin(qp, UZ_WR_BIND_MW);
+	if (!wqe)
+		return;
+	err = uzura_bind_wqe(wqe, mw, rkey, bind_info);
+	if (err)
+		uz_wr_fail(qp, err);
+}
+
 /* ---- setters ---- */
 
 static void uz_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
@@ -258,7 +303,7 @@ static void uz_wr_set_inline_data_list(struct ibv_qp_ex *ibqpx,
 
 	if (!wqe)
 		return;
-	/* READ and atomics have no outgoing data to inline. */
+	/* READ, atomics and local WRs have no outgoing data to inline. */
 	if (uz_wr_no_data(wqe) || (num_buf && !buf_list)) {
 		uz_wr_fail(qp, EINVAL);
 		return;
@@ -413,9 +458,9 @@ static void uz_qp_set_send_ops(struct uzura_qp *qp)
 				      uz_wr_no_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = rc ? uz_wr_atomic_fetch_add :
 					uz_wr_no_atomic_fetch_add;
-	qpx->wr_bind_mw = uz_wr_no_bind_mw;
-	qpx->wr_local_inv = uz_wr_no_rkey;
-	qpx->wr_send_inv = uz_wr_no_rkey;
+	qpx->wr_bind_mw = rc ? uz_wr_bind_mw : uz_wr_no_bind_mw;
+	qpx->wr_local_inv = rc ? uz_wr_local_inv : uz_wr_no_rkey;
+	qpx->wr_send_inv = rc ? uz_wr_send_inv : uz_wr_no_rkey;
 	qpx->wr_send_tso = uz_wr_no_send_tso;
 	qpx->wr_set_xrc_srqn = uz_wr_no_rkey;
 	qpx->wr_atomic_write = uz_wr_no_atomic_write;

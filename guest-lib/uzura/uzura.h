@@ -266,6 +266,12 @@ int uzura_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 int uzura_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		   int attr_mask, struct ibv_qp_init_attr *init_attr);
 int uzura_destroy_qp(struct ibv_qp *qp);
+struct ibv_mw *uzura_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int uzura_dealloc_mw(struct ibv_mw *mw);
+int uzura_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
+int uzura_bind_wqe(struct uz_send_wqe *wqe, struct ibv_mw *mw, uint32_t rkey,
+		   const struct ibv_mw_bind_info *bi);
 int uzura_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int uzura_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,

@@ -376,6 +376,10 @@ static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
 		return IBV_WC_COMP_SWAP;
 	case UZ_WC_FETCH_ADD:
 		return IBV_WC_FETCH_ADD;
+	case UZ_WC_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case UZ_WC_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	case UZ_WC_RECV:
 		return IBV_WC_RECV;
 	case UZ_WC_RECV_RDMA_WITH_IMM:
@@ -821,8 +825,14 @@ static int uz_wr_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 		return UZ_WR_ATOMIC_CMP_SWP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return UZ_WR_ATOMIC_FETCH_ADD;
+	case IBV_WR_SEND_WITH_INV:
+		return UZ_WR_SEND_INV;
+	case IBV_WR_LOCAL_INV:
+		return UZ_WR_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return UZ_WR_BIND_MW;
 	default:
-		/* SEND_WITH_INV, memory windows, TSO: not in the device */
+		/* TSO, atomic write, flush: not in the device */
 		return -1;
 	}
 }
@@ -850,8 +860,19 @@ static int uz_build_send(struct uzura_qp *qp, const struct ibv_send_wr *wr,
 		wqe->flags |= UZ_WQE_F_FENCE;
 	if (op == UZ_WR_SEND_IMM || op == UZ_WR_RDMA_WRITE_IMM)
 		wqe->imm_data = (__force uint32_t)wr->imm_data;
+	/* The key to invalidate, little-endian like every key. */
+	if (op == UZ_WR_SEND_INV || op == UZ_WR_LOCAL_INV)
+		wqe->imm_data = htole32(wr->invalidate_rkey);
 
 	switch (op) {
+	case UZ_WR_LOCAL_INV:
+		return 0;
+	case UZ_WR_BIND_MW:
+		/* Type 1 windows are bound by ibv_bind_mw. */
+		if (!wr->bind_mw.mw || wr->bind_mw.mw->type != IBV_MW_TYPE_2)
+			return EINVAL;
+		return uzura_bind_wqe(wqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+				      &wr->bind_mw.bind_info);
 	case UZ_WR_RDMA_WRITE:
 	case UZ_WR_RDMA_WRITE_IMM:
 	case UZ_WR_RDMA_READ:

@@ -27,9 +27,14 @@
  *    a new translation the kernel cannot pin is IBV_REREG_MR_ERR_CMD and
  *    leaves the MR as it was; a PD an MR moved to is busy until it
  *    leaves; taking remote write away fails the next WRITE.
+ *  - memory windows (the provider's mw.c, the device's BIND_MW): an
+ *    unknown type is EINVAL; ibv_bind_mw of a type 2 window, or
+ *    IBV_WR_BIND_MW of a type 1 window, EINVAL; a bound window lets a
+ *    WRITE in where its MR does not, and LOCAL_INV takes that back;
+ *    dereg_mr of an MR with a window bound is EBUSY (the IB rule).
  *  - extended verbs (the provider's qp_ex.c and cq_ex.c): a CQ asking for
  *    completion timestamps or IGNORE_OVERRUN, a QP asking for send ops the
- *    device lacks (BIND_MW, SEND_WITH_INV; RDMA on UD) or create flags:
+ *    device lacks (RDMA and windows on UD) or create flags:
  *    EOPNOTSUPP; cqe > max_cqe: EINVAL (the driver).  ibv_wr_complete
  *    fails the whole batch, posting nothing: EINVAL in RESET, for inline
  *    data over max_inline_data, too many SGEs, an unaligned atomic, a
@@ -398,6 +403,125 @@ out:
 	free(b);
 }
 
+/* The next completion of @cq: its status (and *@op), or -1. */
+static int poll_one(struct ibv_cq *cq, enum ibv_wc_opcode *op)
+{
+	struct ibv_wc wc;
+	int i, got = 0;
+
+	for (i = 0; i < 500 && !got; i++) {
+		got = ibv_poll_cq(cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	*op = got == 1 ? wc.opcode : 0;
+	return got == 1 ? (int)wc.status : -1;
+}
+
+/* Post @wr on @qp and poll its completion: the status, or -1. */
+static int post_wait(struct ibv_qp *qp, struct ibv_cq *cq,
+		     struct ibv_send_wr *wr, enum ibv_wc_opcode *op)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		return -1;
+	return poll_one(cq, op);
+}
+
+/*
+ * Memory windows over an MR that grants no remote access itself: WRITEs
+ * of the QP to itself get in through a bound window, and not once it is
+ * unbound.
+ */
+static void check_mw(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	int gidx = ipv4_gid_index(ctx), ret, err, st;
+	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
+				 NULL;
+	char *a = aligned_alloc(page, page);
+	struct ibv_mr *mr = a ? ibv_reg_mr(pd, a, page, IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_MW_BIND) : NULL;
+	struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	struct ibv_mw *mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_mw_bind bind = {
+		.wr_id = 5, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = (uintptr_t)a + 256,
+			       .length = 256,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	struct ibv_send_wr wr = { .wr_id = 6, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED };
+	enum ibv_wc_opcode op;
+	struct ibv_mw *bad_mw;
+	uint32_t rkey;
+
+	bad_mw = ibv_alloc_mw(pd, 3);
+	check_null(bad_mw, errno, EINVAL, "alloc_mw of type 3");
+	check(qp && mr && mw1 && mw2 && gidx >= 0,
+	      "windows of both types, an MR they may bind to, a QP");
+	if (!qp || !mr || !mw1 || !mw2 || gidx < 0)
+		goto out;
+	memset(a, 0, page);
+	memcpy(a, "window!!", 8);
+	ret = connect_self(ctx, qp, gidx, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE);
+	check_ret(ibv_bind_mw(qp, mw2, &bind), EINVAL,
+		  "bind_mw of a type 2 window");
+	wr.bind_mw.mw = mw1;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw1->rkey);
+	wr.bind_mw.bind_info = bind.bind_info;
+	check(post_wait(qp, cq, &wr, &op) == -1,
+	      "IBV_WR_BIND_MW of a type 1 window is refused");
+
+	rkey = mw1->rkey;
+	ret = ret ? ret : ibv_bind_mw(qp, mw1, &bind);
+	st = ret ? -1 : poll_one(cq, &op);
+	check(!ret && st == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW &&
+	      mw1->rkey != rkey, "bind_mw of a type 1 window (ret %d, status "
+	      "%d): a new rkey", ret, st);
+	st = self_write_to(qp, cq, mr, a, a + 300, mw1->rkey);
+	check(st == IBV_WC_SUCCESS && !memcmp(a + 300, "window!!", 8),
+	      "a WRITE through the window lands (status %d)", st);
+	check_ret(ibv_dereg_mr(mr), EBUSY, "dereg_mr with a window bound");
+
+	wr.bind_mw.mw = mw2;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+	st = post_wait(qp, cq, &wr, &op);
+	check(st == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW,
+	      "IBV_WR_BIND_MW of a type 2 window completes (status %d, "
+	      "opcode %d)", st, op);
+	memcpy(a, "window2!", 8);
+	st = self_write_to(qp, cq, mr, a, a + 400, wr.bind_mw.rkey);
+	check(st == IBV_WC_SUCCESS && !memcmp(a + 400, "window2!", 8),
+	      "a WRITE through the type 2 window lands (status %d)", st);
+	wr = (struct ibv_send_wr){ .wr_id = 7, .opcode = IBV_WR_LOCAL_INV,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .invalidate_rkey = wr.bind_mw.rkey };
+	st = post_wait(qp, cq, &wr, &op);
+	check(st == IBV_WC_SUCCESS && op == IBV_WC_LOCAL_INV,
+	      "LOCAL_INV of the type 2 window (status %d, opcode %d)", st, op);
+	memcpy(a, "notthere", 8);
+	st = self_write_to(qp, cq, mr, a, a + 480, wr.invalidate_rkey);
+	check((st == IBV_WC_REM_ACCESS_ERR || st == IBV_WC_WR_FLUSH_ERR) &&
+	      memcmp(a + 480, "notthere", 8),
+	      "once invalidated, a WRITE through it fails (status %d)", st);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mw1)
+		check_ret(ibv_dealloc_mw(mw1), 0, "dealloc_mw, bound");
+	if (mw2)
+		check_ret(ibv_dealloc_mw(mw2), 0, "dealloc_mw");
+	if (mr)
+		check_ret(ibv_dereg_mr(mr), 0, "dereg_mr once no window is bound");
+	if (cq)
+		ibv_destroy_cq(cq);
+	free(a);
+}
+
 /* A QP with ibv_create_qp_ex; NULL with *err set. */
 static struct ibv_qp *make_qp_ex(struct ibv_context *ctx, struct ibv_pd *pd,
 				 struct ibv_cq *cq, enum ibv_qp_type type,
@@ -533,12 +657,15 @@ static void check_ex_verbs(struct ibv_context *ctx, struct ibv_pd *pd,
 	}
 
 	/* QPs */
-	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, 0, &err);
-	check_null(qp, err, EOPNOTSUPP, "create_qp_ex RC with IBV_QP_EX_WITH_BIND_MW");
-	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_SEND_WITH_INV, 0,
-			&err);
-	check_null(qp, err, EOPNOTSUPP,
-		   "create_qp_ex RC with IBV_QP_EX_WITH_SEND_WITH_INV");
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW |
+			IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV,
+			0, &err);
+	check(qp != NULL, "create_qp_ex RC with BIND_MW, LOCAL_INV, SEND_WITH_INV "
+	      "(errno %d)", qp ? 0 : err);
+	if (qp)
+		ibv_destroy_qp(qp);
+	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_UD, IBV_QP_EX_WITH_BIND_MW, 0, &err);
+	check_null(qp, err, EOPNOTSUPP, "create_qp_ex UD with IBV_QP_EX_WITH_BIND_MW");
 	qp = make_qp_ex(ctx, pd, cq, IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0,
 			&err);
 	check_null(qp, err, EOPNOTSUPP,
@@ -602,9 +729,10 @@ static void check_ex_verbs(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_wr_send(qpx);
 	check_ret(ibv_wr_complete(qpx), EINVAL, "wr_flags IBV_SEND_IP_CSUM");
 	ibv_wr_start(qpx);
-	ibv_wr_local_inv(qpx, mr->rkey);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, mr->rkey, (uintptr_t)buf, buf);
 	check_ret(ibv_wr_complete(qpx), EOPNOTSUPP,
-		  "wr_local_inv (not in the device)");
+		  "wr_atomic_write (not in the device)");
 	/* An aborted batch posts nothing either. */
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
@@ -816,6 +944,7 @@ int main(void)
 	check_qp_fatal(ctx, pd, mr, buf);
 	check_cq_resize(ctx, pd, buf + 1024);
 	check_rereg(ctx, pd);
+	check_mw(ctx, pd);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");

@@ -90,12 +90,21 @@ int main(void)
 	      offsetof(struct uz_cmd_resize_cq, ci) == 16 &&
 	      offsetof(struct uz_device_attr, max_fast_reg_pages) == 112);
 	/* Version 0.7: REREG_MR (spec 8.10.2). */
-	CHECK(UZ_VERSION_MINOR == 7 && UZ_CMD_REREG_MR == 0x24 &&
+	CHECK(UZ_CMD_REREG_MR == 0x24 &&
 	      UZ_CAP_MR_REREG == 0x400 &&
 	      sizeof(struct uz_cmd_rereg_mr) == 48 &&
 	      offsetof(struct uz_cmd_rereg_mr, change) == 37 &&
 	      offsetof(struct uz_cmd_rereg_mr, uctx) == 40 &&
 	      offsetof(struct uz_cmd_rereg_mr, key) == 44);
+	/* Version 0.8: memory windows (spec 8.10.3). */
+	CHECK(UZ_VERSION_MINOR == 8 && UZ_CAP_MW == 0x800 &&
+	      UZ_CMD_ALLOC_MW == 0x25 && UZ_CMD_DEALLOC_MW == 0x26 &&
+	      UZ_WR_BIND_MW == 0x0a && UZ_WC_BIND_MW == 0x05 &&
+	      UZ_ACCESS_MW_BIND == 0x10 && UZ_MW_TYPE_1 == 1 &&
+	      UZ_MW_TYPE_2 == 2 && sizeof(struct uz_cmd_alloc_mw) == 12);
+	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
+	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
+	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);
 	/* A QUERY_COUNTERS payload fits the command. */
 	CHECK(sizeof(struct uz_cmd_query) == 24 && UZ_CMD_QUERY_COUNTERS == 0x21);
 	/* Version 0.4: paged CQ rings, AVs in UD WQEs, contexts named. */

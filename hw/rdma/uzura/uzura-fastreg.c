@@ -54,14 +54,18 @@ static uint8_t uzura_fastreg_reg(UzuraCore *core, UzuraQp *qp,
 
 /*
  * Free the fast-reg MR @key for QP @qp (LOCAL_INV, or a SEND with
- * invalidate received).  Freeing a free MR again is no error, as a key
- * the peer already invalidated may be invalidated locally too.  Returns
- * a UZ_VERR_*.
+ * invalidate received: @remote), or unbind the window @key.  Freeing a
+ * free MR again is no error, as a key the peer already invalidated may be
+ * invalidated locally too.  Returns a UZ_VERR_*.
  */
-uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key)
+uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key,
+                          bool remote)
 {
     UzuraMr *mr = uzura_mr_slot(core, key);
 
+    if (uzura_mw_slot(core, key)) {
+        return uzura_mw_inv(core, qp, key, remote);
+    }
     if (!mr || mr->key != UZ_KEY_BYTE(key) || mr->uctx != qp->uctx) {
         return UZ_VERR_BAD_RKEY;
     }
@@ -77,13 +81,16 @@ uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key)
     return UZ_VERR_NONE;
 }
 
-/* Run a REG_MR or LOCAL_INV WQE; returns a UZ_WC_STATUS_*. */
+/* Run a REG_MR, BIND_MW or LOCAL_INV WQE; returns a UZ_WC_STATUS_*. */
 uint8_t uzura_fastreg_exec(UzuraCore *core, UzuraQp *qp,
                            const struct uz_send_wqe *h, uint8_t *verr)
 {
     if (h->opcode == UZ_WR_REG_MR) {
         return uzura_fastreg_reg(core, qp, h, verr);
     }
-    *verr = uzura_fastreg_inv(core, qp, le32_to_cpu(h->imm_data));
+    if (h->opcode == UZ_WR_BIND_MW) {
+        return uzura_mw_bind(core, qp, h, verr);
+    }
+    *verr = uzura_fastreg_inv(core, qp, le32_to_cpu(h->imm_data), false);
     return *verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
 }

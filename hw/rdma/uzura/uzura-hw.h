@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            7
+#define UZ_VERSION_MINOR            8
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -119,6 +119,8 @@
                                                 * LOCAL_INV WRs, SEND_INV */
 #define UZ_CAP_CQ_RESIZE            (1u << 9)  /* UZ_CMD_RESIZE_CQ */
 #define UZ_CAP_MR_REREG             (1u << 10) /* UZ_CMD_REREG_MR */
+#define UZ_CAP_MW                   (1u << 11) /* memory windows: ALLOC_MW,
+                                                * UZ_WR_BIND_MW */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -403,6 +405,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_INVALIDATE_XLAT      0x22 /* drop cached translations */
 #define UZ_CMD_RESIZE_CQ            0x23 /* out0: CQEs the driver moves */
 #define UZ_CMD_REREG_MR             0x24 /* the key stays */
+#define UZ_CMD_ALLOC_MW             0x25 /* out0: rkey */
+#define UZ_CMD_DEALLOC_MW           0x26
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -752,9 +756,35 @@ struct uz_cmd_invalidate_xlat {
 #define UZ_ACCESS_REMOTE_WRITE      (1u << 1)
 #define UZ_ACCESS_REMOTE_READ       (1u << 2)
 #define UZ_ACCESS_REMOTE_ATOMIC     (1u << 3)
+#define UZ_ACCESS_MW_BIND           (1u << 4)  /* MR: windows may bind to it */
 
 #define UZ_KEY_INDEX(key)           ((key) >> 8)
 #define UZ_KEY_BYTE(key)            ((key) & 0xff)
+
+/*
+ * Memory windows (UZ_CAP_MW) take entries of the MR table and keys of the
+ * same form: MRs and MWs together number at most max_mr.  An MW is
+ * allocated unbound (its key reaches nothing) in a PD, of type 1 or 2.
+ * A UZ_WR_BIND_MW work request on an RC QP of the same PD binds it to a
+ * range of an MR with UZ_ACCESS_MW_BIND and gives it remote rights and a
+ * new key byte; a peer's RDMA through the window's key then reaches that
+ * range of the MR.  A type 1 window serves every QP of its PD, is bound
+ * again by another BIND_MW, and unbound by one of length 0.  A type 2
+ * window serves only the QP that bound it, is bound only while unbound,
+ * and is unbound by UZ_WR_LOCAL_INV or a SEND with invalidate received on
+ * that QP, and when that QP is destroyed.  An MR with windows bound to it
+ * can neither be deregistered nor re-registered (UZ_CMD_BUSY).
+ */
+struct uz_cmd_alloc_mw {
+	uint32_t pdn;
+	uint32_t uctx;
+	uint8_t type;               /* UZ_MW_TYPE_* */
+	uint8_t key;                /* low 8 bits of the key */
+	uint16_t reserved_16;
+};
+
+#define UZ_MW_TYPE_1                1
+#define UZ_MW_TYPE_2                2
 
 /* Address handles for UD: where to send. */
 struct uz_cmd_create_ah {
@@ -786,6 +816,7 @@ UZ_ASSERT_CMD(struct uz_cmd_reg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_rereg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_create_ah);
 UZ_ASSERT_CMD(struct uz_cmd_invalidate_xlat);
+UZ_ASSERT_CMD(struct uz_cmd_alloc_mw);
 
 /* ------------------------------------------------------------------ */
 /* Work queues                                                        */
@@ -816,8 +847,10 @@ struct uz_send_wqe {
 				     * to invalidate (SEND_INV, LOCAL_INV;
 				     * little-endian) */
 	uint32_t rkey;              /* RDMA, atomic, STCRW: remote key;
-				     * REG_MR: the MR's new key */
-	uint64_t remote_addr;       /* RDMA, atomic, STCRW; REG_MR: iova */
+				     * REG_MR, BIND_MW: the MR's or MW's
+				     * new key */
+	uint64_t remote_addr;       /* RDMA, atomic, STCRW; REG_MR: iova;
+				     * BIND_MW: the window's address */
 	union {
 		struct {
 			uint64_t compare_add; /* CMP_SWP compare, FETCH_ADD add */
@@ -837,6 +870,11 @@ struct uz_send_wqe {
 			uint8_t reserved;
 		} reg;
 		struct {
+			uint64_t length;    /* BIND_MW: bytes from remote_addr */
+			uint32_t access;    /* UZ_ACCESS_REMOTE_* */
+			uint32_t mr_key;    /* the MR the window binds to */
+		} bind;
+		struct {
 			uint64_t tag;       /* CRW and STCRW */
 			uint32_t length;    /* STCRW: bytes the target accepts */
 			uint32_t reserved;
@@ -855,8 +893,10 @@ UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
 #define UZ_WR_RDMA_READ             0x05
 #define UZ_WR_ATOMIC_CMP_SWP        0x06
 #define UZ_WR_ATOMIC_FETCH_ADD      0x07
-#define UZ_WR_LOCAL_INV             0x08 /* local: free a fast-reg MR */
+#define UZ_WR_LOCAL_INV             0x08 /* local: free a fast-reg MR or
+					  * unbind a type 2 MW */
 #define UZ_WR_REG_MR                0x09 /* local: register a fast-reg MR */
+#define UZ_WR_BIND_MW               0x0a /* local: bind an MW */
 #define UZ_WR_CRW                   0x10 /* conditional write, by tag */
 #define UZ_WR_STCRW                 0x11 /* offer a buffer for a tag */
 
@@ -922,6 +962,7 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_WC_RDMA_READ             0x02
 #define UZ_WC_COMP_SWAP             0x03
 #define UZ_WC_FETCH_ADD             0x04
+#define UZ_WC_BIND_MW               0x05
 #define UZ_WC_LOCAL_INV             0x06
 #define UZ_WC_REG_MR                0x07
 #define UZ_WC_CRW                   0x10
@@ -961,8 +1002,10 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_VERR_ACCESS              0x05 /* MR lacks the access right */
 #define UZ_VERR_PD                  0x06 /* MR of another PD */
 #define UZ_VERR_DMA                 0x07 /* host page not accessible */
-#define UZ_VERR_MR_STATE            0x08 /* REG_MR of a valid MR, or
-                                          * invalidation of a non-fast MR */
+#define UZ_VERR_MR_STATE            0x08 /* REG_MR of a valid MR,
+                                          * invalidation of a non-fast MR
+                                          * or type 1 MW, BIND_MW of a
+                                          * bound type 2 MW */
 #define UZ_VERR_CRW_TABLE_FULL      0x10
 #define UZ_VERR_CRW_DUP_TAG         0x11
 

@@ -125,6 +125,9 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
     if (!mr || mr->uctx != uctx) {
         return UZ_CMD_BAD_HANDLE;
     }
+    if (mr->mw_count) {
+        return UZ_CMD_BUSY;
+    }
     /* The kernel's DMA and fast-reg MRs have their own ways. */
     if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST) || !c->change ||
         c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
@@ -165,13 +168,14 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
     return UZ_CMD_OK;
 }
 
-/* The MR at a key's index (1 .. max_mr - 1), if registered. */
+/* The MR at a key's index (1 .. max_mr - 1), if registered; no window. */
 UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key)
 {
     UzuraRdma *r = &core->rdma;
     uint32_t i = UZ_KEY_INDEX(key);
 
-    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid) {
+    if (i == 0 || i >= r->lim.max_mr || !r->mr[i].valid ||
+        r->mr[i].mw_type) {
         return NULL;
     }
     return &r->mr[i];
@@ -200,6 +204,9 @@ uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c)
     if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
         (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key))) {
         return UZ_CMD_BAD_HANDLE;
+    }
+    if (mr->mw_count) {
+        return UZ_CMD_BUSY;
     }
     core->rdma.pd[mr->pdn].users--;
     uzura_xlat_drop_mr(core, mr);

@@ -565,6 +565,20 @@ static uint8_t uzura_cmd_dereg_mr(UzuraCore *core,
     return uzura_mr_dereg(core, (const void *)cmd->raw);
 }
 
+static uint8_t uzura_cmd_alloc_mw(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    return uzura_mw_alloc(core, (const void *)cmd->raw, cqe);
+}
+
+static uint8_t uzura_cmd_dealloc_mw(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    return uzura_mw_dealloc(core, (const void *)cmd->raw);
+}
+
 static uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
                                          const struct uz_admin_cmd *cmd,
                                          struct uz_admin_cqe *cqe)
@@ -624,6 +638,8 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_REG_MR] = uzura_cmd_reg_mr,
     [UZ_CMD_DEREG_MR] = uzura_cmd_dereg_mr,
     [UZ_CMD_REREG_MR] = uzura_cmd_rereg_mr,
+    [UZ_CMD_ALLOC_MW] = uzura_cmd_alloc_mw,
+    [UZ_CMD_DEALLOC_MW] = uzura_cmd_dealloc_mw,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

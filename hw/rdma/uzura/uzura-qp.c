@@ -234,6 +234,7 @@ static const uint8_t uzura_wr_wc[256] = {
     [UZ_WR_ATOMIC_FETCH_ADD] = UZ_WC_FETCH_ADD,
     [UZ_WR_LOCAL_INV] = UZ_WC_LOCAL_INV,
     [UZ_WR_REG_MR] = UZ_WC_REG_MR,
+    [UZ_WR_BIND_MW] = UZ_WC_BIND_MW,
     [UZ_WR_CRW] = UZ_WC_CRW,
     [UZ_WR_STCRW] = UZ_WC_STCRW,
 };
@@ -616,6 +617,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
     /* Parked CRWs have no SQ WQE left to find them by: complete them. */
     uzura_crw_flush(core, qp);
+    uzura_mw_qp_gone(core, le32_to_cpu(c->handle));
     uzura_qp_free_xfer(core, qp);
     qp->valid = false;
     return UZ_CMD_OK;

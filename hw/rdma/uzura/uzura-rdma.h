@@ -101,9 +101,11 @@ typedef struct UzuraQp {
     UzuraXfer *x;               /* transport state */
 } UzuraQp;
 
+/* An MR, or a memory window (mw_type 1 or 2): keys of one space. */
 typedef struct UzuraMr {
     bool valid;
-    bool free;                  /* fast-reg MR not registered: no access */
+    bool free;                  /* unbound window, free fast-reg MR */
+    uint8_t mw_type;            /* 0: an MR; UZ_MW_TYPE_*: a window */
     uint8_t key;                /* the key byte */
     uint8_t flags;
     uint8_t page_shift;
@@ -116,6 +118,9 @@ typedef struct UzuraMr {
     uint32_t npages;
     uint32_t max_pages;         /* fast-reg MR: its page list's capacity */
     uint32_t gen;               /* tags its cached translations */
+    uint32_t mw_count;          /* MR: windows bound to it */
+    uint32_t mw_mr;             /* bound window: its MR's index */
+    uint32_t mw_qpn;            /* bound window: the QP that bound it */
 } UzuraMr;
 
 typedef struct UzuraAh {
@@ -154,7 +159,8 @@ typedef struct UzuraRdma {
 } UzuraRdma;
 
 #define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
-                         UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC)
+                         UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC | \
+                         UZ_ACCESS_MW_BIND)
 
 /* A table slot that is free, from index @first; -1 when full. */
 #define UZ_FIND_FREE(tab, n, first) ({                      \
@@ -193,6 +199,19 @@ UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
 bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
                        uint64_t len, uint8_t shift, uint64_t npages,
                        bool paged);
+
+/* uzura-mw.c: memory windows */
+UzuraMr *uzura_mw_slot(UzuraCore *core, uint32_t key);
+uint8_t uzura_mw_alloc(UzuraCore *core, const struct uz_cmd_alloc_mw *c,
+                       struct uz_admin_cqe *cqe);
+uint8_t uzura_mw_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
+uint8_t uzura_mw_bind(UzuraCore *core, UzuraQp *qp,
+                      const struct uz_send_wqe *h, uint8_t *verr);
+uint8_t uzura_mw_inv(UzuraCore *core, UzuraQp *qp, uint32_t key, bool remote);
+void uzura_mw_qp_gone(UzuraCore *core, uint32_t qpn);
+uint8_t uzura_rkey_check(UzuraCore *core, UzuraQp *qp, uint32_t key,
+                         uint64_t addr, uint64_t len, uint32_t access,
+                         UzuraMr **out);
 
 /* uzura-qp.c: queue pairs and their state machine */
 uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,

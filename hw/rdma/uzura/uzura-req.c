@@ -77,6 +77,10 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
     } else if (h->opcode == UZ_WR_CRW || h->opcode == UZ_WR_STCRW) {
         h->crw.tag = le64_to_cpu(h->crw.tag);
         h->crw.length = le32_to_cpu(h->crw.length);
+    } else if (h->opcode == UZ_WR_BIND_MW) {
+        h->bind.length = le64_to_cpu(h->bind.length);
+        h->bind.access = le32_to_cpu(h->bind.access);
+        h->bind.mr_key = le32_to_cpu(h->bind.mr_key);
     } else if (h->opcode == UZ_WR_REG_MR) {
         h->reg.length = le64_to_cpu(h->reg.length);
         h->reg.access = le32_to_cpu(h->reg.access);
@@ -173,6 +177,7 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         case UZ_WR_STCRW:
         case UZ_WR_LOCAL_INV:
         case UZ_WR_REG_MR:
+        case UZ_WR_BIND_MW:
             /* A buffer's address, or a key: no data. */
             if (inl || wr->sgl.num) {
                 return UZ_WC_STATUS_LOC_QP_OP_ERR;
@@ -454,7 +459,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     }
     trace_uzura_req_start(x->qpn, sq_idx, opcode, wr->len, x->psn);
     if (status == UZ_WC_STATUS_SUCCESS &&
-        (opcode == UZ_WR_REG_MR || opcode == UZ_WR_LOCAL_INV)) {
+        (opcode == UZ_WR_REG_MR || opcode == UZ_WR_LOCAL_INV ||
+         opcode == UZ_WR_BIND_MW)) {
         /* Local: done now, no packets; completes in order. */
         status = uzura_fastreg_exec(core, qp, &wr->h, &verr);
         if (status == UZ_WC_STATUS_SUCCESS) {

@@ -302,14 +302,15 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         };
 
         /*
-         * SEND with invalidate frees the fast-reg MR it names (class J:
+         * SEND with invalidate frees the fast-reg MR or unbinds the type 2
+         * window it names (class J:
          * a key this QP may not free fails the receive and the QP); the
          * key is reported in host order, as verbs do.
          */
         if (h & UZ_H_IETH) {
             uint32_t key = be32_to_cpu(pkt->imm);
 
-            verr = uzura_fastreg_inv(core, qp, key);
+            verr = uzura_fastreg_inv(core, qp, key, true);
             if (verr) {
                 uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
                                  UZ_WC_STATUS_REM_INV_REQ_ERR, verr);
@@ -322,7 +323,7 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uzura_resp_done(core, qp, pkt, 1);
 }
 
-/* A remote access through an rkey: the QP's rights, then the MR's. */
+/* A remote access through an rkey: the QP's rights, then the key's. */
 static uint8_t uzura_resp_check(UzuraCore *core, UzuraQp *qp, uint32_t rkey,
                                 uint64_t va, uint64_t len, uint32_t access,
                                 UzuraMr **mr)
@@ -331,7 +332,7 @@ static uint8_t uzura_resp_check(UzuraCore *core, UzuraQp *qp, uint32_t rkey,
         *mr = NULL;
         return UZ_VERR_ACCESS;
     }
-    return uzura_mr_check(core, rkey, qp->pdn, va, len, access, mr);
+    return uzura_rkey_check(core, qp, rkey, va, len, access, mr);
 }
 
 static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
@@ -366,8 +367,8 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
         return;
     }
     if (pkt->paylen) {
-        verr = uzura_mr_check(core, x->wr_rkey, qp->pdn, x->wr_va + x->wr_off,
-                              pkt->paylen, UZ_ACCESS_REMOTE_WRITE, &mr);
+        verr = uzura_rkey_check(core, qp, x->wr_rkey, x->wr_va + x->wr_off,
+                                pkt->paylen, UZ_ACCESS_REMOTE_WRITE, &mr);
         if (verr) {
             uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS,
                              UZ_WC_STATUS_LOC_ACCESS_ERR, verr);
@@ -744,9 +745,9 @@ static bool uzura_resp_gather(UzuraCore *core, void *opaque, uint8_t *dst,
     UzuraMr *mr;
 
     /* The MR may have gone since the request was checked. */
-    *verr = uzura_mr_check(core, src->s->rkey, src->qp->pdn,
-                           src->s->va + src->off, len, UZ_ACCESS_REMOTE_READ,
-                           &mr);
+    *verr = uzura_rkey_check(core, src->qp, src->s->rkey,
+                             src->s->va + src->off, len, UZ_ACCESS_REMOTE_READ,
+                             &mr);
     if (!*verr && !uzura_mr_copy(core, mr, src->s->va + src->off, dst, len,
                                  false)) {
         *verr = UZ_VERR_DMA;
