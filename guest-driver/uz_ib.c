@@ -164,11 +164,14 @@ static int uz_query_device(struct ib_device *ibdev,
 		props->max_fast_reg_page_list_len =
 			le32_to_cpu(a->max_fast_reg_pages);
 	}
-	/* Windows take entries of the MR table (spec 8.10.3). */
+	/*
+	 * Windows take entries of the MR table (spec 8.10.3), whose index 0
+	 * is never used: MRs and windows together number max_mr - 1.
+	 */
 	if (uz->caps & UZ_CAP_MW) {
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
 					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
-		props->max_mw = le32_to_cpu(a->max_mr);
+		props->max_mw = le32_to_cpu(a->max_mr) - 1;
 	}
 	props->max_send_sge = le32_to_cpu(a->max_sge);
 	props->max_recv_sge = le32_to_cpu(a->max_sge);

@@ -19,6 +19,8 @@ int uz_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 		ibdev_dbg(ibmw->device, "memory windows not supported\n");
 		return -EOPNOTSUPP;
 	}
+	if (!uz_udata_known(ibmw->device, udata, 0, "MW"))
+		return -EOPNOTSUPP;
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2) {
 		ibdev_dbg(ibmw->device, "MW type %d not supported\n",
 			  ibmw->type);

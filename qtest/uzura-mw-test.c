@@ -112,6 +112,28 @@ static void refused(Pair *p, uint32_t key, uint64_t va)
              UZ_WC_STATUS_REM_ACCESS_ERR);
 }
 
+/*
+ * A SEND with invalidate of @key, on a fresh pair of QPs, fails at both
+ * ends: the receive with REM_INV_REQ_ERR and @verr.
+ */
+static void send_inv_fails(Pair *p, uint32_t key, uint8_t verr)
+{
+    UzSge s = uz_mr_sge(p->ma, 0, 100), r = uz_mr_sge(p->mb, 0, 4096);
+    UzWr wr = { .wr_id = 0x7301, .opcode = UZ_WR_SEND_INV,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .imm = key };
+    struct uz_cqe c;
+    UzQp *a, *b;
+
+    pair_fresh_qps(p, &a, &b);
+    uz_post_recv(b, 0x7300, &r, 1);
+    uz_post_send(a, &wr);
+    uz_sq_err(a, 0x7301, UZ_WC_SEND, UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+    uz_cq_wait(b->rcq, &c);
+    uz_expect_err(&c, 0x7300, UZ_WC_RECV, UZ_WC_STATUS_REM_INV_REQ_ERR, verr,
+                  b);
+}
+
 /* A pattern WRITE through @key lands in mb at @off, from @qa. */
 static void write_lands(Pair *p, UzQp *qa, uint32_t key, uint64_t off,
                         uint32_t len, uint32_t seed)
@@ -190,6 +212,28 @@ static void test_type1(void)
     rdma_via(a2, p.ma, UZ_WR_RDMA_READ, k2, uz_mr_va(mr, 0), 4096,
              UZ_WC_STATUS_SUCCESS);
 
+    /* Bound to another MR: the first may go, the second not. */
+    {
+        UzMr *mr2 = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
+                                             UZ_ACCESS_MW_BIND);
+        UzMr *mr3 = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
+                                             UZ_ACCESS_MW_BIND);
+
+        k2 = bind_ok(p.qb, mw, 0x14, mr2, 0, 4096, RW);
+        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr2->key), ==,
+                        UZ_CMD_BUSY);
+        k2 = bind_ok(p.qb, mw, 0x15, mr3, 4096, 4096, RW);
+        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr2->key), ==,
+                        UZ_CMD_OK);
+        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr3->key), ==,
+                        UZ_CMD_BUSY);
+        /* A type 1 window is not invalidated by a SEND either. */
+        send_inv_fails(&p, k2, UZ_VERR_MR_STATE);
+        bind_ok(p.qb, mw, 0x16, mr3, 0, 0, 0);
+        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr3->key), ==,
+                        UZ_CMD_OK);
+    }
+
     /* Length 0 unbinds: nothing gets in, and the MR may go. */
     bind_ok(p.qb, mw, 0x13, mr, 0, 0, 0);
     pair_fresh_qps(&p, &a2, &b2);
@@ -218,19 +262,21 @@ static void test_type2(void)
     mw = mw_alloc(&p.n[1], p.n[1].pdn, UZ_MW_TYPE_2);
     k = bind_ok(p.qb, mw, 0x21, p.mb, WIN_OFF, WIN_LEN, RW);
     write_lands(&p, p.qa, k, WIN_OFF, 3000, 3);
-    /* Another QP of the PD does not get in. */
+    /* Another QP of the PD does not get in, nor invalidates it. */
     refused(&p, k, uz_mr_va(p.mb, WIN_OFF));
+    send_inv_fails(&p, k, UZ_VERR_PD);
     /* Bound: another bind fails, and changes nothing. */
     wr = bind_wr(mw, 0x22, p.mb, 0, 4096, RW);
     local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_MR_STATE);
     write_lands(&p, p.qa, k, WIN_OFF + 3000, 100, 4);
 
-    /* LOCAL_INV unbinds. */
+    /* LOCAL_INV unbinds, from any QP of the PD. */
+    pair_fresh_qps(&p, &a2, &b2);
     wr = (UzWr) { .wr_id = 0x1a1, .opcode = UZ_WR_LOCAL_INV,
                   .flags = UZ_WQE_F_SIGNALED, .imm = k };
-    uz_post_send(p.qb, &wr);
-    uz_sq_done(p.qb, 0x1a1, UZ_WC_LOCAL_INV, 0);
-    pair_fresh_qps(&p, &a2, &b2);
+    uz_post_send(b2, &wr);
+    uz_sq_done(b2, 0x1a1, UZ_WC_LOCAL_INV, 0);
+    /* Unbound: a type 2 bind on a QP of its own takes it. */
     k = bind_ok(b2, mw, 0x23, p.mb, WIN_OFF, WIN_LEN, RW);
     refused(&p, (k & ~0xffu) | 0x21, uz_mr_va(p.mb, WIN_OFF));
     write_lands(&p, a2, k, WIN_OFF, 500, 5);
@@ -297,6 +343,9 @@ static void test_bad(void)
     local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_RKEY);
     wr = bind_wr(mw_pd2, 2, p.mb, 0, 4096, RW);
     local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
+    /* A type 2 window bound over nothing. */
+    wr = bind_wr(mw2, 0x0c, p.mb, 0, 0, RW);
+    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
     /* A local right; the MR's key a window's, stale, of another PD. */
     wr = bind_wr(mw1, 3, p.mb, 0, 4096, RW | UZ_ACCESS_LOCAL_WRITE);
     local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);

@@ -770,9 +770,10 @@ struct uz_cmd_invalidate_xlat {
  * new key byte; a peer's RDMA through the window's key then reaches that
  * range of the MR.  A type 1 window serves every QP of its PD, is bound
  * again by another BIND_MW, and unbound by one of length 0.  A type 2
- * window serves only the QP that bound it, is bound only while unbound,
- * and is unbound by UZ_WR_LOCAL_INV or a SEND with invalidate received on
- * that QP, and when that QP is destroyed.  An MR with windows bound to it
+ * window serves only the QP that bound it, is bound only while unbound
+ * and never with length 0, and is unbound by UZ_WR_LOCAL_INV on a QP of
+ * its PD, by a SEND with invalidate received on the QP that bound it, and
+ * when that QP is destroyed.  An MR with windows bound to it
  * can neither be deregistered nor re-registered (UZ_CMD_BUSY).
  */
 struct uz_cmd_alloc_mw {

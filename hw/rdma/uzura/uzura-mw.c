@@ -30,11 +30,19 @@ UzuraMr *uzura_mw_slot(UzuraCore *core, uint32_t key)
     return &r->mr[i];
 }
 
-/* Unbind a bound window: its MR loses a window, its key reaches nothing. */
+/*
+ * Unbind a bound window: its MR (and, type 2, its QP) loses a window, its
+ * key reaches nothing.
+ */
 static void uzura_mw_unbind(UzuraCore *core, UzuraMr *mw)
 {
+    UzuraRdma *r = &core->rdma;
+
     if (!mw->free) {
-        core->rdma.mr[mw->mw_mr].mw_count--;
+        r->mr[mw->mw_mr].mw_count--;
+        if (mw->mw_type == UZ_MW_TYPE_2) {
+            r->qp[mw->mw_qpn].mw_count--;
+        }
         mw->free = true;
         mw->mw_mr = 0;
     }
@@ -68,7 +76,7 @@ uint8_t uzura_mw_alloc(UzuraCore *core, const struct uz_cmd_alloc_mw *c,
     return UZ_CMD_OK;
 }
 
-/* A window goes bound or not; its index names it, as its key byte moves. */
+/* DEALLOC_MW names the window by index: its key byte changes with binds. */
 uint8_t uzura_mw_dealloc(UzuraCore *core, const struct uz_cmd_obj *c)
 {
     UzuraMr *mw = uzura_mw_slot(core, le32_to_cpu(c->handle));
@@ -126,11 +134,18 @@ uint8_t uzura_mw_bind(UzuraCore *core, UzuraQp *qp,
         *verr = UZ_VERR_MR_STATE;
     } else if (h->bind.access & ~UZ_MW_ACCESS) {
         *verr = UZ_VERR_BAD_WQE;
-    } else if (mw->mw_type == UZ_MW_TYPE_1 && !h->bind.length) {
-        /* A type 1 window is unbound by binding nothing. */
-        uzura_mw_unbind(core, mw);
-        mw->key = UZ_KEY_BYTE(h->rkey);
-        *verr = UZ_VERR_NONE;
+    } else if (!h->bind.length) {
+        /*
+         * A type 1 window is unbound by binding nothing; a type 2 window
+         * is unbound by invalidation, and binding nothing is an error.
+         */
+        if (mw->mw_type == UZ_MW_TYPE_2) {
+            *verr = UZ_VERR_BAD_WQE;
+        } else {
+            uzura_mw_unbind(core, mw);
+            mw->key = UZ_KEY_BYTE(h->rkey);
+            *verr = UZ_VERR_NONE;
+        }
     } else {
         *verr = uzura_mw_bind_mr(core, qp, h, &mr);
         if (!*verr) {
@@ -143,6 +158,9 @@ uint8_t uzura_mw_bind(UzuraCore *core, UzuraQp *qp,
             mw->mw_mr = UZ_KEY_INDEX(h->bind.mr_key);
             mw->mw_qpn = qp->x->qpn;
             mr->mw_count++;
+            if (mw->mw_type == UZ_MW_TYPE_2) {
+                qp->mw_count++;
+            }
         }
     }
     if (*verr) {
@@ -184,7 +202,8 @@ void uzura_mw_qp_gone(UzuraCore *core, uint32_t qpn)
     UzuraRdma *r = &core->rdma;
     uint32_t i;
 
-    for (i = 1; i < r->lim.max_mr; i++) {
+    /* Most QPs have none: the table is not walked for them. */
+    for (i = 1; i < r->lim.max_mr && r->qp[qpn].mw_count; i++) {
         UzuraMr *mw = &r->mr[i];
 
         if (mw->valid && mw->mw_type == UZ_MW_TYPE_2 && !mw->free &&

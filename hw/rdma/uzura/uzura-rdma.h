@@ -98,6 +98,7 @@ typedef struct UzuraQp {
     uint32_t sq_ci;             /* WQEs the device has completed */
     uint32_t rq_ci;
     struct uz_qp_attr attr;     /* current attributes, host order */
+    uint32_t mw_count;          /* type 2 windows it bound */
     UzuraXfer *x;               /* transport state */
 } UzuraQp;
 

@@ -303,9 +303,9 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 
         /*
          * SEND with invalidate frees the fast-reg MR or unbinds the type 2
-         * window it names (class J:
-         * a key this QP may not free fails the receive and the QP); the
-         * key is reported in host order, as verbs do.
+         * window it names (class J: a key this QP may not free fails the
+         * receive and the QP); the key is reported in host order, as
+         * verbs do.
          */
         if (h & UZ_H_IETH) {
             uint32_t key = be32_to_cpu(pkt->imm);

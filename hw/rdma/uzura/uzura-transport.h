@@ -144,7 +144,10 @@ void uzura_xlat_drop_mr(UzuraCore *core, UzuraMr *mr);
 uint8_t uzura_xlat_invalidate(UzuraCore *core,
                               const struct uz_cmd_invalidate_xlat *c);
 
-/* uzura-fastreg.c: REG_MR, BIND_MW and LOCAL_INV WRs, remote invalidation */
+/*
+ * uzura-fastreg.c: REG_MR, BIND_MW and LOCAL_INV WRs, remote invalidation
+ * (of fast-reg MRs and, through uzura-mw.c, of type 2 windows)
+ */
 uint8_t uzura_fastreg_exec(UzuraCore *core, UzuraQp *qp,
                            const struct uz_send_wqe *h, uint8_t *verr);
 uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key,
