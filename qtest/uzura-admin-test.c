@@ -113,7 +113,8 @@ static void test_bad_commands(void)
      * Opcodes of the RDMA range without a command are answered so;
      * QUERY_COUNTERS into 0 bytes is a bad parameter, INVALIDATE_XLAT of
      * key 0 names no MR, RESIZE_CQ of CQ 0 no CQ, REREG_MR of key 0 no
-     * MR, ALLOC_MW into PD 0 no PD, DEALLOC_MW of key 0 no window.
+     * MR, ALLOC_MW into PD 0 no PD, DEALLOC_MW of key 0 no window,
+     * PAGE_RESUME of key 0 no ODP MR.
      */
     for (op = UZ_CMD_QUERY_COUNTERS; op <= UZ_CMD_RDMA_LAST; op++) {
         cmd = (struct uz_admin_cmd) { .opcode = op };
@@ -123,7 +124,8 @@ static void test_bad_commands(void)
                         op == UZ_CMD_RESIZE_CQ ||
                         op == UZ_CMD_REREG_MR ||
                         op == UZ_CMD_ALLOC_MW ||
-                        op == UZ_CMD_DEALLOC_MW ? UZ_CMD_BAD_HANDLE :
+                        op == UZ_CMD_DEALLOC_MW ||
+                        op == UZ_CMD_PAGE_RESUME ? UZ_CMD_BAD_HANDLE :
                                                  UZ_CMD_NOT_SUPPORTED);
     }
 

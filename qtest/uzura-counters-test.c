@@ -104,6 +104,7 @@ static const char *const cnt_name[UZ_CNT_NUM] = {
     [UZ_CNT_SACKS_RCVD] = "sacks_rcvd",
     [UZ_CNT_SR_KEPT] = "sr_kept",
     [UZ_CNT_SR_RESENT] = "sr_resent",
+    [UZ_CNT_XLAT_FAULTS] = "xlat_faults",
 };
 
 typedef struct Cnt {

@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            8
+#define UZ_VERSION_MINOR            9
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -121,6 +121,7 @@
 #define UZ_CAP_MR_REREG             (1u << 10) /* UZ_CMD_REREG_MR */
 #define UZ_CAP_MW                   (1u << 11) /* memory windows: ALLOC_MW,
                                                 * UZ_WR_BIND_MW */
+#define UZ_CAP_ODP                  (1u << 12) /* UZ_MR_F_ODP, page faults */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -323,6 +324,7 @@ UZ_ASSERT_SIZE(struct uz_eqe, 16);
 #define UZ_EQE_QP_LAST_WQE          0x15 /* handle: QP on SRQ drained */
 #define UZ_EQE_EQ_OVERFLOW          0x16 /* handle: EQ that lost events */
 #define UZ_EQE_DEVICE_FATAL         0x17 /* data: UZ_FATAL_* */
+#define UZ_EQE_PAGE_FAULT           0x18 /* handle: ODP MR's key, data: page */
 
 #define UZ_FATAL_ADMIN_DMA          0x01 /* admin ring not accessible */
 #define UZ_FATAL_EQ_DMA             0x02 /* an EQ ring not accessible */
@@ -407,6 +409,7 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_REREG_MR             0x24 /* the key stays */
 #define UZ_CMD_ALLOC_MW             0x25 /* out0: rkey */
 #define UZ_CMD_DEALLOC_MW           0x26
+#define UZ_CMD_PAGE_RESUME          0x27 /* ODP: faults of an MR handled */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -602,7 +605,9 @@ enum uz_counter {
 	UZ_CNT_SACKS_RCVD = 84,     /* sacks_rcvd */
 	UZ_CNT_SR_KEPT = 85,        /* sr_kept: out-of-order packets kept */
 	UZ_CNT_SR_RESENT = 86,      /* sr_resent: packets a SACK named, sent again */
-	UZ_CNT_NUM                  /* 87: counters of this version */
+	/* on-demand paging */
+	UZ_CNT_XLAT_FAULTS = 87,    /* xlat_faults: ODP pages found absent */
+	UZ_CNT_NUM                  /* 88: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -704,6 +709,18 @@ struct uz_cmd_reg_mr {
 
 #define UZ_MR_F_DMA                 (1u << 0)
 #define UZ_MR_F_FAST                (1u << 1)
+#define UZ_MR_F_ODP                 (1u << 2)
+
+/*
+ * An on-demand-paging MR (UZ_MR_F_ODP) has a page list whose entries may
+ * be absent: an entry maps its page only with UZ_PTE_PRESENT; with
+ * UZ_PTE_ERROR the page cannot be mapped and an access fails.  An access
+ * to an absent page raises UZ_EQE_PAGE_FAULT (at most one outstanding per
+ * MR) and waits: a responder answers RNR NAK, a requester stops the QP
+ * until UZ_CMD_PAGE_RESUME names the MR.
+ */
+#define UZ_PTE_PRESENT              (1ull << 0)
+#define UZ_PTE_ERROR                (1ull << 1)
 
 /*
  * A fast-registration MR (UZ_MR_F_FAST, kernel only) is created free: its

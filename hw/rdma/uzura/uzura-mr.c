@@ -9,6 +9,7 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bitops.h"
+#include "qemu/host-utils.h"
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -61,8 +62,9 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST) ||
-        (c->flags & UZ_MR_F_DMA && c->flags & UZ_MR_F_FAST)) {
+    /* At most one of DMA, fast-reg and ODP. */
+    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP) ||
+        ctpop8(c->flags) > 1) {
         return UZ_CMD_BAD_PARAM;
     }
     /* DMA and fast-reg MRs are the kernel's only. */
@@ -128,8 +130,9 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
     if (mr->mw_count) {
         return UZ_CMD_BUSY;
     }
-    /* The kernel's DMA and fast-reg MRs have their own ways. */
-    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST) || !c->change ||
+    /* DMA, fast-reg and ODP MRs have their own ways. */
+    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP) ||
+        !c->change ||
         c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
         return UZ_CMD_BAD_PARAM;
     }
@@ -165,6 +168,35 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
     uzura_xlat_drop_mr(core, mr);
     trace_uzura_obj_mr_rereg(key, c->change, mr->iova, mr->length,
                              mr->access);
+    return UZ_CMD_OK;
+}
+
+/*
+ * PAGE_RESUME: the driver handled the page faults of ODP MR @key (its
+ * page list now maps the pages, or marks them UZ_PTE_ERROR): the MR may
+ * fault again, and the QPs that waited on it go on.
+ */
+uint8_t uzura_mr_page_resume(UzuraCore *core, const struct uz_cmd_obj *c)
+{
+    uint32_t key = le32_to_cpu(c->handle), i;
+    UzuraMr *mr = uzura_mr_slot(core, key);
+    UzuraRdma *r = &core->rdma;
+
+    if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
+        !(mr->flags & UZ_MR_F_ODP)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    mr->fault_posted = false;
+    /*
+     * Every waiting QP of the context tries again: one whose page is
+     * still absent faults again, now that the MR may.
+     */
+    for (i = 0; i < r->lim.max_qp; i++) {
+        if (r->qp[i].valid && r->qp[i].x && r->qp[i].uctx == mr->uctx) {
+            uzura_req_fault_resume(core, &r->qp[i]);
+        }
+    }
+    uzura_work_schedule(core);
     return UZ_CMD_OK;
 }
 

@@ -579,6 +579,13 @@ static uint8_t uzura_cmd_dealloc_mw(UzuraCore *core,
     return uzura_mw_dealloc(core, (const void *)cmd->raw);
 }
 
+static uint8_t uzura_cmd_page_resume(UzuraCore *core,
+                                     const struct uz_admin_cmd *cmd,
+                                     struct uz_admin_cqe *cqe)
+{
+    return uzura_mr_page_resume(core, (const void *)cmd->raw);
+}
+
 static uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
                                          const struct uz_admin_cmd *cmd,
                                          struct uz_admin_cqe *cqe)
@@ -640,6 +647,7 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_REREG_MR] = uzura_cmd_rereg_mr,
     [UZ_CMD_ALLOC_MW] = uzura_cmd_alloc_mw,
     [UZ_CMD_DEALLOC_MW] = uzura_cmd_dealloc_mw,
+    [UZ_CMD_PAGE_RESUME] = uzura_cmd_page_resume,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

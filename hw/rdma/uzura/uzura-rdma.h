@@ -122,6 +122,7 @@ typedef struct UzuraMr {
     uint32_t mw_count;          /* MR: windows bound to it */
     uint32_t mw_mr;             /* bound window: its MR's index */
     uint32_t mw_qpn;            /* bound window: the QP that bound it */
+    bool fault_posted;          /* ODP: a page fault not yet resumed */
 } UzuraMr;
 
 typedef struct UzuraAh {
@@ -195,6 +196,7 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
                      struct uz_admin_cqe *cqe);
 uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c);
 uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c);
+uint8_t uzura_mr_page_resume(UzuraCore *core, const struct uz_cmd_obj *c);
 UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key);
 UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
 bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,

@@ -647,6 +647,11 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     uint8_t verr;
 
     verr = uzura_req_emit(core, qp, &x->cur, x->psn, x->cur_off, &n, &last);
+    if (verr == UZURA_VERR_FAULT) {
+        /* Nothing went out: the packet goes when its page is mapped. */
+        x->fault_wait = true;
+        return;
+    }
     if (verr) {
         /* The memory went away under a message in flight. */
         uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, w->sq_idx,
@@ -754,7 +759,7 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 {
     UzuraXfer *x = qp->x;
 
-    while (*budget && !x->rnr_wait && !x->blocked &&
+    while (*budget && !x->rnr_wait && !x->blocked && !x->fault_wait &&
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
         UzuraSwqe *w = uzura_msg(qp, x->m_next);
 
@@ -956,6 +961,11 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
     verr = !wr ? UZ_VERR_DMA :
            uzura_sgl_copy(core, &wr->sgl, qp->pdn, off, (void *)pkt->payload,
                           pkt->paylen, true);
+    if (verr == UZURA_VERR_FAULT) {
+        /* Dropped: the READ goes again once the page is mapped. */
+        qp->x->fault_wait = qp->x->fault_rewind = true;
+        return;
+    }
     if (verr) {
         uzura_req_claim(qp, idx);
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
@@ -984,6 +994,14 @@ static void uzura_req_atomic_resp(UzuraCore *core, UzuraQp *qp,
 
     verr = !wr ? UZ_VERR_DMA :
            uzura_sgl_copy(core, &wr->sgl, qp->pdn, 0, &orig, 8, true);
+    if (verr == UZURA_VERR_FAULT) {
+        /*
+         * Dropped: the atomic goes again once the page is mapped, and the
+         * responder answers the duplicate from its saved result.
+         */
+        qp->x->fault_wait = qp->x->fault_rewind = true;
+        return;
+    }
     uzura_req_finish(core, qp, w, verr ? UZ_WC_STATUS_LOC_PROT_ERR :
                                          UZ_WC_STATUS_SUCCESS, verr);
 }
@@ -1101,7 +1119,23 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
     x->rnr_left = qp->attr.rnr_retry;
     x->resp.idx = x->sr.idx = -1;
     x->sr_left = 0;
+    x->fault_wait = x->fault_rewind = false;
     uzura_work_schedule(core);
+}
+
+/* PAGE_RESUME: a QP that waited for an ODP page goes on. */
+void uzura_req_fault_resume(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    if (x->fault_wait) {
+        x->fault_wait = false;
+        if (x->fault_rewind) {
+            x->fault_rewind = false;
+            uzura_req_rewind(core, qp);
+        }
+    }
+    x->resp_fault_wait = false;
 }
 
 /* Stop the send side: RESET, ERR, destroy. */

@@ -277,7 +277,9 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uint16_t h = uzura_ops[pkt->opcode].hdrs;
     uint8_t verr;
 
-    if ((h & UZ_H_FIRST) && !uzura_resp_take_or_nak(core, qp, pkt)) {
+    /* A first packet that met an absent ODP page has its WQE already. */
+    if ((h & UZ_H_FIRST) && !x->have_rwqe &&
+        !uzura_resp_take_or_nak(core, qp, pkt)) {
         return;
     }
     if (x->recv_off + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
@@ -287,6 +289,11 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     }
     verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, x->recv_off,
                           (void *)pkt->payload, pkt->paylen, true);
+    if (verr == UZURA_VERR_FAULT) {
+        /* The requester sends it again after the RNR wait. */
+        uzura_resp_rnr(core, qp, pkt->psn);
+        return;
+    }
     if (verr) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
                          UZ_WC_STATUS_LOC_PROT_ERR, verr);
@@ -363,7 +370,8 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
         return;
     }
     /* With immediate data the message needs a receive WQE: check first. */
-    if ((h & UZ_H_IMM) && !uzura_resp_take_or_nak(core, qp, pkt)) {
+    if ((h & UZ_H_IMM) && !x->have_rwqe &&
+        !uzura_resp_take_or_nak(core, qp, pkt)) {
         return;
     }
     if (pkt->paylen) {
@@ -374,10 +382,17 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
                              UZ_WC_STATUS_LOC_ACCESS_ERR, verr);
             return;
         }
-        if (!uzura_mr_copy(core, mr, x->wr_va + x->wr_off,
-                           (void *)pkt->payload, pkt->paylen, true)) {
-            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
-                             UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_DMA);
+        verr = uzura_mr_copy(core, mr, x->wr_va + x->wr_off,
+                             (void *)pkt->payload, pkt->paylen, true);
+        if (verr == UZURA_VERR_FAULT) {
+            uzura_resp_rnr(core, qp, pkt->psn);
+            return;
+        }
+        if (verr) {
+            uzura_resp_error(core, qp, pkt->psn,
+                             verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP :
+                                                   UZ_AETH_NAK_REM_ACCESS,
+                             UZ_WC_STATUS_LOC_PROT_ERR, verr);
             return;
         }
     }
@@ -479,9 +494,16 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
-    if (!uzura_mr_copy(core, mr, pkt->va, &val, 8, false)) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP, 0,
-                         UZ_VERR_DMA);
+    verr = uzura_mr_copy(core, mr, pkt->va, &val, 8, false);
+    if (verr == UZURA_VERR_FAULT) {
+        uzura_resp_rnr(core, qp, pkt->psn);
+        return;
+    }
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn,
+                         verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP :
+                                               UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr);
         return;
     }
     orig = le64_to_cpu(val);
@@ -490,7 +512,8 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
     } else if (orig == pkt->compare) {
         val = cpu_to_le64(pkt->swap_add);
     }
-    if (!uzura_mr_copy(core, mr, pkt->va, &val, 8, true)) {
+    /* The same 8 bytes: the page the read found is there. */
+    if (uzura_mr_copy(core, mr, pkt->va, &val, 8, true)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP, 0,
                          UZ_VERR_DMA);
         return;
@@ -718,6 +741,15 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
             verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, UZ_GRH_LEN,
                                   (void *)pkt->payload, pkt->paylen, true);
         }
+        if (verr == UZURA_VERR_FAULT && qp->srqn == UZ_NO_SRQ) {
+            /* A datagram may be lost: the WQE waits for the next one. */
+            x->have_rwqe = false;
+            core->counters.rx_dropped++;
+            return;
+        }
+        if (verr == UZURA_VERR_FAULT) {
+            verr = UZ_VERR_DMA;     /* an SRQ WQE cannot go back */
+        }
         cqe.status = verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
     } else {
         cqe.status = UZ_WC_STATUS_LOC_QP_OP_ERR;
@@ -748,9 +780,9 @@ static bool uzura_resp_gather(UzuraCore *core, void *opaque, uint8_t *dst,
     *verr = uzura_rkey_check(core, src->qp, src->s->rkey,
                              src->s->va + src->off, len, UZ_ACCESS_REMOTE_READ,
                              &mr);
-    if (!*verr && !uzura_mr_copy(core, mr, src->s->va + src->off, dst, len,
-                                 false)) {
-        *verr = UZ_VERR_DMA;
+    if (!*verr) {
+        *verr = uzura_mr_copy(core, mr, src->s->va + src->off, dst, len,
+                              false);
     }
     return !*verr;
 }
@@ -776,6 +808,11 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
     }
     pkt.syndrome = UZ_AETH_ACK | 0x1f;
     verr = uzura_roce_send(core, &pkt, uzura_resp_gather, &src);
+    if (verr == UZURA_VERR_FAULT) {
+        /* The answer goes on when the page is mapped. */
+        qp->x->resp_fault_wait = true;
+        return;
+    }
     if (verr) {
         s->pending = false;
         uzura_resp_error(core, qp, s->psn + s->sent,
@@ -798,6 +835,9 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     UzuraXfer *x = qp->x;
     uint32_t n = core->rdma.lim.max_qp_rd_atom, k;
 
+    if (x->resp_fault_wait) {
+        return;
+    }
     for (k = 0; k < n; k++) {
         UzuraRdAtom *s = &x->rd[(x->rd_head + k) % n];
 
@@ -808,7 +848,7 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
         while (s->pending && *budget) {
             uzura_resp_answer(core, qp, s);
             (*budget)--;
-            if (qp->attr.state == UZ_QPS_ERR) {
+            if (qp->attr.state == UZ_QPS_ERR || x->resp_fault_wait) {
                 return;
             }
         }
@@ -837,6 +877,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->ack_owed = false;
     x->in_msg = 0;
     x->have_rwqe = false;
+    x->resp_fault_wait = false;
     x->err_owed = false;
     x->rd_head = 0;
     memset(x->rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->rd));

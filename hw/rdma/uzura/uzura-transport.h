@@ -131,8 +131,11 @@ typedef struct UzuraSgl {
 uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
                        uint64_t addr, uint64_t len, uint32_t access,
                        UzuraMr **out);
-bool uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
-                   uint64_t len, bool to_mr);
+/* Internal, never in a CQE: an ODP page is absent, the access waits. */
+#define UZURA_VERR_FAULT        0xfe
+
+uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
+                      uint64_t len, bool to_mr);
 uint8_t uzura_sgl_check(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
                         uint32_t access);
 uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
@@ -270,6 +273,9 @@ typedef struct UzuraXfer {
     uint8_t rnr_left;
     bool rnr_wait;              /* the timer is an RNR wait */
     bool blocked;               /* a failed WQE waits for its turn */
+    bool fault_wait;            /* an ODP page absent: wait for a resume */
+    bool fault_rewind;          /* ... then send again from the oldest */
+    bool resp_fault_wait;       /* an answer met an absent ODP page */
     UzuraWqeCache resp;         /* the READ/atomic WQE being answered */
     uint32_t sr_psn;            /* next PSN a SACK asked for */
     uint32_t sr_left;           /* PSNs from sr_psn still to send */
@@ -310,6 +316,7 @@ typedef struct UzuraXfer {
 
 /* uzura-req.c */
 void uzura_req_init(UzuraCore *core, UzuraQp *qp);
+void uzura_req_fault_resume(UzuraCore *core, UzuraQp *qp);
 void uzura_req_reset(UzuraCore *core, UzuraQp *qp);
 void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
 void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);

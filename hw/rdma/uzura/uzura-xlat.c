@@ -59,9 +59,31 @@ static UzuraXlatEntry *uzura_xlat_slot(UzuraCore *core, uint32_t mri,
                     r->lim.xlat_cache_entries];
 }
 
-/* The DMA address of page @page of @mr, through the cache. */
-static bool uzura_xlat(UzuraCore *core, UzuraMr *mr, uint64_t page,
-                       uint64_t *addr)
+/*
+ * An ODP MR's page is absent: raise a page fault, unless one of this MR
+ * is outstanding (the driver handles them one at a time; what faults
+ * meanwhile faults again after PAGE_RESUME).  The access waits.
+ */
+static uint8_t uzura_xlat_fault(UzuraCore *core, UzuraMr *mr, uint32_t mri,
+                                uint64_t page)
+{
+    core->counters.xlat_faults++;
+    if (!mr->fault_posted) {
+        mr->fault_posted = true;
+        trace_uzura_xlat_fault(mri, page);
+        uzura_eq_post_async(core, UZ_EQE_PAGE_FAULT, mri << 8 | mr->key,
+                            page);
+    }
+    return UZURA_VERR_FAULT;
+}
+
+/*
+ * The DMA address of page @page of @mr, through the cache: UZ_VERR_NONE,
+ * UZ_VERR_DMA (the page list is not readable), UZ_VERR_ACCESS (an ODP
+ * page that cannot be mapped) or UZURA_VERR_FAULT (an ODP page absent).
+ */
+static uint8_t uzura_xlat(UzuraCore *core, UzuraMr *mr, uint64_t page,
+                          uint64_t *addr)
 {
     uint32_t mri = uzura_mr_index(core, mr);
     UzuraXlatEntry *e = uzura_xlat_slot(core, mri, page);
@@ -70,7 +92,7 @@ static bool uzura_xlat(UzuraCore *core, UzuraMr *mr, uint64_t page,
     if (e->mr == mri && e->gen == mr->gen && e->page == page) {
         core->counters.xlat_hits++;
         *addr = e->addr;
-        return true;
+        return UZ_VERR_NONE;
     }
     core->counters.xlat_misses++;
     if (page >= mr->npages ||
@@ -78,18 +100,27 @@ static bool uzura_xlat(UzuraCore *core, UzuraMr *mr, uint64_t page,
         uzura_guest_error(trace_uzura_xlat_err_pbl(mri, page),
                           "MR %u: page list entry %" PRIu64 " not readable",
                           mri, page);
-        return false;
+        return UZ_VERR_DMA;
+    }
+    pte = le64_to_cpu(pte);
+    if (mr->flags & UZ_MR_F_ODP) {
+        if (pte & UZ_PTE_ERROR) {
+            return UZ_VERR_ACCESS;
+        }
+        if (!(pte & UZ_PTE_PRESENT)) {
+            return uzura_xlat_fault(core, mr, mri, page);
+        }
     }
     if (e->mr) {
         core->counters.xlat_evictions++;
     }
     *e = (UzuraXlatEntry) {
         .mr = mri, .gen = mr->gen, .page = page,
-        .addr = le64_to_cpu(pte) & ~MAKE_64BIT_MASK(0, mr->page_shift),
+        .addr = pte & ~MAKE_64BIT_MASK(0, mr->page_shift),
     };
     trace_uzura_xlat_miss(mri, page, e->addr);
     *addr = e->addr;
-    return true;
+    return UZ_VERR_NONE;
 }
 
 /*
@@ -128,17 +159,20 @@ uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
 
 /*
  * Move @len bytes between @buf and the MR at @addr (already checked),
- * page by page.  False on a page list or page that is not accessible.
+ * page by page.  Returns UZ_VERR_NONE, UZ_VERR_DMA for a page list or
+ * page that is not accessible, or what translation said of an ODP page
+ * (uzura_xlat); bytes before the page that failed may have moved.
  */
-bool uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
-                   uint64_t len, bool to_mr)
+uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
+                      uint64_t len, bool to_mr)
 {
     uint64_t psize = 1ull << mr->page_shift, base, n;
-    uint8_t *b = buf;
+    uint8_t *b = buf, verr;
 
     if (mr->flags & UZ_MR_F_DMA) {
-        return to_mr ? uzura_dma_write(core, addr, b, len) :
-                       uzura_dma_read(core, addr, b, len);
+        return (to_mr ? uzura_dma_write(core, addr, b, len) :
+                        uzura_dma_read(core, addr, b, len)) ?
+               UZ_VERR_NONE : UZ_VERR_DMA;
     }
     while (len) {
         uint64_t page = (addr >> mr->page_shift) -
@@ -146,16 +180,19 @@ bool uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
         uint64_t off = addr & (psize - 1);
 
         n = MIN(len, psize - off);
-        if (!uzura_xlat(core, mr, page, &base) ||
-            !(to_mr ? uzura_dma_write(core, base + off, b, n) :
+        verr = uzura_xlat(core, mr, page, &base);
+        if (verr) {
+            return verr;
+        }
+        if (!(to_mr ? uzura_dma_write(core, base + off, b, n) :
                       uzura_dma_read(core, base + off, b, n))) {
-            return false;
+            return UZ_VERR_DMA;
         }
         addr += n;
         b += n;
         len -= n;
     }
-    return true;
+    return UZ_VERR_NONE;
 }
 
 /* Check every SGE of a list for a local access with rights @access. */
@@ -204,8 +241,9 @@ uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
         if (verr) {
             return verr;
         }
-        if (!uzura_mr_copy(core, mr, s->addr + off, b, n, to_mem)) {
-            return UZ_VERR_DMA;
+        verr = uzura_mr_copy(core, mr, s->addr + off, b, n, to_mem);
+        if (verr) {
+            return verr;
         }
         b += n;
         len -= n;

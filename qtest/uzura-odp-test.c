@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura: on-demand paging (spec 8.10.4).  An ODP MR's page list starts
+ * empty; each access to an absent page raises a page fault on the async
+ * EQ and waits (a responder answers RNR NAK, a requester stops the QP)
+ * until the test, playing the driver, maps the page and sends
+ * PAGE_RESUME.  Every kind of access then completes with its data intact;
+ * a page marked as unmappable fails the access; one fault per MR is
+ * outstanding however often the peer retries.
+ */
+#include "uzura-pair.h"
+
+#define PAGES       4
+
+/* An ODP MR of @npages pages on @n: registered with no page present. */
+static UzMr *odp_reg(UzNode *n, uint32_t npages)
+{
+    UzMr *mr = uz_own(n, sizeof(*mr));
+    uint64_t base = uz_alloc_pages(n, npages);
+    struct uz_cmd_reg_mr c = { 0 };
+    struct uz_admin_cqe cqe;
+    uint32_t k;
+
+    *mr = (UzMr) {
+        .n = n, .pdn = n->pdn, .access = UZ_ACCESS_ALL,
+        .iova = n->next_iova, .len = (uint64_t)npages * UZ_PAGE_SIZE,
+        .npages = npages, .pages = uz_own(n, npages * sizeof(uint64_t)),
+        .pbl = uz_alloc(&n->d, npages * 8),
+    };
+    n->next_iova += (npages + 16) * UZ_PAGE_SIZE;
+    for (k = 0; k < npages; k++) {
+        mr->pages[k] = base + (uint64_t)(npages - 1 - k) * UZ_PAGE_SIZE;
+        qtest_writeq(n->d.qts, mr->pbl + k * 8, 0);
+    }
+    c = (struct uz_cmd_reg_mr) {
+        .iova = cpu_to_le64(mr->iova), .length = cpu_to_le64(mr->len),
+        .pbl_addr = cpu_to_le64(mr->pbl), .npages = cpu_to_le32(npages),
+        .pdn = cpu_to_le32(mr->pdn), .access = cpu_to_le32(mr->access),
+        .page_shift = UZ_PAGE_SHIFT, .key = n->next_key++,
+        .flags = UZ_MR_F_ODP, .uctx = cpu_to_le32(n->uctx),
+    };
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    mr->key = le32_to_cpu(cqe.out0);
+    g_ptr_array_add(n->mrs, mr);
+    return mr;
+}
+
+static uint8_t page_resume(UzMr *mr)
+{
+    struct uz_cmd_obj c = {
+        .handle = cpu_to_le32(mr->key), .uctx = cpu_to_le32(mr->n->uctx),
+    };
+
+    return uz_cmd(mr->n, UZ_CMD_PAGE_RESUME, &c, sizeof(c), NULL);
+}
+
+/* What a driver does for a fault: map page @k (or mark it bad), resume. */
+static void odp_serve(UzMr *mr, uint32_t k, bool bad)
+{
+    g_assert_cmpuint(k, <, mr->npages);
+    qtest_writeq(mr->n->d.qts, mr->pbl + k * 8,
+                 bad ? UZ_PTE_ERROR : mr->pages[k] | UZ_PTE_PRESENT);
+    g_assert_cmpint(page_resume(mr), ==, UZ_CMD_OK);
+}
+
+typedef struct Faults {
+    UzMr *mr;                   /* the ODP MR the test serves */
+    uint32_t bad_page;          /* a page it marks bad, or -1 */
+    int seen;                   /* page faults served */
+    int most_outstanding;       /* faults seen between two resumes */
+} Faults;
+
+/* Serve the page faults node @n has raised for @f->mr so far. */
+static void faults_serve(Faults *f)
+{
+    UzNode *n = f->mr->n;
+    struct uz_eqe eqe;
+    int got = 0;
+
+    while (uz_eq_next(&n->d, &n->async_eq, &eqe)) {
+        uz_ring(&n->d, n->async_eq.db, n->async_eq.ci);
+        if (eqe.type != UZ_EQE_PAGE_FAULT) {
+            g_test_message("uz%d: event 0x%x", n->idx, eqe.type);
+            continue;
+        }
+        g_assert_cmphex(le32_to_cpu(eqe.handle), ==, f->mr->key);
+        got++;
+        f->seen++;
+        odp_serve(f->mr, le32_to_cpu(eqe.data),
+                  le32_to_cpu(eqe.data) == f->bad_page);
+    }
+    f->most_outstanding = MAX(f->most_outstanding, got);
+}
+
+/* Wait for @cq's next CQE, serving faults and moving the clock. */
+static void wait_serving(UzCq *cq, struct uz_cqe *c, Faults *f)
+{
+    int i;
+
+    for (i = 0; i < 2000; i++) {
+        faults_serve(f);
+        if (uz_cq_poll(cq, c)) {
+            return;
+        }
+        qtest_clock_step(cq->n->d.qts, MS);
+    }
+    g_error("no completion while serving %d page faults", f->seen);
+}
+
+/* @op of @len bytes from qa's @la to qb's @lb; the data must arrive. */
+static void odp_transfer(Pair *p, uint8_t op, UzMr *la, UzMr *lb,
+                         uint32_t len, Faults *f, uint32_t seed)
+{
+    g_autofree uint8_t *data = g_malloc(len);
+    g_autofree uint8_t *got = g_malloc(len);
+    UzMr *src = op == UZ_WR_RDMA_READ ? lb : la;
+    UzMr *dst = op == UZ_WR_RDMA_READ ? la : lb;
+    UzSge s = uz_mr_sge(la, 0, len), r = uz_mr_sge(lb, 0, len);
+    UzWr wr = {
+        .wr_id = 0x0d00 + seed, .opcode = op, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1, .remote_addr = uz_mr_va(lb, 0),
+        .rkey = lb->key,
+    };
+    struct uz_cqe c;
+
+    uz_pattern(data, len, seed);
+    uz_mr_write(src, 0, data, len);
+    if (op == UZ_WR_SEND) {
+        uz_post_recv(p->qb, 0x0e00 + seed, &r, 1);
+    }
+    uz_post_send(p->qa, &wr);
+    wait_serving(p->qa->scq, &c, f);
+    uz_cqe_expect(&c, wr.wr_id, uz_wc_opcode(op), UZ_WC_STATUS_SUCCESS, 0,
+                  p->qa->qpn);
+    if (op == UZ_WR_SEND) {
+        wait_serving(p->qb->rcq, &c, f);
+        uz_cqe_expect(&c, 0x0e00 + seed, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                      p->qb->qpn);
+        g_assert_cmpuint(c.byte_len, ==, len);
+    }
+    uz_mr_read(dst, 0, got, len);
+    g_assert(!memcmp(got, data, len));
+}
+
+/*
+ * A peer's WRITE and SEND into an ODP MR: each absent page is an RNR NAK
+ * and one fault; once served, the message lands whole.
+ */
+static void test_responder(void)
+{
+    Faults f = { .bad_page = -1 };
+    Pair p;
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[1], PAGES);
+    odp_transfer(&p, UZ_WR_RDMA_WRITE, p.ma, f.mr, PAGES * 4096 - 100, &f, 1);
+    g_assert_cmpint(f.seen, ==, PAGES);
+    g_assert_cmpint(f.most_outstanding, ==, 1);
+    g_assert_cmpuint(uz_counter(&p.m, 1, "rnr_naks_sent"), >=, PAGES);
+    g_assert_cmpuint(uz_counter(&p.m, 1, "xlat_faults"), >=, PAGES);
+    /* Mapped now: no more faults. */
+    odp_transfer(&p, UZ_WR_RDMA_WRITE, p.ma, f.mr, 5000, &f, 2);
+    g_assert_cmpint(f.seen, ==, PAGES);
+    pair_stop(&p);
+
+    /* A SEND into an ODP receive buffer: one receive WQE, not one a try. */
+    memset(&f, 0, sizeof(f));
+    f.bad_page = -1;
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[1], PAGES);
+    odp_transfer(&p, UZ_WR_SEND, p.ma, f.mr, 3 * 4096, &f, 3);
+    g_assert_cmpint(f.seen, ==, 3);
+    uz_cq_assert_empty(p.qb->rcq, 10);
+    exchange(&p, UZ_WR_SEND, 100);
+    pair_stop(&p);
+}
+
+/*
+ * A requester's own ODP memory: SEND data it sends, READ responses it
+ * receives; and a peer's READ from an ODP MR, which the responder answers
+ * page by page as they are mapped.
+ */
+static void test_requester(void)
+{
+    Faults f = { .bad_page = -1 };
+    Pair p;
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[0], PAGES);
+    odp_transfer(&p, UZ_WR_SEND, f.mr, p.mb, 3 * 4096 + 7, &f, 4);
+    g_assert_cmpint(f.seen, ==, PAGES);
+    pair_stop(&p);
+
+    memset(&f, 0, sizeof(f));
+    f.bad_page = -1;
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[0], PAGES);
+    odp_transfer(&p, UZ_WR_RDMA_READ, f.mr, p.mb, PAGES * 4096, &f, 5);
+    g_assert_cmpint(f.seen, ==, PAGES);
+    pair_stop(&p);
+
+    memset(&f, 0, sizeof(f));
+    f.bad_page = -1;
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[1], PAGES);
+    odp_transfer(&p, UZ_WR_RDMA_READ, p.ma, f.mr, PAGES * 4096, &f, 6);
+    g_assert_cmpint(f.seen, ==, PAGES);
+    exchange(&p, UZ_WR_RDMA_WRITE, 3000);
+    pair_stop(&p);
+}
+
+/*
+ * A page the driver cannot map (UZ_PTE_ERROR) fails the access: a remote
+ * access error for a peer, a local protection error for the QP's own
+ * data; the commands refuse what ODP cannot be.
+ */
+static void test_bad(void)
+{
+    Faults f = { .bad_page = 1 };
+    struct uz_cmd_reg_mr c = { 0 };
+    struct uz_cqe cqe;
+    UzSge s;
+    UzWr wr;
+    Pair p;
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[1], PAGES);
+    s = uz_mr_sge(p.ma, 0, 2 * 4096);
+    wr = (UzWr) { .wr_id = 0xbad, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(f.mr, 0), .rkey = f.mr->key };
+    uz_post_send(p.qa, &wr);
+    wait_serving(p.qa->scq, &cqe, &f);
+    g_assert_cmpint(cqe.status, ==, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_stop(&p);
+
+    f = (Faults) { .bad_page = 0 };
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[0], PAGES);
+    s = uz_mr_sge(f.mr, 0, 64);
+    wr = (UzWr) { .wr_id = 0xbad1, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(p.mb, 0), .rkey = p.mb->key };
+    uz_post_send(p.qa, &wr);
+    wait_serving(p.qa->scq, &cqe, &f);
+    g_assert_cmpint(cqe.status, ==, UZ_WC_STATUS_LOC_PROT_ERR);
+    g_assert_cmpint(cqe.vendor_err, ==, UZ_VERR_ACCESS);
+
+    /* ODP with DMA or fast-reg; REREG of an ODP MR; resume of another. */
+    c = (struct uz_cmd_reg_mr) {
+        .pdn = cpu_to_le32(p.n[0].pdn), .npages = cpu_to_le32(1),
+        .flags = UZ_MR_F_ODP | UZ_MR_F_DMA,
+    };
+    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REG_MR, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_BAD_PARAM);
+    c.flags = UZ_MR_F_ODP | UZ_MR_F_FAST;
+    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REG_MR, &c, sizeof(c), NULL), ==,
+                    UZ_CMD_BAD_PARAM);
+    {
+        struct uz_cmd_rereg_mr rr = {
+            .change = UZ_REREG_ACCESS, .access = cpu_to_le32(UZ_ACCESS_ALL),
+            .uctx = cpu_to_le32(p.n[0].uctx), .key = cpu_to_le32(f.mr->key),
+        };
+
+        g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REREG_MR, &rr, sizeof(rr),
+                               NULL), ==, UZ_CMD_BAD_PARAM);
+    }
+    g_assert_cmpint(page_resume(p.ma), ==, UZ_CMD_BAD_HANDLE);
+    pair_stop(&p);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/uzura/odp/responder", test_responder);
+    qtest_add_func("/uzura/odp/requester", test_requester);
+    qtest_add_func("/uzura/odp/bad", test_bad);
+    return g_test_run();
+}
