@@ -164,15 +164,52 @@ static void test_responder(void)
     g_assert_cmpint(f.seen, ==, PAGES);
     pair_stop(&p);
 
-    /* A SEND into an ODP receive buffer: one receive WQE, not one a try. */
+    /*
+     * A SEND into an ODP receive buffer on an SRQ (where a WQE once taken
+     * is gone): one receive WQE, not one a try.
+     */
     memset(&f, 0, sizeof(f));
     f.bad_page = -1;
     pair_start(&p);
-    f.mr = odp_reg(&p.n[1], PAGES);
-    odp_transfer(&p, UZ_WR_SEND, p.ma, f.mr, 3 * 4096, &f, 3);
-    g_assert_cmpint(f.seen, ==, 3);
-    uz_cq_assert_empty(p.qb->rcq, 10);
-    exchange(&p, UZ_WR_SEND, 100);
+    {
+        UzSrq *srq = uz_srq_create(&p.n[1], 4, 0);
+        UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+        g_autofree uint8_t *data = g_malloc(3 * 4096);
+        g_autofree uint8_t *got = g_malloc(3 * 4096);
+        UzSge s, r;
+        UzWr wr;
+        UzQp *b;
+        struct uz_cqe c;
+
+        f.mr = odp_reg(&p.n[1], PAGES);
+        p.qa = uz_qp_create(&p.n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+        b = uz_qp_create(&p.n[1], UZ_QPT_RC, NULL, NULL, srq, 0);
+        uz_rc_connect(p.qa, b, &o);
+        r = uz_mr_sge(f.mr, 0, 3 * 4096);
+        uz_srq_post(srq, 0x0e01, &r, 1);
+        r = uz_mr_sge(p.mb, 0, 4096);
+        uz_srq_post(srq, 0x0e02, &r, 1);
+        uz_pattern(data, 3 * 4096, 3);
+        uz_mr_write(p.ma, 0, data, 3 * 4096);
+        s = uz_mr_sge(p.ma, 0, 3 * 4096);
+        wr = (UzWr) { .wr_id = 0x0d03, .opcode = UZ_WR_SEND,
+                      .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
+        uz_post_send(p.qa, &wr);
+        wait_serving(b->rcq, &c, &f);
+        uz_cqe_expect(&c, 0x0e01, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                      b->qpn);
+        g_assert_cmpint(f.seen, ==, 3);
+        uz_mr_read(f.mr, 0, got, 3 * 4096);
+        g_assert(!memcmp(got, data, 3 * 4096));
+        /* The second WQE is still there for the next message. */
+        s = uz_mr_sge(p.ma, 0, 100);
+        wr.wr_id = 0x0d04;
+        wr.sge = &s;
+        uz_post_send(p.qa, &wr);
+        wait_serving(b->rcq, &c, &f);
+        uz_cqe_expect(&c, 0x0e02, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                      b->qpn);
+    }
     pair_stop(&p);
 }
 
@@ -207,6 +244,72 @@ static void test_requester(void)
     odp_transfer(&p, UZ_WR_RDMA_READ, p.ma, f.mr, PAGES * 4096, &f, 6);
     g_assert_cmpint(f.seen, ==, PAGES);
     exchange(&p, UZ_WR_RDMA_WRITE, 3000);
+    pair_stop(&p);
+}
+
+/*
+ * A driver slow to serve a fault costs the QP no retry: a READ whose
+ * response met an absent page waits for seconds of ACK timeouts, then
+ * completes once the page is mapped.  An ODP MR deregistered while a QP
+ * waits for its page fails that QP's WQE instead of leaving it waiting.
+ */
+static void test_slow_and_gone(void)
+{
+    Faults f = { .bad_page = -1 };
+    g_autofree uint8_t *data = g_malloc(4096);
+    UzSge s;
+    UzWr wr;
+    Pair p;
+    struct uz_cqe c;
+    struct uz_eqe eqe;
+    int i, pending = -1;
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[0], 1);
+    uz_pattern(data, 4096, 7);
+    uz_mr_write(p.mb, 0, data, 4096);
+    s = uz_mr_sge(f.mr, 0, 4096);
+    wr = (UzWr) { .wr_id = 0x5105, .opcode = UZ_WR_RDMA_READ,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(p.mb, 0), .rkey = p.mb->key };
+    uz_post_send(p.qa, &wr);
+    /* 5 s of 67 ms ACK timeouts, retry_cnt 7: the fault is not served. */
+    for (i = 0; i < 50; i++) {
+        qtest_clock_step(p.m.qs->qts, 100 * MS);
+        while (uz_eq_next(&p.n[0].d, &p.n[0].async_eq, &eqe)) {
+            uz_ring(&p.n[0].d, p.n[0].async_eq.db, p.n[0].async_eq.ci);
+            g_assert_cmpint(eqe.type, ==, UZ_EQE_PAGE_FAULT);
+            pending = le32_to_cpu(eqe.data);
+        }
+        g_assert(!uz_cq_poll(p.qa->scq, &c));
+    }
+    g_assert_cmpint(pending, ==, 0);
+    odp_serve(f.mr, 0, false);
+    wait_serving(p.qa->scq, &c, &f);
+    uz_cqe_expect(&c, 0x5105, UZ_WC_RDMA_READ, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
+    uz_assert_mr(f.mr, 0, data, 4096, "the READ's data");
+    pair_stop(&p);
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[0], 1);
+    s = uz_mr_sge(f.mr, 0, 64);
+    wr = (UzWr) { .wr_id = 0x5106, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(p.mb, 0), .rkey = p.mb->key };
+    uz_post_send(p.qa, &wr);
+    uz_event_wait(&p.n[0], &p.n[0].async_eq, UZ_EQE_PAGE_FAULT, f.mr->key);
+    {
+        struct uz_cmd_obj d = {
+            .handle = cpu_to_le32(f.mr->key),
+            .uctx = cpu_to_le32(p.n[0].uctx),
+        };
+
+        g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_DEREG_MR, &d, sizeof(d),
+                               NULL), ==, UZ_CMD_OK);
+    }
+    uz_sq_err(p.qa, 0x5106, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_LOC_PROT_ERR,
+              UZ_VERR_BAD_LKEY);
     pair_stop(&p);
 }
 
@@ -267,6 +370,12 @@ static void test_bad(void)
                                NULL), ==, UZ_CMD_BAD_PARAM);
     }
     g_assert_cmpint(page_resume(p.ma), ==, UZ_CMD_BAD_HANDLE);
+    {
+        UzMr stale = *f.mr;
+
+        stale.key ^= 1;
+        g_assert_cmpint(page_resume(&stale), ==, UZ_CMD_BAD_HANDLE);
+    }
     pair_stop(&p);
 }
 
@@ -275,6 +384,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/odp/responder", test_responder);
     qtest_add_func("/uzura/odp/requester", test_requester);
+    qtest_add_func("/uzura/odp/slow-and-gone", test_slow_and_gone);
     qtest_add_func("/uzura/odp/bad", test_bad);
     return g_test_run();
 }

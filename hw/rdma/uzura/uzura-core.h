@@ -287,9 +287,9 @@ uint8_t uzura_eq_create(UzuraCore *core, const struct uz_cmd_create_eq *cmd,
 uint8_t uzura_eq_destroy(UzuraCore *core, uint32_t eqn);
 bool uzura_eq_get(UzuraCore *core, uint32_t eqn);
 void uzura_eq_put(UzuraCore *core, uint32_t eqn);
-void uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
+bool uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
                    uint32_t handle, uint32_t data);
-void uzura_eq_post_async(UzuraCore *core, uint8_t type, uint32_t handle,
+bool uzura_eq_post_async(UzuraCore *core, uint8_t type, uint32_t handle,
                          uint32_t data);
 void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val);
 

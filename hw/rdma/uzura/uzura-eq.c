@@ -62,14 +62,15 @@ static void uzura_eq_write(UzuraCore *core, uint32_t eqn, UzuraEq *eq,
     core->counters.eq_events++;
 }
 
-void uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
+/* Post an event; false when it was lost (no such EQ, or no room). */
+bool uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
                    uint32_t handle, uint32_t data)
 {
     UzuraEq *eq = uzura_eq_lookup(core, eqn);
     uint32_t room;
 
     if (!eq) {
-        return;
+        return false;
     }
     room = uzura_eq_size(eq) - uzura_eq_used(eq);
     if (eq->overflowed && room >= 2) {
@@ -82,26 +83,27 @@ void uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
                           "EQ %u full, event 0x%02x lost", eqn, type);
         eq->overflowed = true;
         core->counters.eq_overflows++;
-        return;
+        return false;
     }
     uzura_eq_write(core, eqn, eq, type, handle, data);
     if (eq->armed) {
         uzura_eq_fire(core, eq);
     }
+    return true;
 }
 
-void uzura_eq_post_async(UzuraCore *core, uint8_t type, uint32_t handle,
+bool uzura_eq_post_async(UzuraCore *core, uint8_t type, uint32_t handle,
                          uint32_t data)
 {
     unsigned i;
 
     for (i = 0; i < UZ_MAX_EQ; i++) {
         if (core->eq[i].valid && core->eq[i].async) {
-            uzura_eq_post(core, i, type, handle, data);
-            return;
+            return uzura_eq_post(core, i, type, handle, data);
         }
     }
     trace_uzura_eq_async_dropped(type, handle);
+    return false;
 }
 
 void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val)

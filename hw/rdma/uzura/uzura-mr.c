@@ -172,31 +172,38 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
 }
 
 /*
+ * Every QP of context @uctx that waits for an ODP page tries again: one
+ * whose page is still absent faults again, one whose MR went fails.
+ */
+static void uzura_mr_odp_wake(UzuraCore *core, uint32_t uctx)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        if (r->qp[i].valid && r->qp[i].x && r->qp[i].uctx == uctx) {
+            uzura_req_fault_resume(core, &r->qp[i]);
+        }
+    }
+    uzura_work_schedule(core);
+}
+
+/*
  * PAGE_RESUME: the driver handled the page faults of ODP MR @key (its
  * page list now maps the pages, or marks them UZ_PTE_ERROR): the MR may
- * fault again, and the QPs that waited on it go on.
+ * fault again, and the QPs that waited go on.
  */
 uint8_t uzura_mr_page_resume(UzuraCore *core, const struct uz_cmd_obj *c)
 {
-    uint32_t key = le32_to_cpu(c->handle), i;
-    UzuraMr *mr = uzura_mr_slot(core, key);
-    UzuraRdma *r = &core->rdma;
+    uint32_t key = le32_to_cpu(c->handle);
+    UzuraMr *mr = uzura_mr_lookup(core, key);
 
     if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
         !(mr->flags & UZ_MR_F_ODP)) {
         return UZ_CMD_BAD_HANDLE;
     }
     mr->fault_posted = false;
-    /*
-     * Every waiting QP of the context tries again: one whose page is
-     * still absent faults again, now that the MR may.
-     */
-    for (i = 0; i < r->lim.max_qp; i++) {
-        if (r->qp[i].valid && r->qp[i].x && r->qp[i].uctx == mr->uctx) {
-            uzura_req_fault_resume(core, &r->qp[i]);
-        }
-    }
-    uzura_work_schedule(core);
+    uzura_mr_odp_wake(core, mr->uctx);
     return UZ_CMD_OK;
 }
 
@@ -243,5 +250,9 @@ uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c)
     core->rdma.pd[mr->pdn].users--;
     uzura_xlat_drop_mr(core, mr);
     mr->valid = false;
+    /* QPs waiting for its pages find it gone, and fail. */
+    if (mr->flags & UZ_MR_F_ODP) {
+        uzura_mr_odp_wake(core, mr->uctx);
+    }
     return UZ_CMD_OK;
 }

@@ -1066,6 +1066,16 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
     if (!uzura_req_outstanding(qp)) {
         return;
     }
+    /*
+     * Waiting for an ODP page is no lost packet: no retry is used, and
+     * the timer starts again (the resume rewinds if a response was
+     * dropped).
+     */
+    if (x->fault_wait) {
+        uzura_req_progress(qp);
+        uzura_req_arm_timer(qp, true);
+        return;
+    }
     core->counters.retry_timeouts++;
     trace_uzura_req_timeout(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx,
                             x->retry_left);
@@ -1147,6 +1157,7 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
     x->cur_active = false;
     x->rnr_wait = false;
     x->blocked = false;
+    x->fault_wait = x->fault_rewind = false;
     x->resp.idx = x->sr.idx = -1;
     x->sr_left = 0;
 }

@@ -62,17 +62,18 @@ static UzuraXlatEntry *uzura_xlat_slot(UzuraCore *core, uint32_t mri,
 /*
  * An ODP MR's page is absent: raise a page fault, unless one of this MR
  * is outstanding (the driver handles them one at a time; what faults
- * meanwhile faults again after PAGE_RESUME).  The access waits.
+ * meanwhile faults again after PAGE_RESUME).  An event the EQ lost does
+ * not count as outstanding: the next try raises it again.  The access
+ * waits.
  */
 static uint8_t uzura_xlat_fault(UzuraCore *core, UzuraMr *mr, uint32_t mri,
                                 uint64_t page)
 {
     core->counters.xlat_faults++;
     if (!mr->fault_posted) {
-        mr->fault_posted = true;
         trace_uzura_xlat_fault(mri, page);
-        uzura_eq_post_async(core, UZ_EQE_PAGE_FAULT, mri << 8 | mr->key,
-                            page);
+        mr->fault_posted = uzura_eq_post_async(core, UZ_EQE_PAGE_FAULT,
+                                               mri << 8 | mr->key, page);
     }
     return UZURA_VERR_FAULT;
 }
