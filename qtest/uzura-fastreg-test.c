@@ -133,17 +133,6 @@ static void test_remap(void)
     pair_stop(&p);
 }
 
-/* @wr, posted on a QP of its own, fails with @status and @verr. */
-static void local_fails(Pair *p, const UzWr *wr, uint8_t status,
-                        uint8_t verr)
-{
-    UzQp *a, *b;
-
-    pair_fresh_qps(p, &a, &b);
-    uz_post_send(b, wr);
-    uz_sq_err(b, wr->wr_id, uz_wc_opcode(wr->opcode), status, verr);
-}
-
 /*
  * Bad REG_MR and LOCAL_INV work requests: each fails its own QP with the
  * IB status and the detail of 8.11, and changes no MR.
@@ -165,20 +154,20 @@ static void test_bad_local(void)
                    .flags = UZ_WQE_F_SIGNALED, .rkey = (fb->key & ~0xffu) | 7,
                    .remote_addr = IOVA, .reg_length = 4096,
                    .reg_access = UZ_ACCESS_ALL, .reg_npages = 1 };
-    local_fails(&p, &reg, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
+    pair_local_fails(&p, &reg, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
 
     /* REG_MR of a plain MR. */
     wr = reg;
     wr.wr_id = 0x4102;
     wr.rkey = p.mb->key;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_LKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_LKEY);
 
     /* REG_MR of a fast-reg MR of another PD. */
     pd2 = uz_pd_alloc(&p.n[1]);
     other_pd = uz_mr_alloc_fast(&p.n[1], pd2, CAP);
     wr.wr_id = 0x4103;
     wr.rkey = other_pd->key;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_PD);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_PD);
 
     /* More pages than the MR's list holds; pages short of the length. */
     fresh = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, CAP);
@@ -186,35 +175,35 @@ static void test_bad_local(void)
     wr.wr_id = 0x4104;
     wr.reg_npages = CAP + 1;
     wr.reg_length = (CAP + 1) * 4096ull;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
     wr.wr_id = 0x4105;
     wr.reg_npages = 1;
     wr.reg_length = 2 * 4096;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
     /* Remote write without local write; a page shift out of range. */
     wr.wr_id = 0x4106;
     wr.reg_length = 4096;
     wr.reg_access = UZ_ACCESS_REMOTE_WRITE;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
     wr.wr_id = 0x4107;
     wr.reg_access = UZ_ACCESS_ALL;
     wr.reg_page_shift = 31;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_QP_OP_ERR, UZ_VERR_BAD_WQE);
 
     /* LOCAL_INV of a plain MR, of a stale key byte, of a key of nothing. */
     wr = (UzWr) { .wr_id = 0x4108, .opcode = UZ_WR_LOCAL_INV,
                   .flags = UZ_WQE_F_SIGNALED, .imm = p.mb->key };
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
     wr.wr_id = 0x4109;
     wr.imm = fb->key ^ 0x80;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
     wr.wr_id = 0x410a;
     wr.imm = 0xfff00;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
     /* LOCAL_INV of another PD's fast-reg MR. */
     wr.wr_id = 0x410b;
     wr.imm = other_pd->key;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_PD);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_PD);
 
     /* Nothing changed: both MRs and the first pair still work. */
     pair_write(&p, fb->key, IOVA + 4096, 4096, 10, UZ_WC_STATUS_SUCCESS);

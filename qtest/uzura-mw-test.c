@@ -68,17 +68,6 @@ static uint32_t bind_ok(UzQp *qp, uint32_t mw, uint8_t kb, UzMr *mr,
     return wr.rkey;
 }
 
-/* @wr, posted on a QP of its own on node 1, fails with @status, @verr. */
-static void local_fails(Pair *p, const UzWr *wr, uint8_t status,
-                        uint8_t verr)
-{
-    UzQp *a, *b;
-
-    pair_fresh_qps(p, &a, &b);
-    uz_post_send(b, wr);
-    uz_sq_err(b, wr->wr_id, uz_wc_opcode(wr->opcode), status, verr);
-}
-
 /* @op (WRITE or READ) of @len bytes from @qa through @key at @va. */
 static void rdma_via(UzQp *qa, UzMr *ma, uint8_t op, uint32_t key,
                      uint64_t va, uint32_t len, uint8_t status)
@@ -267,7 +256,7 @@ static void test_type2(void)
     send_inv_fails(&p, k, UZ_VERR_PD);
     /* Bound: another bind fails, and changes nothing. */
     wr = bind_wr(mw, 0x22, p.mb, 0, 4096, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_MR_STATE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_MR_STATE);
     write_lands(&p, p.qa, k, WIN_OFF + 3000, 100, 4);
 
     /* LOCAL_INV unbinds, from any QP of the PD. */
@@ -340,32 +329,32 @@ static void test_bad(void)
 
     /* The window's key names nothing; a window of another PD. */
     wr = bind_wr(0xfff00, 1, p.mb, 0, 4096, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_RKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_RKEY);
     wr = bind_wr(mw_pd2, 2, p.mb, 0, 4096, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
     /* A type 2 window bound over nothing. */
     wr = bind_wr(mw2, 0x0c, p.mb, 0, 0, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
     /* A local right; the MR's key a window's, stale, of another PD. */
     wr = bind_wr(mw1, 3, p.mb, 0, 4096, RW | UZ_ACCESS_LOCAL_WRITE);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
     wr = bind_wr(mw1, 4, p.mb, 0, 4096, RW);
     wr.bind_mr_key = mw2;
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
     wr.bind_mr_key = p.mb->key ^ 0x40;
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
     wr = bind_wr(mw1, 5, mr_pd2, 0, 4096, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
     /* An MR without MW_BIND; remote write over one without local write. */
     wr = bind_wr(mw1, 6, nobind, 0, 4096, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
     wr = bind_wr(mw1, 7, ro, 0, 4096, UZ_ACCESS_REMOTE_WRITE);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
     /* Past the MR's end; a length that wraps. */
     wr = bind_wr(mw1, 8, p.mb, 65536 - 4096, 4097, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
     wr = bind_wr(mw1, 9, p.mb, 4096, ~0ull - 100, RW);
-    local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
 
     /* None bound anything: both keys still reach nothing. */
     refused(&p, (mw1 & ~0xffu) | 4, uz_mr_va(p.mb, 0));
@@ -375,12 +364,12 @@ static void test_bad(void)
     k = bind_ok(p.qb, mw1, 0x31, p.mb, 0, 4096, RW);
     wr = (UzWr) { .wr_id = 0x1b1, .opcode = UZ_WR_LOCAL_INV,
                   .flags = UZ_WQE_F_SIGNALED, .imm = k };
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
     pair_fresh_qps(&p, &a2, &b2);
     write_lands(&p, a2, k, 0, 64, 7);
     k = bind_ok(p.qb, mw2, 0x32, p.mb, 0, 4096, RW);
     wr.imm = k ^ 1;
-    local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
+    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
     write_lands(&p, p.qa, k, 0, 64, 8);
 
     /* A window's key as an lkey: a local protection error. */

@@ -144,6 +144,25 @@ static void odp_transfer(Pair *p, uint8_t op, UzMr *la, UzMr *lb,
 }
 
 /*
+ * @op of @len bytes (touching every page) between an ODP MR on node
+ * @node and a plain MR on the other: every page faults once, the data
+ * arrives, and the pair goes on.
+ */
+static void odp_case(uint8_t op, int node, uint32_t len, uint32_t seed)
+{
+    Faults f = { .bad_page = -1 };
+    Pair p;
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[node], PAGES);
+    odp_transfer(&p, op, node ? p.ma : f.mr, node ? f.mr : p.mb, len, &f,
+                 seed);
+    g_assert_cmpint(f.seen, ==, PAGES);
+    exchange(&p, UZ_WR_RDMA_WRITE, 3000);
+    pair_stop(&p);
+}
+
+/*
  * A peer's WRITE and SEND into an ODP MR: each absent page is an RNR NAK
  * and one fault; once served, the message lands whole.
  */
@@ -220,31 +239,9 @@ static void test_responder(void)
  */
 static void test_requester(void)
 {
-    Faults f = { .bad_page = -1 };
-    Pair p;
-
-    pair_start(&p);
-    f.mr = odp_reg(&p.n[0], PAGES);
-    odp_transfer(&p, UZ_WR_SEND, f.mr, p.mb, 3 * 4096 + 7, &f, 4);
-    g_assert_cmpint(f.seen, ==, PAGES);
-    pair_stop(&p);
-
-    memset(&f, 0, sizeof(f));
-    f.bad_page = -1;
-    pair_start(&p);
-    f.mr = odp_reg(&p.n[0], PAGES);
-    odp_transfer(&p, UZ_WR_RDMA_READ, f.mr, p.mb, PAGES * 4096, &f, 5);
-    g_assert_cmpint(f.seen, ==, PAGES);
-    pair_stop(&p);
-
-    memset(&f, 0, sizeof(f));
-    f.bad_page = -1;
-    pair_start(&p);
-    f.mr = odp_reg(&p.n[1], PAGES);
-    odp_transfer(&p, UZ_WR_RDMA_READ, p.ma, f.mr, PAGES * 4096, &f, 6);
-    g_assert_cmpint(f.seen, ==, PAGES);
-    exchange(&p, UZ_WR_RDMA_WRITE, 3000);
-    pair_stop(&p);
+    odp_case(UZ_WR_SEND, 0, 3 * 4096 + 7, 4);
+    odp_case(UZ_WR_RDMA_READ, 0, PAGES * 4096, 5);
+    odp_case(UZ_WR_RDMA_READ, 1, PAGES * 4096, 6);
 }
 
 /*

@@ -107,6 +107,20 @@ static inline void pair_fresh_qps(Pair *p, UzQp **a, UzQp **b)
     uz_rc_connect(*a, *b, &o);
 }
 
+/*
+ * @wr, posted on a fresh QP of node 1, fails with @status and @verr (a
+ * local WR the device refuses; the pair's own QPs stay as they were).
+ */
+static inline void pair_local_fails(Pair *p, const UzWr *wr, uint8_t status,
+                                    uint8_t verr)
+{
+    UzQp *a, *b;
+
+    pair_fresh_qps(p, &a, &b);
+    uz_post_send(b, wr);
+    uz_sq_err(b, wr->wr_id, uz_wc_opcode(wr->opcode), status, verr);
+}
+
 /* WRITE @len bytes of a pattern from qa to @key at @va; @status expected. */
 static inline void pair_write(Pair *p, uint32_t key, uint64_t va,
                               uint32_t len, uint32_t seed, uint8_t status)

@@ -113,8 +113,7 @@ static uint8_t uzura_mw_bind_mr(UzuraCore *core, UzuraQp *qp,
         ((h->bind.access & writes) && !(mr->access & UZ_ACCESS_LOCAL_WRITE))) {
         return UZ_VERR_ACCESS;
     }
-    if (addr < mr->iova || addr + len < addr ||
-        addr + len > mr->iova + mr->length) {
+    if (!uzura_in_range(addr, len, mr->iova, mr->length)) {
         return UZ_VERR_BOUNDS;
     }
     return UZ_VERR_NONE;
@@ -241,8 +240,7 @@ uint8_t uzura_rkey_check(UzuraCore *core, UzuraQp *qp, uint32_t key,
     if (access & ~mw->access) {
         return UZ_VERR_ACCESS;
     }
-    if (addr < mw->iova || addr + len < addr ||
-        addr + len > mw->iova + mw->length) {
+    if (!uzura_in_range(addr, len, mw->iova, mw->length)) {
         return UZ_VERR_BOUNDS;
     }
     mr = &core->rdma.mr[mw->mw_mr];

@@ -164,6 +164,13 @@ typedef struct UzuraRdma {
                          UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC | \
                          UZ_ACCESS_MW_BIND)
 
+/* [addr, addr + len) lies within [base, base + size), without wrapping. */
+static inline bool uzura_in_range(uint64_t addr, uint64_t len, uint64_t base,
+                                  uint64_t size)
+{
+    return addr >= base && addr + len >= addr && addr + len <= base + size;
+}
+
 /* A table slot that is free, from index @first; -1 when full. */
 #define UZ_FIND_FREE(tab, n, first) ({                      \
         int64_t _i, _r = -1;                                \

@@ -330,6 +330,29 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uzura_resp_done(core, qp, pkt, 1);
 }
 
+/* The NAK for memory a checked key reaches but cannot be moved. */
+static uint8_t uzura_resp_copy_nak(uint8_t verr)
+{
+    return verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP : UZ_AETH_NAK_REM_ACCESS;
+}
+
+/*
+ * After a copy to or from a peer's memory: an absent ODP page is an RNR
+ * NAK (the requester sends again), any other failure ends the request.
+ * True when the copy failed.
+ */
+static bool uzura_resp_copy_failed(UzuraCore *core, UzuraQp *qp,
+                                   uint32_t psn, uint8_t status, uint8_t verr)
+{
+    if (verr == UZURA_VERR_FAULT) {
+        uzura_resp_rnr(core, qp, psn);
+    } else if (verr) {
+        uzura_resp_error(core, qp, psn, uzura_resp_copy_nak(verr), status,
+                         verr);
+    }
+    return verr;
+}
+
 /* A remote access through an rkey: the QP's rights, then the key's. */
 static uint8_t uzura_resp_check(UzuraCore *core, UzuraQp *qp, uint32_t rkey,
                                 uint64_t va, uint64_t len, uint32_t access,
@@ -384,15 +407,8 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
         }
         verr = uzura_mr_copy(core, mr, x->wr_va + x->wr_off,
                              (void *)pkt->payload, pkt->paylen, true);
-        if (verr == UZURA_VERR_FAULT) {
-            uzura_resp_rnr(core, qp, pkt->psn);
-            return;
-        }
-        if (verr) {
-            uzura_resp_error(core, qp, pkt->psn,
-                             verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP :
-                                                   UZ_AETH_NAK_REM_ACCESS,
-                             UZ_WC_STATUS_LOC_PROT_ERR, verr);
+        if (uzura_resp_copy_failed(core, qp, pkt->psn,
+                                   UZ_WC_STATUS_LOC_PROT_ERR, verr)) {
             return;
         }
     }
@@ -495,15 +511,7 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
         return;
     }
     verr = uzura_mr_copy(core, mr, pkt->va, &val, 8, false);
-    if (verr == UZURA_VERR_FAULT) {
-        uzura_resp_rnr(core, qp, pkt->psn);
-        return;
-    }
-    if (verr) {
-        uzura_resp_error(core, qp, pkt->psn,
-                         verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP :
-                                               UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr);
+    if (uzura_resp_copy_failed(core, qp, pkt->psn, 0, verr)) {
         return;
     }
     orig = le64_to_cpu(val);
@@ -816,9 +824,7 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
     if (verr) {
         s->pending = false;
         uzura_resp_error(core, qp, s->psn + s->sent,
-                         verr == UZ_VERR_DMA ? UZ_AETH_NAK_REM_OP :
-                                               UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr);
+                         uzura_resp_copy_nak(verr), 0, verr);
         return;
     }
     if (++s->sent == s->npkts) {

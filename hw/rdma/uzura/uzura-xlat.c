@@ -150,8 +150,7 @@ uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
     if (access & ~mr->access) {
         return UZ_VERR_ACCESS;
     }
-    if (addr < mr->iova || addr + len < addr ||
-        addr + len > mr->iova + mr->length) {
+    if (!uzura_in_range(addr, len, mr->iova, mr->length)) {
         return UZ_VERR_BOUNDS;
     }
     *out = mr;
