@@ -11,6 +11,7 @@
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/u64_stats_sync.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
@@ -131,6 +132,9 @@ struct uz_ibdev {
 	struct xarray cq_xa;
 	struct xarray srq_xa;
 	atomic_t mr_key;		/* next key byte */
+	/* ODP MRs by key index, for page faults (uz_odp.c) */
+	struct xarray odp_xa;
+	struct workqueue_struct *odp_wq;
 	/* hw counters: where QUERY_COUNTERS writes them (uz_stats.c) */
 	struct mutex stats_lock;	/* one query at a time */
 	__le64 *stats_buf;		/* UZ_CNT_NUM counters */
@@ -164,6 +168,41 @@ struct uz_pd {
 	u32 uctx;
 };
 
+/* Lookup references: EQ dispatch holds one while it calls out. */
+struct uz_obj_ref {
+	refcount_t refs;
+	struct completion free;
+};
+
+/* An MR's pinned pages (user MRs) and the page list the device reads. */
+struct uz_mr_pages {
+	struct ib_umem *umem;
+	__le64 *pbl;
+	dma_addr_t pbl_dma;
+	size_t pbl_size;
+	u32 npages;
+	u8 page_shift;
+};
+
+struct uz_mr {
+	struct ib_mr ibmr;
+	struct uz_mr_pages pg;	/* none for a DMA MR, no umem for fast-reg */
+	u32 uctx;
+	int access;		/* user MR: as registered, for a re-pin */
+	u32 max_pages;		/* fast-reg: the page list's capacity */
+	u32 npages;		/* fast-reg: entries map_mr_sg wrote */
+	/* ODP: pages mapped as the device faults them (uz_odp.c) */
+	struct ib_umem_odp *odp;
+	struct uz_obj_ref ref;	/* held by advise_mr while it maps */
+	struct work_struct fault_work;
+	u32 fault_page;		/* the page the device found absent */
+};
+
+static inline struct uz_mr *to_uz_mr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct uz_mr, ibmr);
+}
+
 /* The device holds a window's state; ib_mw has its key and type. */
 struct uz_mw {
 	struct ib_mw ibmw;
@@ -179,12 +218,6 @@ struct uz_ah {
 	u32 ahn;
 	u32 uctx;
 	struct uz_av av;		/* kernel AHs */
-};
-
-/* Lookup references: EQ dispatch holds one while it calls out. */
-struct uz_obj_ref {
-	refcount_t refs;
-	struct completion free;
 };
 
 struct uz_cq {
@@ -392,6 +425,19 @@ int uz_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 /* uz_mw.c */
 int uz_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int uz_dealloc_mw(struct ib_mw *ibmw);
+
+/* uz_odp.c */
+int uz_odp_init(struct uz_ibdev *ib);
+void uz_odp_fini(struct uz_ibdev *ib);
+void uz_odp_caps(struct uz_dev *uz, struct ib_device_attr *props);
+int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start, u64 length,
+	       u64 virt, int access);
+int uz_odp_publish(struct uz_dev *uz, struct uz_mr *mr);
+int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr);
+void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page);
+int uz_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		 u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		 struct uverbs_attr_bundle *attrs);
 
 /* uz_mr.c */
 struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);

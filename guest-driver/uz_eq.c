@@ -77,6 +77,10 @@ bool uz_eq_poll(struct uz_dev *uz)
 		case UZ_EQE_QP_LAST_WQE:
 			uz_ib_event(uz, eqe);
 			break;
+		case UZ_EQE_PAGE_FAULT:
+			uz_odp_fault_event(uz, le32_to_cpu(eqe->handle),
+					   le32_to_cpu(eqe->data));
+			break;
 		case UZ_EQE_ETH_TX:
 		case UZ_EQE_ETH_RX:
 			break;		/* the rings themselves say what is done */

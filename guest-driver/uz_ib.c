@@ -173,6 +173,7 @@ static int uz_query_device(struct ib_device *ibdev,
 					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
 		props->max_mw = le32_to_cpu(a->max_mr) - 1;
 	}
+	uz_odp_caps(uz, props);
 	props->max_send_sge = le32_to_cpu(a->max_sge);
 	props->max_recv_sge = le32_to_cpu(a->max_sge);
 	props->max_sge_rd = le32_to_cpu(a->max_sge);
@@ -594,6 +595,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = UZURA_UVERBS_ABI_VERSION,
 
+	.advise_mr = uz_advise_mr,
 	.alloc_hw_port_stats = uz_alloc_hw_port_stats,
 	.alloc_mr = uz_alloc_mr,
 	.alloc_mw = uz_alloc_mw,
@@ -667,6 +669,9 @@ int uz_ib_init(struct uz_dev *uz)
 	xa_init_flags(&ib->cq_xa, XA_FLAGS_LOCK_BH);
 	xa_init_flags(&ib->srq_xa, XA_FLAGS_LOCK_BH);
 	atomic_set(&ib->mr_key, 0);
+	err = uz_odp_init(ib);
+	if (err)
+		goto err_odp;
 	err = uz_stats_init(ib);
 	if (err)
 		goto err_dealloc;
@@ -694,6 +699,8 @@ err_clear:
 	synchronize_rcu();
 err_dealloc:
 	mutex_destroy(&ib->stats_lock);
+err_odp:
+	uz_odp_fini(ib);
 	ib_dealloc_device(&ib->ibdev);
 	return err;
 }
@@ -712,6 +719,7 @@ void uz_ib_fini(struct uz_dev *uz)
 	xa_destroy(&ib->qp_xa);
 	xa_destroy(&ib->cq_xa);
 	xa_destroy(&ib->srq_xa);
+	uz_odp_fini(ib);
 	mutex_destroy(&ib->stats_lock);
 	ib_dealloc_device(&ib->ibdev);
 }

@@ -15,30 +15,6 @@
 
 #include "uz.h"
 
-/* An MR's pinned pages (user MRs) and the page list the device reads. */
-struct uz_mr_pages {
-	struct ib_umem *umem;
-	__le64 *pbl;
-	dma_addr_t pbl_dma;
-	size_t pbl_size;
-	u32 npages;
-	u8 page_shift;
-};
-
-struct uz_mr {
-	struct ib_mr ibmr;
-	struct uz_mr_pages pg;	/* none for a DMA MR, no umem for fast-reg */
-	u32 uctx;
-	int access;		/* user MR: as registered, for a re-pin */
-	u32 max_pages;		/* fast-reg: the page list's capacity */
-	u32 npages;		/* fast-reg: entries map_mr_sg wrote */
-};
-
-static struct uz_mr *to_uz_mr(struct ib_mr *ibmr)
-{
-	return container_of(ibmr, struct uz_mr, ibmr);
-}
-
 #define UZ_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
 
@@ -96,10 +72,18 @@ static int uz_user_access(struct uz_dev *uz)
 	return UZ_MR_ACCESS | (uz->caps & UZ_CAP_MW ? IB_ACCESS_MW_BIND : 0);
 }
 
+/* ... and of the driver: on-demand paging, if the device has it. */
+static int uz_user_access_flags(struct uz_dev *uz)
+{
+	return uz_user_access(uz) |
+	       (uz->caps & UZ_CAP_ODP ? IB_ACCESS_ON_DEMAND : 0);
+}
+
 static int uz_check_user_access(struct ib_device *ibdev, int access)
 {
 	/* Optional flags (relaxed ordering) are hints a device may ignore. */
-	if (access & ~(uz_user_access(ibdev_to_uz(ibdev)) | IB_ACCESS_OPTIONAL)) {
+	if (access & ~(uz_user_access_flags(ibdev_to_uz(ibdev)) |
+		       IB_ACCESS_OPTIONAL)) {
 		ibdev_dbg(ibdev, "MR access 0x%x not supported\n", access);
 		return -EOPNOTSUPP;
 	}
@@ -166,12 +150,13 @@ err_umem:
 	return err;
 }
 
+/* The umem first: an ODP umem's notifier writes the page list. */
 static void uz_mr_unpin(struct uz_dev *uz, struct uz_mr_pages *pg)
 {
+	ib_umem_release(pg->umem);
 	if (pg->pbl)
 		dma_free_coherent(&uz->pdev->dev, pg->pbl_size, pg->pbl,
 				  pg->pbl_dma);
-	ib_umem_release(pg->umem);
 }
 
 struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -192,7 +177,13 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->uctx = to_uz_pd(ibpd)->uctx;
-	err = uz_mr_pin(uz, start, length, virt, access, &pg);
+	if (access & IB_ACCESS_ON_DEMAND) {
+		err = uz_odp_reg(uz, mr, start, length, virt, access);
+		pg = mr->pg;
+		r.flags = UZ_MR_F_ODP;
+	} else {
+		err = uz_mr_pin(uz, start, length, virt, access, &pg);
+	}
 	if (err)
 		goto err_free;
 
@@ -207,8 +198,19 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		goto err_pages;
 	mr->pg = pg;
 	mr->access = access;
+	if (mr->odp) {
+		err = uz_odp_publish(uz, mr);
+		if (err)
+			goto err_dereg;
+	}
 	return &mr->ibmr;
 
+err_dereg:
+	if (uz_obj_cmd(uz, UZ_CMD_DEREG_MR, mr->ibmr.lkey, mr->uctx)) {
+		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed\n",
+			mr->ibmr.lkey);
+		return ERR_PTR(err);	/* the device may use it: keep it */
+	}
 err_pages:
 	uz_mr_unpin(uz, &pg);
 err_free:
@@ -235,7 +237,7 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	bool pin;
 	int err;
 
-	if (!(uz->caps & UZ_CAP_MR_REREG) || !mr->pg.umem ||
+	if (!(uz->caps & UZ_CAP_MR_REREG) || !mr->pg.umem || mr->odp ||
 	    (flags & ~IB_MR_REREG_SUPPORTED)) {
 		ibdev_dbg(ibmr->device, "MR 0x%x: rereg 0x%x not supported\n",
 			  ibmr->lkey, flags);
@@ -303,7 +305,10 @@ int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct uz_dev *uz = ibdev_to_uz(ibmr->device);
 	int err;
 
-	err = uz_obj_cmd(uz, UZ_CMD_DEREG_MR, ibmr->lkey, mr->uctx);
+	if (mr->odp)
+		err = uz_odp_dereg(uz, mr);
+	else
+		err = uz_obj_cmd(uz, UZ_CMD_DEREG_MR, ibmr->lkey, mr->uctx);
 	if (err == -EBUSY) {
 		/* Windows are bound to it: it stays, as the IB spec has it. */
 		ibdev_dbg(ibmr->device, "MR 0x%x: memory windows bound\n",
@@ -314,7 +319,9 @@ int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		/* The device may still use the pages: keep them pinned. */
 		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed: %d\n",
 			ibmr->lkey, err);
-		kfree(mr);
+		/* An ODP MR's notifier and fault table still point at it. */
+		if (!mr->odp)
+			kfree(mr);
 		return 0;
 	}
 	uz_mr_unpin(uz, &mr->pg);

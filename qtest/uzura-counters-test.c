@@ -105,6 +105,7 @@ static const char *const cnt_name[UZ_CNT_NUM] = {
     [UZ_CNT_SR_KEPT] = "sr_kept",
     [UZ_CNT_SR_RESENT] = "sr_resent",
     [UZ_CNT_XLAT_FAULTS] = "xlat_faults",
+    [UZ_CNT_XLAT_INVALIDATIONS] = "xlat_invalidations",
 };
 
 typedef struct Cnt {

@@ -136,17 +136,19 @@ static void test_cache_counters(void)
 /*
  * The driver moves a page: it rewrites the page list entry and issues
  * INVALIDATE_XLAT; the next WRITE lands in the new page, the old one
- * keeps what it had.  Ranges are checked by key, clipped to the MR.
+ * keeps what it had.  Ranges are checked by key, clipped to the MR;
+ * xlat_invalidations counts the commands carried out.
  */
 static void test_invalidate(void)
 {
     Xlat t;
     UzMr *dst;
-    uint64_t old_gpa, new_gpa;
+    uint64_t old_gpa, new_gpa, inv0;
     Counts c0, c1;
 
     xlat_start(&t, NULL);
     dst = uz_mr_reg(&t.b, 4 * UZ_PAGE_SIZE, UZ_ACCESS_ALL);
+    inv0 = uz_counter(&t.m, 1, "xlat_invalidations");
     xlat_write(&t, dst, UZ_PAGE_SIZE, 100, 0x11);
     old_gpa = uz_mr_gpa(dst, UZ_PAGE_SIZE);
     expect_gpa_bytes(&t, old_gpa, 100, 0x11);
@@ -191,6 +193,7 @@ static void test_invalidate(void)
                     UZ_CMD_BAD_HANDLE);
     g_assert_cmpint(uz_invalidate_xlat(&t.b, 0xffffff00, 0, 0, 0), ==,
                     UZ_CMD_BAD_HANDLE);
+    g_assert_cmpuint(uz_counter(&t.m, 1, "xlat_invalidations") - inv0, ==, 6);
     xlat_stop(&t);
 }
 

@@ -19,7 +19,7 @@ shift 2
 [ $# -gt 0 ] || set -- "$top"/tests/guest/*.c "$top"/guest-lib/examples/*.c
 
 mkdir -p "$out"
-deps=("$top/tests/guest/tap.h"
+deps=("$top/tests/guest/tap.h" "$top/tests/guest/self-qp.h"
       "$rdma/include/infiniband/verbs.h" "$rdma/include/infiniband/uzuradv.h"
       "$rdma/lib/libibverbs.so" "$rdma/lib/libuzura.so")
 for src in "$@"; do

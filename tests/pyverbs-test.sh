@@ -6,9 +6,10 @@
 # sides on one device, so the traffic goes through the NIC's loopback.
 # Every test that fails or errs is not ok unless docs/rdma-core-tests.md
 # lists it as a known failure, with the reason; the tests that cover the
-# extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex) must
-# pass.  Speaks TAP; the suite's own verbose log goes in as comments only
-# for the tests that did not pass.
+# extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
+# demand paging and memory windows must pass.  Speaks TAP; the suite's
+# own verbose log goes in as comments only for the tests that did not
+# pass.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -18,7 +19,7 @@ known_doc=$top/docs/rdma-core-tests.md
 suite_timeout=${UZURA_PYVERBS_TIMEOUT:-480}
 
 
-# Tests of the extended verbs that must pass, not only not fail.
+# Tests that must pass, not only not fail (skip).
 must_pass=(
 	tests.test_qpex.QpExTestCase.test_qp_ex_rc_send
 	tests.test_qpex.QpExTestCase.test_qp_ex_rc_send_imm
@@ -33,6 +34,24 @@ must_pass=(
 	tests.test_cqex.CqExTestCase.test_ud_traffic_cq_ex
 	tests.test_cqex.CQEXAPITest.test_create_cq_ex
 	tests.test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow
+	# on-demand paging (device 0.9) and memory windows (device 0.8)
+	tests.test_odp.OdpTestCase.test_odp_rc_traffic
+	tests.test_odp.OdpTestCase.test_odp_rc_mixed_mr
+	tests.test_odp.OdpTestCase.test_odp_rc_rdma_write
+	tests.test_odp.OdpTestCase.test_odp_rc_rdma_read
+	tests.test_odp.OdpTestCase.test_odp_rc_atomic_cmp_and_swp
+	tests.test_odp.OdpTestCase.test_odp_rc_atomic_fetch_and_add
+	tests.test_odp.OdpTestCase.test_odp_ud_traffic
+	tests.test_odp.OdpTestCase.test_odp_sync_prefetch_rc_traffic
+	tests.test_odp.OdpTestCase.test_odp_async_prefetch_rc_traffic
+	tests.test_odp.OdpTestCase.test_odp_prefetch_sync_no_page_fault_rc_traffic
+	tests.test_odp.OdpTestCase.test_odp_prefetch_async_no_page_fault_rc_traffic
+	tests.test_mr.MWTest.test_mw_type1
+	tests.test_mr.MWTest.test_invalidate_mw_type1
+	tests.test_mr.MWTest.test_mw_type2
+	tests.test_mr.MWTest.test_mw_type2_invalidate_local
+	tests.test_mr.MWTest.test_mw_type2_invalidate_remote
+	tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc
 )
 
 

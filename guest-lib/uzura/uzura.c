@@ -26,6 +26,7 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.reg_mr = uzura_reg_mr,
 	.dereg_mr = uzura_dereg_mr,
 	.rereg_mr = uzura_rereg_mr,
+	.advise_mr = uzura_advise_mr,
 	.alloc_mw = uzura_alloc_mw,
 	.dealloc_mw = uzura_dealloc_mw,
 	.bind_mw = uzura_bind_mw,

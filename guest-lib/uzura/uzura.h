@@ -237,6 +237,8 @@ struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int uzura_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
+int uzura_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int uzura_dereg_mr(struct verbs_mr *vmr);
 int uzura_resize_cq(struct ibv_cq *ibcq, int cqe);
 

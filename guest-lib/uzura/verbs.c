@@ -163,6 +163,13 @@ int uzura_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 				sizeof(resp));
 }
 
+/* Prefetch into an ODP MR: the kernel maps the pages before it returns. */
+int uzura_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
+}
+
 int uzura_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;

@@ -72,7 +72,7 @@ int main(void)
 	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
 	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_SACKS_SENT == 83);
 	CHECK(UZ_CNT_SR_RESENT == 86 && UZ_CNT_XLAT_FAULTS == 87 &&
-	      UZ_CNT_NUM == 88);
+	      UZ_CNT_NUM == 89);
 	/* Version 0.5: selective repeat's SACK and its BTH bit. */
 	CHECK(UZ_BTH_OP_RC_SACK == 0xc1 && UZ_BTH_B8_SR == 0x40 &&
 	      sizeof(struct uz_sacketh) == 8);

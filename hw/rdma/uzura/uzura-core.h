@@ -125,6 +125,7 @@ typedef struct UzuraCounters {
     uint64_t xlat_misses;
     uint64_t xlat_evictions;
     uint64_t xlat_faults;       /* ODP pages found absent */
+    uint64_t xlat_invalidations; /* INVALIDATE_XLAT commands carried out */
     /* faults injected on transmit (uzura-fault.c) */
     uint64_t fault_drops;
     uint64_t fault_dups;

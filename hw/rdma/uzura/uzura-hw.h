@@ -607,7 +607,8 @@ enum uz_counter {
 	UZ_CNT_SR_RESENT = 86,      /* sr_resent: packets a SACK named, sent again */
 	/* on-demand paging */
 	UZ_CNT_XLAT_FAULTS = 87,    /* xlat_faults: ODP pages found absent */
-	UZ_CNT_NUM                  /* 88: counters of this version */
+	UZ_CNT_XLAT_INVALIDATIONS = 88, /* xlat_invalidations: INVALIDATE_XLAT */
+	UZ_CNT_NUM                  /* 89: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */

@@ -266,6 +266,7 @@ uint8_t uzura_xlat_invalidate(UzuraCore *core,
         return UZ_CMD_BAD_HANDLE;
     }
     trace_uzura_xlat_invalidate(key, iova, len);
+    core->counters.xlat_invalidations++;
     if (!len || (mr->flags & UZ_MR_F_DMA)) {
         uzura_xlat_drop_mr(core, mr);
         return UZ_CMD_OK;
