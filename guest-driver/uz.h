@@ -426,7 +426,8 @@ int uz_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 int uz_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int uz_dealloc_mw(struct ib_mw *ibmw);
 
-/* uz_odp.c */
+/* uz_odp.c, built with the kernel's ODP (the device's fault events) */
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
 int uz_odp_init(struct uz_ibdev *ib);
 void uz_odp_fini(struct uz_ibdev *ib);
 void uz_odp_caps(struct uz_dev *uz, struct ib_device_attr *props);
@@ -434,10 +435,34 @@ int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start, u64 length,
 	       u64 virt, int access);
 int uz_odp_publish(struct uz_dev *uz, struct uz_mr *mr);
 int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr);
+void uz_odp_abandon(struct uz_mr *mr);
 void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page);
 int uz_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		 u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		 struct uverbs_attr_bundle *attrs);
+#else
+/* No IB_ACCESS_ON_DEMAND without IBK_ON_DEMAND_PAGING: no ODP MR. */
+static inline int uz_odp_init(struct uz_ibdev *ib) { return 0; }
+static inline void uz_odp_fini(struct uz_ibdev *ib) {}
+static inline void uz_odp_caps(struct uz_dev *uz,
+			       struct ib_device_attr *props) {}
+static inline int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start,
+			     u64 length, u64 virt, int access)
+{
+	return -EOPNOTSUPP;
+}
+static inline int uz_odp_publish(struct uz_dev *uz, struct uz_mr *mr)
+{
+	return 0;
+}
+static inline int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
+{
+	return -EOPNOTSUPP;
+}
+static inline void uz_odp_abandon(struct uz_mr *mr) {}
+static inline void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page) {}
+#define uz_advise_mr NULL
+#endif
 
 /* uz_mr.c */
 struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);

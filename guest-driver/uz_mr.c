@@ -196,7 +196,8 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
 	if (err)
 		goto err_pages;
-	mr->pg = pg;
+	if (!mr->odp)
+		mr->pg = pg;
 	mr->access = access;
 	if (mr->odp) {
 		err = uz_odp_publish(uz, mr);
@@ -209,7 +210,9 @@ err_dereg:
 	if (uz_obj_cmd(uz, UZ_CMD_DEREG_MR, mr->ibmr.lkey, mr->uctx)) {
 		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed\n",
 			mr->ibmr.lkey);
-		return ERR_PTR(err);	/* the device may use it: keep it */
+		/* The device may read the page list: keep it. */
+		uz_odp_abandon(mr);
+		return ERR_PTR(err);
 	}
 err_pages:
 	uz_mr_unpin(uz, &pg);
@@ -249,6 +252,12 @@ struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		err = uz_check_user_access(ibmr->device, access);
 		if (err)
 			return ERR_PTR(err);
+		if (access & IB_ACCESS_ON_DEMAND) {
+			ibdev_dbg(ibmr->device,
+				  "MR 0x%x: rereg to on-demand paging\n",
+				  ibmr->lkey);
+			return ERR_PTR(-EOPNOTSUPP);
+		}
 		r->access = cpu_to_le32(access & uz_user_access(uz));
 		r->change |= UZ_REREG_ACCESS;
 	}
@@ -316,12 +325,14 @@ int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return err;
 	}
 	if (err) {
-		/* The device may still use the pages: keep them pinned. */
+		/*
+		 * The device may still use the pages: keep them pinned, and
+		 * the page list (an ODP MR lost its notifier, which must not
+		 * outlive the module, in uz_odp_dereg).
+		 */
 		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed: %d\n",
 			ibmr->lkey, err);
-		/* An ODP MR's notifier and fault table still point at it. */
-		if (!mr->odp)
-			kfree(mr);
+		kfree(mr);
 		return 0;
 	}
 	uz_mr_unpin(uz, &mr->pg);

@@ -29,6 +29,15 @@ static const struct mmu_interval_notifier_ops uz_odp_mn_ops = {
 	.invalidate = uz_odp_invalidate,
 };
 
+/*
+ * The fault work and the notifier may run before reg_user_mr returns,
+ * when ib_core has not yet set ibmr.device: the umem knows it.
+ */
+static struct ib_device *uz_odp_ibdev(struct uz_mr *mr)
+{
+	return mr->odp->umem.ibdev;
+}
+
 /* The device's caches hold pages [first, first + n) no longer. */
 static void uz_odp_drop_xlat(struct uz_mr *mr, u32 first, u32 n)
 {
@@ -42,9 +51,9 @@ static void uz_odp_drop_xlat(struct uz_mr *mr, u32 first, u32 n)
 	c->iova = cpu_to_le64(round_down(mr->ibmr.iova, 1ull << shift) +
 			      ((u64)first << shift));
 	c->length = cpu_to_le64((u64)n << shift);
-	err = uz_admin_exec(ibdev_to_uz(mr->ibmr.device), &cmd, NULL);
+	err = uz_admin_exec(ibdev_to_uz(uz_odp_ibdev(mr)), &cmd, NULL);
 	if (err)
-		ibdev_warn(mr->ibmr.device,
+		ibdev_warn(uz_odp_ibdev(mr),
 			   "ODP MR 0x%x: dropping translations failed: %d\n",
 			   mr->ibmr.lkey, err);
 }
@@ -120,10 +129,31 @@ static int uz_odp_map(struct uz_mr *mr, u32 first, u32 count, bool fault)
 	return n;
 }
 
+/*
+ * The process has nothing at the page (-EFAULT, -EPERM) or is gone
+ * (-EINVAL): the access fails rather than faulting for ever.  Other
+ * errors (-ENOMEM, -EBUSY when invalidations kept racing) pass: the
+ * access faults again.
+ */
+static void uz_odp_unmappable(struct uz_mr *mr, u32 page, int err)
+{
+	struct ib_umem_odp *odp = mr->odp;
+
+	ibdev_dbg(uz_odp_ibdev(mr), "ODP MR 0x%x: page %u not mapped: %d\n",
+		  mr->ibmr.lkey, page, err);
+	if (err != -EFAULT && err != -EPERM && err != -EINVAL)
+		return;
+	mutex_lock(&odp->umem_mutex);
+	/* A prefetch may have mapped it meanwhile. */
+	if (!mr->pg.pbl[page])
+		WRITE_ONCE(mr->pg.pbl[page], cpu_to_le64(UZ_PTE_ERROR));
+	mutex_unlock(&odp->umem_mutex);
+}
+
 static void uz_odp_fault_work(struct work_struct *work)
 {
 	struct uz_mr *mr = container_of(work, struct uz_mr, fault_work);
-	struct ib_umem_odp *odp = mr->odp;
+	struct uz_dev *uz = ibdev_to_uz(uz_odp_ibdev(mr));
 	u32 page = READ_ONCE(mr->fault_page);
 	int err;
 
@@ -132,22 +162,18 @@ static void uz_odp_fault_work(struct work_struct *work)
 		/* The pages after it may be ones the process never mapped. */
 		if (err < 0)
 			err = uz_odp_map(mr, page, 1, true);
-		/* -EBUSY: invalidations kept racing; the access faults again. */
-		if (err < 0 && err != -EBUSY) {
-			ibdev_dbg(mr->ibmr.device,
-				  "ODP MR 0x%x: page %u cannot be mapped: %d\n",
-				  mr->ibmr.lkey, page, err);
-			mutex_lock(&odp->umem_mutex);
-			WRITE_ONCE(mr->pg.pbl[page], cpu_to_le64(UZ_PTE_ERROR));
-			mutex_unlock(&odp->umem_mutex);
-		}
+		if (err < 0)
+			uz_odp_unmappable(mr, page, err);
 	} else {
-		dev_warn_ratelimited(&ibdev_to_uz(mr->ibmr.device)->pdev->dev,
+		dev_warn_ratelimited(&uz->pdev->dev,
 				     "ODP MR 0x%x: fault on page %u of %u\n",
 				     mr->ibmr.lkey, page, mr->pg.npages);
 	}
-	uz_obj_cmd(ibdev_to_uz(mr->ibmr.device), UZ_CMD_PAGE_RESUME,
-		   mr->ibmr.lkey, mr->uctx);
+	err = uz_obj_cmd(uz, UZ_CMD_PAGE_RESUME, mr->ibmr.lkey, mr->uctx);
+	if (err)
+		dev_warn_ratelimited(&uz->pdev->dev,
+				     "ODP MR 0x%x: resume failed: %d\n",
+				     mr->ibmr.lkey, err);
 }
 
 /* From the EQ (NAPI): hand the fault to process context. */
@@ -188,8 +214,11 @@ int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start, u64 length,
 		return -EINVAL;
 	}
 	odp = ib_umem_odp_get(ibdev, start, length, access, &uz_odp_mn_ops);
-	if (IS_ERR(odp))
+	if (IS_ERR(odp)) {
+		ibdev_dbg(ibdev, "ODP MR at 0x%llx: no umem: %ld\n", start,
+			  PTR_ERR(odp));
 		return PTR_ERR(odp);
+	}
 	pgsz = 1ull << odp->page_shift;
 	/* The device's page k must be the umem's page k. */
 	if ((virt ^ start) & (pgsz - 1)) {
@@ -232,11 +261,40 @@ err_release:
 	return err;
 }
 
-/* The device has the MR: let its faults reach us. */
+/*
+ * The device has the MR: let its faults reach us.  One raised before
+ * (a guessed key) found no MR; the resume lets it fault again.
+ */
 int uz_odp_publish(struct uz_dev *uz, struct uz_mr *mr)
 {
-	return xa_insert_bh(&uz->ib->odp_xa, UZ_KEY_INDEX(mr->ibmr.lkey), mr,
-			    GFP_KERNEL);
+	int err;
+
+	err = xa_insert_bh(&uz->ib->odp_xa, UZ_KEY_INDEX(mr->ibmr.lkey), mr,
+			   GFP_KERNEL);
+	if (!err)
+		uz_obj_cmd(uz, UZ_CMD_PAGE_RESUME, mr->ibmr.lkey, mr->uctx);
+	return err;
+}
+
+/* The notifier leaves the page list alone from now on. */
+static void uz_odp_detach(struct uz_mr *mr)
+{
+	mutex_lock(&mr->odp->umem_mutex);
+	mr->odp->private = NULL;
+	mutex_unlock(&mr->odp->umem_mutex);
+}
+
+/*
+ * The device refused to let the MR go: keep the page list and the MR
+ * (the device may still read them), but not the notifier, which would
+ * outlive the module.  The pages are unmapped.
+ */
+void uz_odp_abandon(struct uz_mr *mr)
+{
+	uz_odp_detach(mr);
+	ib_umem_release(&mr->odp->umem);
+	mr->odp = NULL;
+	mr->pg.umem = NULL;
 }
 
 /*
@@ -253,8 +311,14 @@ int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
 	xa_erase_bh(&uz->ib->odp_xa, UZ_KEY_INDEX(key));
 	uz_obj_ref_wait(&mr->ref);
 	cancel_work_sync(&mr->fault_work);
+	/* No invalidation between the key's end and the notifier's. */
+	mutex_lock(&odp->umem_mutex);
 	err = uz_obj_cmd(uz, UZ_CMD_DEREG_MR, key, mr->uctx);
-	if (err) {
+	if (!err)
+		odp->private = NULL;
+	mutex_unlock(&odp->umem_mutex);
+	if (err == -EBUSY) {
+		/* Windows are bound: it stays, with its faults. */
 		uz_obj_ref_init(&mr->ref);
 		if (xa_insert_bh(&uz->ib->odp_xa, UZ_KEY_INDEX(key), mr,
 				 GFP_KERNEL))
@@ -263,12 +327,10 @@ int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
 				key);
 		/* A fault raised meanwhile found no MR: let it fault again. */
 		uz_obj_cmd(uz, UZ_CMD_PAGE_RESUME, key, mr->uctx);
-		return err;
+	} else if (err) {
+		uz_odp_abandon(mr);
 	}
-	mutex_lock(&odp->umem_mutex);
-	odp->private = NULL;
-	mutex_unlock(&odp->umem_mutex);
-	return 0;
+	return err;
 }
 
 static struct uz_mr *uz_odp_get(struct uz_ibdev *ib, u32 lkey)
@@ -333,6 +395,10 @@ static int uz_odp_prefetch(struct ib_pd *ibpd, const struct ib_sge *sge,
 		}
 		err = 0;
 		page += n;
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			goto out;
+		}
 		cond_resched();
 	}
 out:
@@ -371,8 +437,7 @@ int uz_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 
 void uz_odp_caps(struct uz_dev *uz, struct ib_device_attr *props)
 {
-	if (!(uz->caps & UZ_CAP_ODP) ||
-	    !IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING))
+	if (!(uz->caps & UZ_CAP_ODP))
 		return;
 	props->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 	props->odp_caps.general_caps = IB_ODP_SUPPORT;

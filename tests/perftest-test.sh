@@ -5,7 +5,8 @@
 # guest image run over the uzura provider, node 2 the server and node 1
 # the client, each on the RoCE v2 GID of its 10.77.0.N address.  Each tool
 # must exit 0 on both sides and the client must print a result row.
-# ibv_rc_pingpong -N covers the ibv_wr_* post API between the nodes
+# --odp runs them with on-demand paging, -R connects them through the
+# RDMA CM.  ibv_rc_pingpong -N covers the ibv_wr_* post API between the nodes
 # (perftest uses it only on devices it knows, and falls back to
 # ibv_post_send on others).  Small iteration counts keep it short under
 # TCG.  Speaks TAP.
@@ -24,7 +25,12 @@ perf() {
 	shift 2
 	local args="-d $ibdev -x $gidx -p $port $*"
 
-	serve 2 "$port" "$tool-$port" "timeout 120 $tool $args" || ok=0
+	# -R: the RDMA CM connects them; its server listens on no socket.
+	if [[ " $* " == *" -R "* ]]; then
+		serve_cm 2 "$tool-$port" "timeout 120 $tool $args" || ok=0
+	else
+		serve 2 "$port" "$tool-$port" "timeout 120 $tool $args" || ok=0
+	fi
 	[ $ok = 1 ] && { "$uz" run 1 -- "timeout 120 $tool $args 10.77.0.2" \
 		> "$log/$tool-$port.client" 2>&1 || ok=0; }
 	# The server ends once the client is done.
@@ -68,6 +74,28 @@ t "ib_atomic_bw node 1 -> node 2, compare and swap (200 iterations)" \
 t "ib_atomic_bw node 1 -> node 2, fetch and add (200 iterations)" \
 	perf ib_atomic_bw 18522 -n 200 -A FETCH_AND_ADD
 t "ib_send_bw UD node 1 -> node 2 (100 x 2 KiB)" perf ib_send_bw 18523 -c UD -n 100 -s 2048
+
+# On-demand paging: both sides register their buffers with
+# IBV_ACCESS_ON_DEMAND, and the NICs fault the pages in.
+faults() {
+	"$uz" run "$1" -- "cat /sys/class/infiniband/$ibdev/ports/1/hw_counters/xlat_faults"
+}
+odp_faulted() {
+	local a b
+	a=$(faults 1) && b=$(faults 2) || return 1
+	echo "# node 1: $((a - f1)) faults, node 2: $((b - f2))"
+	[ $((a - f1)) -gt 0 ] && [ $((b - f2)) -gt 0 ]
+}
+f1=$(faults 1) f2=$(faults 2)
+t "ib_write_bw --odp node 1 -> node 2 (100 x 64 KiB)" perf ib_write_bw 18524 -n 100 --odp
+t "ib_read_bw --odp node 1 <- node 2 (100 x 64 KiB)" perf ib_read_bw 18525 -n 100 --odp
+t "ib_send_bw --odp node 1 -> node 2 (100 x 64 KiB)" perf ib_send_bw 18526 -n 100 --odp
+t "the --odp runs faulted pages in on both nodes (xlat_faults)" odp_faulted
+
+# -R: the RDMA CM (rdma_cm) connects the QPs instead of perftest's TCP.
+t "ib_write_bw -R node 1 -> node 2 (100 x 64 KiB)" perf ib_write_bw 18527 -n 100 -R
+t "ib_read_lat -R node 1 <- node 2 (200 iterations)" perf ib_read_lat 18528 -n 200 -R
+t "ib_send_bw -R node 1 -> node 2 (100 x 64 KiB)" perf ib_send_bw 18529 -n 100 -R
 
 # The ibv_wr_* API (ibv_create_qp_ex, wr_start/wr_send/wr_set_sge/
 # wr_complete) between the nodes.

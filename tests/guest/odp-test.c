@@ -6,7 +6,8 @@
  *
  *  - caps: the device reports ODP for RC (SEND, RECV, WRITE, READ, atomic,
  *    SRQ) and UD SEND; implicit ODP, and an iova that differs from the
- *    address within a page, are EINVAL; rereg of an ODP MR is refused.
+ *    address within a page, are EINVAL; rereg of an ODP MR, or to ODP,
+ *    is refused.
  *  - a fault storm: WRITEs to 512 pages of an untouched 64 MiB ODP MR, in
  *    a scattered order, from an ODP source, 16 at a time, land intact; the
  *    device faulted at least once per 16 pages (the driver maps 16 per
@@ -248,6 +249,16 @@ static void check_caps(struct node *nd)
 		      "rereg_mr of an ODP MR: refused, EOPNOTSUPP (%d, errno %d)",
 		      err, errno);
 		check(!ibv_dereg_mr(mr), "dereg_mr of the ODP MR");
+	}
+	mr = ibv_reg_mr(nd->pd, buf, page, IBV_ACCESS_LOCAL_WRITE);
+	if (mr) {
+		errno = 0;
+		err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+				   0, ODP_ACCESS);
+		check(err && errno == EOPNOTSUPP,
+		      "rereg_mr of a pinned MR to ODP: refused, EOPNOTSUPP (%d, errno %d)",
+		      err, errno);
+		ibv_dereg_mr(mr);
 	}
 	munmap(buf, 2 * page);
 }
