@@ -7,7 +7,7 @@
 # Every test that fails or errs is not ok unless docs/rdma-core-tests.md
 # lists it as a known failure, with the reason; the tests that cover the
 # extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
-# demand paging and memory windows must pass.  Speaks TAP; the suite's
+# demand paging, memory windows and parent domains must pass.  Speaks TAP; the suite's
 # own verbose log goes in as comments only for the tests that did not
 # pass.
 set -uo pipefail
@@ -52,6 +52,12 @@ must_pass=(
 	tests.test_mr.MWTest.test_mw_type2_invalidate_local
 	tests.test_mr.MWTest.test_mw_type2_invalidate_remote
 	tests.test_mr.MWTest.test_mw_type2_invalidate_dealloc
+	# parent domains (the provider)
+	tests.test_parent_domain.ParentDomainTrafficTest.test_without_allocators_rc_traffic
+	tests.test_parent_domain.ParentDomainTrafficTest.test_default_allocators_rc_traffic
+	tests.test_parent_domain.ParentDomainTrafficTest.test_mem_align_rc_traffic
+	tests.test_parent_domain.ParentDomainTrafficTest.test_mem_align_ud_traffic
+	tests.test_parent_domain.ParentDomainTrafficTest.test_mem_align_srq_excq_rc_traffic
 )
 
 

@@ -16,7 +16,8 @@
 
 /* What a CQE holds (SLID, SL and DLID path bits read as 0 on RoCE). */
 #define UZ_CQ_WC_FLAGS		IBV_WC_STANDARD_FLAGS
-#define UZ_CQ_COMP_MASK		IBV_CQ_INIT_ATTR_MASK_FLAGS
+#define UZ_CQ_COMP_MASK		(IBV_CQ_INIT_ATTR_MASK_FLAGS | \
+				 IBV_CQ_INIT_ATTR_MASK_PD)
 #define UZ_CQ_FLAGS		IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 
 static struct uzura_cq *cqx_to_ucq(struct ibv_cq_ex *ibcqx)
@@ -137,7 +138,7 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 	struct uzura_cq *cq;
 	int ret;
 
-	/* No parent domains, timestamps, ignoring overruns, ... */
+	/* No timestamps, ignoring overruns, ... */
 	if (attr->comp_mask & ~UZ_CQ_COMP_MASK ||
 	    attr->wc_flags & ~UZ_CQ_WC_FLAGS ||
 	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS &&
@@ -145,11 +146,20 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* A CQ's domain is a parent domain of this context (as in mlx5). */
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD &&
+	    (!uzura_is_parent_domain(attr->parent_domain) ||
+	     attr->parent_domain->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
 	ask = *attr;
 	ask.cqe = uzura_cq_ask(ctx, attr->cqe);
+	/* The kernel has no use for the domain. */
+	ask.comp_mask &= ~IBV_CQ_INIT_ATTR_MASK_PD;
 	ret = ibv_cmd_create_cq_ex(context, &ask, &cq->vcq, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
 				   0);
@@ -162,6 +172,10 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 		ibv_cmd_destroy_cq(&cq->ibcq);
 		errno = ret;
 		goto err_free;
+	}
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->parent = attr->parent_domain;
+		uzura_pd_get(cq->parent);
 	}
 
 	cqx = &cq->vcq.cq_ex;

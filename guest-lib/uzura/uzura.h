@@ -9,6 +9,7 @@
 
 #include <endian.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,24 @@
 
 struct uzura_device {
 	struct verbs_device vdev;
+};
+
+/* A PD, or a parent domain (domain.c): then protection is its PD. */
+struct uzura_pd {
+	struct ibv_pd ibpd;
+	struct uzura_pd *protection;
+	struct uzura_td *td;
+	atomic_int users;		/* parent domains; on one: its objects */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
+};
+
+struct uzura_td {
+	struct ibv_td ibtd;
+	atomic_int users;		/* parent domains */
 };
 
 struct uzura_context {
@@ -77,6 +96,7 @@ struct uzura_cq {
 	uint32_t report_every;		/* report ci after this many CQEs */
 	uint32_t cqn;
 	void *db;
+	struct ibv_pd *parent;		/* the parent domain it was created on */
 	pthread_spinlock_t lock;
 	/* A resize whose new ring is not mapped yet (uzura_resize_cq). */
 	bool moving;
@@ -200,6 +220,16 @@ static inline bool uz_wq_full(const struct uzura_wq *wq)
 	return uz_wq_full_at(wq, wq->pi);
 }
 
+static inline struct uzura_pd *to_upd(struct ibv_pd *ibpd)
+{
+	return container_of(ibpd, struct uzura_pd, ibpd);
+}
+
+static inline struct uzura_td *to_utd(struct ibv_td *ibtd)
+{
+	return container_of(ibtd, struct uzura_td, ibtd);
+}
+
 static inline struct uzura_context *to_uctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct uzura_context, ibvctx.context);
@@ -233,6 +263,15 @@ int uzura_query_port(struct ibv_context *context, uint8_t port,
 
 struct ibv_pd *uzura_alloc_pd(struct ibv_context *context);
 int uzura_dealloc_pd(struct ibv_pd *pd);
+struct ibv_td *uzura_alloc_td(struct ibv_context *context,
+			      struct ibv_td_init_attr *attr);
+int uzura_dealloc_td(struct ibv_td *td);
+struct ibv_pd *
+uzura_alloc_parent_domain(struct ibv_context *context,
+			  struct ibv_parent_domain_init_attr *attr);
+void uzura_pd_get(struct ibv_pd *pd);
+void uzura_pd_put(struct ibv_pd *pd);
+bool uzura_is_parent_domain(struct ibv_pd *pd);
 struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int uzura_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,

@@ -99,37 +99,6 @@ int uzura_query_port(struct ibv_context *context, uint8_t port,
 	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
 }
 
-struct ibv_pd *uzura_alloc_pd(struct ibv_context *context)
-{
-	struct ib_uverbs_alloc_pd_resp resp;
-	struct ibv_alloc_pd cmd;
-	struct ibv_pd *pd;
-	int ret;
-
-	pd = calloc(1, sizeof(*pd));
-	if (!pd)
-		return NULL;
-	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
-			       sizeof(resp));
-	if (ret) {
-		free(pd);
-		errno = ret;
-		return NULL;
-	}
-	return pd;
-}
-
-int uzura_dealloc_pd(struct ibv_pd *pd)
-{
-	int ret;
-
-	ret = ibv_cmd_dealloc_pd(pd);
-	if (ret)
-		return ret;
-	free(pd);
-	return 0;
-}
-
 struct ibv_mr *uzura_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access)
 {
@@ -357,6 +326,7 @@ int uzura_destroy_cq(struct ibv_cq *ibcq)
 	ret = ibv_cmd_destroy_cq(ibcq);
 	if (ret)
 		return ret;
+	uzura_pd_put(cq->parent);
 	munmap(cq->ring, cq->map_size);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
@@ -655,6 +625,7 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 	pthread_spin_lock(&ctx->qp_table_lock);
 	list_add_tail(uz_qp_bucket(ctx, qp->ibqp.qp_num), &qp->entry);
 	pthread_spin_unlock(&ctx->qp_table_lock);
+	uzura_pd_get(attr->pd);
 	return qp;
 
 err_rq:
@@ -802,6 +773,7 @@ int uzura_destroy_qp(struct ibv_qp *ibqp)
 	pthread_spin_unlock(&ctx->qp_table_lock);
 	uz_unlock_cqs(ibqp);
 
+	uzura_pd_put(ibqp->pd);
 	uz_wq_fini(&qp->rq);
 	uz_wq_fini(&qp->sq);
 	free(qp->slots);
@@ -1115,6 +1087,7 @@ struct ibv_srq *uzura_create_srq(struct ibv_pd *pd,
 				 sizeof(struct uz_recv_wqe)) /
 				sizeof(struct uz_sge));
 	srq->srqn = resp.srqn;
+	uzura_pd_get(pd);
 	return &srq->ibsrq;
 
 err_free:
@@ -1146,6 +1119,7 @@ int uzura_destroy_srq(struct ibv_srq *ibsrq)
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
+	uzura_pd_put(ibsrq->pd);
 	uz_wq_fini(&srq->rq);
 	free(srq);
 	return 0;

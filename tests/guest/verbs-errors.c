@@ -41,6 +41,11 @@
  *    setter with no WR, a UD WR without wr_set_ud_addr, an unknown
  *    wr_flags bit; ENOMEM past the SQ's depth; EOPNOTSUPP for a WR the
  *    QP type or the device lacks (guest-lib/README.md).
+ *  - thread and parent domains (the provider's domain.c): a thread domain
+ *    with a comp_mask, a parent domain without a PD or of another parent
+ *    domain, a CQ whose domain is a plain PD: EINVAL; a PD with a parent
+ *    domain, a thread domain in one and a parent domain with a QP or CQ
+ *    on it: EBUSY; a QP and a CQ on a parent domain carry a SEND.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -356,6 +361,95 @@ out:
 		ibv_destroy_cq(cq);
 	free(a);
 	free(b);
+}
+
+/* One SEND of 8 bytes from @buf to the next receive of @qp (itself). */
+static int self_send(struct ibv_qp *qp, struct ibv_cq *cq,
+		     struct ibv_mr *mr, char *buf)
+{
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	enum ibv_wc_opcode op;
+	int st;
+
+	if (ibv_post_recv(qp, &rwr, &rbad))
+		return -1;
+	st = post_wait(qp, cq, &wr, &op);
+	return st ? st : poll_one(cq, &op);
+}
+
+static void check_domains(struct ibv_context *ctx, struct ibv_pd *pd,
+			  struct ibv_mr *mr, char *buf)
+{
+	struct ibv_td_init_attr tda = {};
+	struct ibv_parent_domain_init_attr pda = {};
+	struct ibv_cq_init_attr_ex cqa = {
+		.cqe = 8, .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+	};
+	struct ibv_qp_init_attr qpa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 2, .max_recv_wr = 2,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_pd *par = NULL, *bad;
+	struct ibv_cq_ex *cqx = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_td *td;
+	int err, gidx = ipv4_gid_index(ctx);
+
+	tda.comp_mask = 1;
+	errno = 0;
+	td = ibv_alloc_td(ctx, &tda);
+	check_null(td, errno, EINVAL, "alloc_td with a comp_mask");
+	tda.comp_mask = 0;
+	td = ibv_alloc_td(ctx, &tda);
+	check(td != NULL, "alloc_td");
+	errno = 0;
+	bad = ibv_alloc_parent_domain(ctx, &pda);
+	check_null(bad, errno, EINVAL, "alloc_parent_domain without a PD");
+	pda.pd = pd;
+	pda.td = td;
+	par = ibv_alloc_parent_domain(ctx, &pda);
+	check(par != NULL, "alloc_parent_domain with a PD and a thread domain");
+	if (!td || !par)
+		goto out;
+	pda.pd = par;
+	pda.td = NULL;
+	errno = 0;
+	bad = ibv_alloc_parent_domain(ctx, &pda);
+	check_null(bad, errno, EINVAL, "alloc_parent_domain of a parent domain");
+	check_ret(ibv_dealloc_pd(pd), EBUSY, "dealloc_pd of a PD with a parent domain");
+	check_ret(ibv_dealloc_td(td), EBUSY, "dealloc_td of a thread domain in use");
+
+	cqa.parent_domain = pd;
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &cqa);
+	check_null(cqx, errno, EINVAL, "create_cq_ex on a plain PD as its domain");
+	cqa.parent_domain = par;
+	cqx = ibv_create_cq_ex(ctx, &cqa);
+	qpa.send_cq = qpa.recv_cq = cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
+	qp = cqx ? ibv_create_qp(par, &qpa) : NULL;
+	check(qp && !connect_self(ctx, qp, gidx, 0),
+	      "a CQ and an RC QP on the parent domain");
+	if (!qp)
+		goto out;
+	check_ret(ibv_dealloc_pd(par), EBUSY,
+		  "dealloc_pd of a parent domain with a QP and a CQ on it");
+	err = self_send(qp, ibv_cq_ex_to_cq(cqx), mr, buf);
+	check(err == IBV_WC_SUCCESS, "a SEND on it, to itself (status %d)", err);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+	if (par)
+		check_ret(ibv_dealloc_pd(par), 0, "dealloc_pd of the parent domain");
+	if (td)
+		check_ret(ibv_dealloc_td(td), 0, "dealloc_td");
 }
 
 /*
@@ -879,6 +973,7 @@ int main(void)
 	check_cq_resize(ctx, pd, buf + 1024);
 	check_rereg(ctx, pd);
 	check_mw(ctx, pd);
+	check_domains(ctx, pd, mr, buf);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");
