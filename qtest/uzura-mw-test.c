@@ -6,7 +6,8 @@
  * that bound it and is unbound by LOCAL_INV, a SEND with invalidate, or
  * that QP going.  Old key bytes and unbound windows reach nothing; an MR
  * with windows bound neither goes nor changes; every bad bind fails its
- * own QP with MW_BIND_ERR and changes no window.
+ * own QP with MW_BIND_ERR and changes no window.  Windows share the MR
+ * table and belong to their context.
  */
 #include "uzura-pair.h"
 
@@ -419,11 +420,74 @@ static void test_bad(void)
     pair_stop(&p);
 }
 
+/* A DMA MR's REG_MR on @n: its status (it needs no page list). */
+static uint8_t dma_reg_try(UzNode *n)
+{
+    struct uz_cmd_reg_mr c = {
+        .length = cpu_to_le64(4096), .pdn = cpu_to_le32(n->pdn),
+        .access = cpu_to_le32(UZ_ACCESS_LOCAL_WRITE), .key = 1,
+        .flags = UZ_MR_F_DMA, .uctx = cpu_to_le32(n->uctx),
+    };
+
+    return uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), NULL);
+}
+
+/*
+ * Windows take entries of the MR table: a device of 8 (entry 0 unused)
+ * gives out 7 windows, then ALLOC_MW and REG_MR are NO_RESOURCES until a
+ * window goes.  A window is its context's: another context can neither
+ * allocate one in this context's PD nor free this one.
+ */
+static void test_limits(void)
+{
+    struct uz_admin_cqe cqe;
+    uint32_t mw[8], uctx;
+    uint8_t status = UZ_CMD_OK;
+    UzMachine m;
+    UzNode n;
+    int got;
+
+    uz_machine_start(&m, 1, "-global uzura.max-mr=8");
+    uz_node_start(&n, &m, 0);
+    for (got = 0; got < 8; got++) {
+        mw[got] = mw_alloc_try(&n, n.pdn, UZ_MW_TYPE_1 + got % 2,
+                               n.next_key++, &status);
+        if (status != UZ_CMD_OK) {
+            break;
+        }
+    }
+    g_assert_cmpint(got, ==, 7);
+    g_assert_cmpint(status, ==, UZ_CMD_NO_RESOURCES);
+    g_assert_cmpint(dma_reg_try(&n), ==, UZ_CMD_NO_RESOURCES);
+
+    uctx = n.uctx;
+    g_assert_cmpint(uz_cmd(&n, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                    UZ_CMD_OK);
+    n.uctx = le32_to_cpu(cqe.out0);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_MW, mw[3]), ==,
+                    UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_MW, mw[4]), ==,
+                    UZ_CMD_BAD_HANDLE);
+    n.uctx = uctx;
+
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_MW, mw[3]), ==, UZ_CMD_OK);
+    g_assert_cmpint(dma_reg_try(&n), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_MW, mw[4]), ==, UZ_CMD_OK);
+    n.uctx = le32_to_cpu(cqe.out0);
+    mw_alloc_try(&n, n.pdn, UZ_MW_TYPE_1, 1, &status);
+    g_assert_cmpint(status, ==, UZ_CMD_BAD_HANDLE);
+    n.uctx = uctx;
+    mw[4] = mw_alloc(&n, n.pdn, UZ_MW_TYPE_2);
+    uz_node_stop(&n);
+    uz_machine_stop(&m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/mw/type1", test_type1);
     qtest_add_func("/uzura/mw/type2", test_type2);
     qtest_add_func("/uzura/mw/bad", test_bad);
+    qtest_add_func("/uzura/mw/limits", test_limits);
     return g_test_run();
 }

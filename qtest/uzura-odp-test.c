@@ -6,7 +6,8 @@
  * until the test, playing the driver, maps the page and sends
  * PAGE_RESUME.  Every kind of access then completes with its data intact;
  * a page marked as unmappable fails the access; one fault per MR is
- * outstanding however often the peer retries.
+ * outstanding however often the peer retries; a PTE that names the
+ * device's own BAR fails the access and nothing else.
  */
 #include "uzura-pair.h"
 
@@ -376,6 +377,124 @@ static void test_bad(void)
     pair_stop(&p);
 }
 
+/* Post @wr on qa, serving @f's faults; its CQE must have @status. */
+static void odp_post_expect(Pair *p, UzWr *wr, Faults *f, uint8_t status)
+{
+    struct uz_cqe c;
+
+    uz_post_send(p->qa, wr);
+    wait_serving(p->qa->scq, &c, f);
+    g_assert_cmphex(c.wr_id, ==, wr->wr_id);
+    g_assert_cmpint(c.status, ==, status);
+}
+
+/*
+ * What the responder reads or writes besides a WRITE's payload: an
+ * atomic's operand and a WRITE with immediate's data fault and complete
+ * (the immediate's receive WQE kept through the RNR NAKs); a page marked
+ * unmappable under a READ answer or an atomic operand is a remote access
+ * error, under a SEND's receive buffer a remote operational error and a
+ * failed receive.  And a PTE that names the device's own doorbell BAR:
+ * the access fails, nothing rings, the device goes on.
+ */
+static void test_more(void)
+{
+    Faults f = { .bad_page = -1 };
+    uint64_t old = 0x1122334455667788ull, got;
+    struct uz_cqe c;
+    UzSge s, r;
+    UzWr wr;
+    Pair p;
+    UzQp *a, *b;
+
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[1], PAGES);
+    uz_mr_write(f.mr, 2 * 4096 + 8, &old, 8);
+    s = uz_mr_sge(p.ma, 0, 8);
+    wr = (UzWr) { .wr_id = 0xa7, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(f.mr, 2 * 4096 + 8),
+                  .rkey = f.mr->key, .compare_add = 5 };
+    odp_post_expect(&p, &wr, &f, UZ_WC_STATUS_SUCCESS);
+    g_assert_cmpint(f.seen, ==, 1);
+    uz_mr_read(p.ma, 0, &got, 8);
+    g_assert_cmphex(got, ==, old);
+    uz_mr_read(f.mr, 2 * 4096 + 8, &got, 8);
+    g_assert_cmphex(got, ==, old + 5);
+
+    r = uz_mr_sge(p.mb, 0, 0);
+    uz_post_recv(p.qb, 0x1e, &r, 0);
+    s = uz_mr_sge(p.ma, 0, 2 * 4096);
+    wr = (UzWr) { .wr_id = 0x1d, .opcode = UZ_WR_RDMA_WRITE_IMM,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(f.mr, 0), .rkey = f.mr->key,
+                  .imm = 0xfeed };
+    odp_post_expect(&p, &wr, &f, UZ_WC_STATUS_SUCCESS);
+    g_assert_cmpint(f.seen, ==, 3);
+    wait_serving(p.qb->rcq, &c, &f);
+    uz_cqe_expect(&c, 0x1e, UZ_WC_RECV_RDMA_WITH_IMM, UZ_WC_STATUS_SUCCESS,
+                  0, p.qb->qpn);
+    g_assert_cmphex(c.wc_flags, ==, UZ_WC_F_IMM);
+    g_assert_cmphex(c.imm_data, ==, 0xfeed);
+    g_assert(!uz_cq_poll(p.qb->rcq, &c));
+    pair_stop(&p);
+
+    /* Unmappable pages under what the responder reads. */
+    f = (Faults) { .bad_page = 1 };
+    pair_start(&p);
+    f.mr = odp_reg(&p.n[1], PAGES);
+    s = uz_mr_sge(p.ma, 0, 4096);
+    wr = (UzWr) { .wr_id = 0xbad2, .opcode = UZ_WR_RDMA_READ,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(f.mr, 4096 - 8), .rkey = f.mr->key };
+    odp_post_expect(&p, &wr, &f, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_fresh_qps(&p, &a, &b);
+    p.qa = a;
+    p.qb = b;
+    s = uz_mr_sge(p.ma, 0, 8);
+    wr = (UzWr) { .wr_id = 0xbad3, .opcode = UZ_WR_ATOMIC_CMP_SWP,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(f.mr, 4096), .rkey = f.mr->key,
+                  .compare_add = 0, .swap = 1 };
+    odp_post_expect(&p, &wr, &f, UZ_WC_STATUS_REM_ACCESS_ERR);
+    pair_fresh_qps(&p, &a, &b);
+    p.qa = a;
+    p.qb = b;
+    r = uz_mr_sge(f.mr, 0, 2 * 4096);
+    uz_post_recv(p.qb, 0xbad5, &r, 1);
+    s = uz_mr_sge(p.ma, 0, 2 * 4096);
+    wr = (UzWr) { .wr_id = 0xbad4, .opcode = UZ_WR_SEND,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
+    odp_post_expect(&p, &wr, &f, UZ_WC_STATUS_REM_OP_ERR);
+    wait_serving(p.qb->rcq, &c, &f);
+    uz_cqe_expect(&c, 0xbad5, UZ_WC_RECV, UZ_WC_STATUS_LOC_PROT_ERR,
+                  UZ_VERR_ACCESS, p.qb->qpn);
+
+    /* A PTE at the device's own BAR 4: page 3 names the doorbells. */
+    pair_fresh_qps(&p, &a, &b);
+    p.qa = a;
+    p.qb = b;
+    qtest_writeq(p.n[1].d.qts, f.mr->pbl + 3 * 8,
+                 p.n[1].d.db.addr | UZ_PTE_PRESENT);
+    s = uz_mr_sge(p.ma, 0, 64);
+    memset(&got, 0xff, sizeof(got));
+    uz_mr_write(p.ma, 0, &got, 8);
+    wr = (UzWr) { .wr_id = 0xba4, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(f.mr, 3 * 4096), .rkey = f.mr->key };
+    uz_post_send(p.qa, &wr);
+    uz_cq_wait_clock(p.qa->scq, &c, STEP_NS, 100);
+    g_assert_cmphex(c.wr_id, ==, 0xba4);
+    /* A DMA the bus refused: remote operational error, as for any MR. */
+    g_assert_cmpint(c.status, ==, UZ_WC_STATUS_REM_OP_ERR);
+    pair_fresh_qps(&p, &a, &b);
+    p.qa = a;
+    p.qb = b;
+    exchange(&p, UZ_WR_SEND, 3000);
+    exchange(&p, UZ_WR_RDMA_WRITE, 3000);
+    pair_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -383,5 +502,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/odp/requester", test_requester);
     qtest_add_func("/uzura/odp/slow-and-gone", test_slow_and_gone);
     qtest_add_func("/uzura/odp/bad", test_bad);
+    qtest_add_func("/uzura/odp/more", test_more);
     return g_test_run();
 }
