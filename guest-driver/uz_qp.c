@@ -200,6 +200,14 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	case IB_QPT_RC:
 		qp->type = UZ_QPT_RC;
 		break;
+	case IB_QPT_UC:
+		/* No kernel user has a use for UC: its posting is RC and UD. */
+		if (!udata || !(uz->caps & UZ_CAP_UC)) {
+			ibdev_dbg(ibqp->device, "QP: UC for user space only, on a device with UC\n");
+			return -EOPNOTSUPP;
+		}
+		qp->type = UZ_QPT_UC;
+		break;
 	case IB_QPT_UD:
 		qp->type = UZ_QPT_UD;
 		break;
@@ -551,7 +559,7 @@ int uz_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->port_num = a->port;
 	attr->sq_draining = a->sq_draining;
 	attr->cap = qp->cap;
-	if (qp->type == UZ_QPT_RC) {
+	if (qp->type == UZ_QPT_RC || qp->type == UZ_QPT_UC) {
 		/* The device keeps the GID itself, the driver its index. */
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, 1);

@@ -106,6 +106,7 @@ static const char *const cnt_name[UZ_CNT_NUM] = {
     [UZ_CNT_SR_RESENT] = "sr_resent",
     [UZ_CNT_XLAT_FAULTS] = "xlat_faults",
     [UZ_CNT_XLAT_INVALIDATIONS] = "xlat_invalidations",
+    [UZ_CNT_UC_DROPPED] = "uc_dropped",
 };
 
 typedef struct Cnt {

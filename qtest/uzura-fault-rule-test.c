@@ -65,13 +65,13 @@ static void test_text(void)
         "kind=request,stcrw psn=5-9 prob=0.5 corrupt=payload;"
         "dir=rx qpn=0x12 psn=7 count=3 reorder=4\n"
         "\n"
-        "op=0x21 dup=2; kind=nak delay=250";
+        "op=0x41 dup=2; kind=nak delay=250";
     const char *want =
         "dir=tx op=ack nth=2 count=1 drop  # matched 0, acted 0\n"
         "dir=tx kind=request,stcrw psn=5-9 prob=0.5 corrupt=payload"
         "  # matched 0, acted 0\n"
         "dir=rx qpn=0x12 psn=7 count=3 reorder=4  # matched 0, acted 0\n"
-        "dir=tx op=0x21 dup=2  # matched 0, acted 0\n"
+        "dir=tx op=0x41 dup=2  # matched 0, acted 0\n"
         "dir=tx kind=nak delay=250  # matched 0, acted 0\n";
     g_autofree char *many = NULL;
     g_autofree char *text = NULL;

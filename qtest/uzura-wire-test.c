@@ -209,9 +209,9 @@ static void test_bad_frames(void)
     bad = req;
     bad.data[UZ_OFF_IP + 8] ^= 1;
     wire_send(&w, bad.data, bad.len);
-    /* An opcode no one speaks (UC SEND Only), with a good ICRC. */
+    /* An opcode no one speaks (RD SEND Only), with a good ICRC. */
     bad = req;
-    bad.data[UZ_OFF_BTH] = 0x24;
+    bad.data[UZ_OFF_BTH] = 0x44;
     fix_icrc(&bad);
     wire_send(&w, bad.data, bad.len);
     /* A P_Key other than the default, with a good ICRC. */

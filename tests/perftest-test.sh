@@ -92,6 +92,12 @@ t "ib_read_bw --odp node 1 <- node 2 (100 x 64 KiB)" perf ib_read_bw 18525 -n 10
 t "ib_send_bw --odp node 1 -> node 2 (100 x 64 KiB)" perf ib_send_bw 18526 -n 100 --odp
 t "the --odp runs faulted pages in on both nodes (xlat_faults)" odp_faulted
 
+# UC: WRITEs, and SENDs in lock step (a SEND that finds no receive WQE
+# is lost on UC, so a bandwidth run of SENDs may wait for ever).
+t "ib_write_bw -c UC node 1 -> node 2 (100 x 64 KiB)" perf ib_write_bw 18530 -c UC -n 100
+t "ib_send_lat -c UC node 1 <-> node 2 (200 iterations)" perf ib_send_lat 18531 -c UC -n 200
+t "ib_write_lat -c UC node 1 <-> node 2 (200 iterations)" perf ib_write_lat 18532 -c UC -n 200
+
 # -R: the RDMA CM (rdma_cm) connects the QPs instead of perftest's TCP.
 t "ib_write_bw -R node 1 -> node 2 (100 x 64 KiB)" perf ib_write_bw 18527 -n 100 -R
 t "ib_read_lat -R node 1 <- node 2 (200 iterations)" perf ib_read_lat 18528 -n 200 -R

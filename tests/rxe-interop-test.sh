@@ -5,7 +5,7 @@
 # implementation: boots node 1 with its uzura NIC and node 2 as a
 # Soft-RoCE node ('./uzura up --rxe 2': a virtio-net NIC on the same link
 # with rxe0 on it), and runs unmodified verbs, perftest and RDMA CM tools
-# between them in both directions: RC and UD pingpong, SEND, WRITE, WRITE
+# between them in both directions: RC, UC and UD pingpong, SEND, WRITE, WRITE
 # with immediate, READ, both atomics, UD SEND, a latency test and rping.
 # Then losses aimed by node 1's fault rules at each recovery path between
 # the two (READ responses, WRITE packets and atomic ACKs, lost on the way
@@ -164,6 +164,8 @@ for s in 2 1; do
 	port=$((port + 20))
 	t "$dir: ibv_rc_pingpong, 5 x 4096 B" pingpong $s rc $port -n 5
 	t "$dir: ibv_ud_pingpong, 5 x 1024 B" pingpong $s ud $((port + 1)) -n 5 -s 1024
+	t "$dir: ibv_uc_pingpong, 5 x 4096 B" pingpong $s uc $((port + 10)) -n 5
+	t "$dir: ib_write_bw -c UC, 5 x 10000 B" perf $s ib_write_bw $((port + 11)) -c UC -n 5 -s 10000
 	t "$dir: ib_send_bw, 5 x 10000 B" perf $s ib_send_bw $((port + 2)) -n 5 -s 10000
 	t "$dir: ib_write_bw, 5 x 10000 B" perf $s ib_write_bw $((port + 3)) -n 5 -s 10000
 	t "$dir: ib_write_bw --write_with_imm, 5 x 10000 B" \

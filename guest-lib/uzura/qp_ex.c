@@ -31,6 +31,9 @@
 				 IBV_QP_EX_WITH_SEND_WITH_INV)
 #define UZ_UD_SEND_OPS		(IBV_QP_EX_WITH_SEND | \
 				 IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define UZ_UC_SEND_OPS		(UZ_UD_SEND_OPS | \
+				 IBV_QP_EX_WITH_RDMA_WRITE | \
+				 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
 
 /*
  * wr_flags the device has a WQE flag for; IBV_SEND_INLINE is allowed and
@@ -447,12 +450,13 @@ static void uz_qp_set_send_ops(struct uzura_qp *qp)
 {
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
 	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
+	bool write = rc || qp->ibqp.qp_type == IBV_QPT_UC;
 
 	qpx->wr_send = uz_wr_send;
 	qpx->wr_send_imm = uz_wr_send_imm;
-	qpx->wr_rdma_write = rc ? uz_wr_rdma_write : uz_wr_no_rdma;
-	qpx->wr_rdma_write_imm = rc ? uz_wr_rdma_write_imm :
-				      uz_wr_no_rdma_write_imm;
+	qpx->wr_rdma_write = write ? uz_wr_rdma_write : uz_wr_no_rdma;
+	qpx->wr_rdma_write_imm = write ? uz_wr_rdma_write_imm :
+					 uz_wr_no_rdma_write_imm;
 	qpx->wr_rdma_read = rc ? uz_wr_rdma_read : uz_wr_no_rdma;
 	qpx->wr_atomic_cmp_swp = rc ? uz_wr_atomic_cmp_swp :
 				      uz_wr_no_atomic_cmp_swp;
@@ -497,6 +501,7 @@ struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
 		if ((attr->qp_type == IBV_QPT_RC && ops & ~UZ_RC_SEND_OPS) ||
+		    (attr->qp_type == IBV_QPT_UC && ops & ~UZ_UC_SEND_OPS) ||
 		    (attr->qp_type == IBV_QPT_UD && ops & ~UZ_UD_SEND_OPS)) {
 			errno = EOPNOTSUPP;
 			return NULL;

@@ -568,7 +568,8 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 	uint32_t wqe;
 	int ret;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD &&
+	    (attr->qp_type != IBV_QPT_UC || !(ctx->caps & UZ_CAP_UC))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -788,6 +789,11 @@ static int uz_wr_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
 	if (type == IBV_QPT_UD && op != IBV_WR_SEND &&
 	    op != IBV_WR_SEND_WITH_IMM)
+		return -1;
+	/* UC: SENDs and WRITEs, nothing the responder answers. */
+	if (type == IBV_QPT_UC && op != IBV_WR_SEND &&
+	    op != IBV_WR_SEND_WITH_IMM && op != IBV_WR_RDMA_WRITE &&
+	    op != IBV_WR_RDMA_WRITE_WITH_IMM)
 		return -1;
 	switch (op) {
 	case IBV_WR_SEND:

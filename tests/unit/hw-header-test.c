@@ -72,7 +72,7 @@ int main(void)
 	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
 	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_SACKS_SENT == 83);
 	CHECK(UZ_CNT_SR_RESENT == 86 && UZ_CNT_XLAT_FAULTS == 87 &&
-	      UZ_CNT_NUM == 89);
+	      UZ_CNT_NUM == 90);
 	/* Version 0.5: selective repeat's SACK and its BTH bit. */
 	CHECK(UZ_BTH_OP_RC_SACK == 0xc1 && UZ_BTH_B8_SR == 0x40 &&
 	      sizeof(struct uz_sacketh) == 8);
@@ -104,10 +104,14 @@ int main(void)
 	      UZ_ACCESS_MW_BIND == 0x10 && UZ_MW_TYPE_1 == 1 &&
 	      UZ_MW_TYPE_2 == 2 && sizeof(struct uz_cmd_alloc_mw) == 12);
 	/* Version 0.9: on-demand paging (spec 8.10.4). */
-	CHECK(UZ_VERSION_MINOR == 9 && UZ_CAP_ODP == 0x1000 &&
+	CHECK(UZ_CAP_ODP == 0x1000 &&
 	      UZ_MR_F_ODP == 0x04 && UZ_EQE_PAGE_FAULT == 0x18 &&
 	      UZ_CMD_PAGE_RESUME == 0x27 && UZ_PTE_PRESENT == 1 &&
 	      UZ_PTE_ERROR == 2);
+	/* Version 0.10: unreliable connected QPs (spec 9.8). */
+	CHECK(UZ_VERSION_MINOR == 10 && UZ_CAP_UC == 0x2000 &&
+	      UZ_QPT_UC == 3 && UZ_BTH_OP_UC == 0x20 &&
+	      UZ_CNT_UC_DROPPED == 89);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -222,6 +222,7 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(SR_RESENT, sr_resent),
     UZ_CNT(XLAT_FAULTS, xlat_faults),
     UZ_CNT(XLAT_INVALIDATIONS, xlat_invalidations),
+    UZ_CNT(UC_DROPPED, uc_dropped),
     UZ_CNT(RX_STALE, rx_stale),
     UZ_CNT(ROCE_TX_DROPPED, roce_tx_dropped),
     UZ_CNT(XLAT_HITS, xlat_hits),

@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            9
+#define UZ_VERSION_MINOR            10
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -122,6 +122,7 @@
 #define UZ_CAP_MW                   (1u << 11) /* memory windows: ALLOC_MW,
                                                 * UZ_WR_BIND_MW */
 #define UZ_CAP_ODP                  (1u << 12) /* UZ_MR_F_ODP, page faults */
+#define UZ_CAP_UC                   (1u << 13) /* UZ_QPT_UC */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -479,6 +480,7 @@ struct uz_cmd_create_qp {
 #define UZ_QPF_SIG_ALL              (1u << 0)  /* every WQE signalled */
 
 #define UZ_QPT_RC                   0x02
+#define UZ_QPT_UC                   0x03       /* unreliable connected */
 #define UZ_QPT_UD                   0x04
 #define UZ_QPT_GSI                  0x05       /* QP1, UD semantics */
 
@@ -608,7 +610,9 @@ enum uz_counter {
 	/* on-demand paging */
 	UZ_CNT_XLAT_FAULTS = 87,    /* xlat_faults: ODP pages found absent */
 	UZ_CNT_XLAT_INVALIDATIONS = 88, /* xlat_invalidations: INVALIDATE_XLAT */
-	UZ_CNT_NUM                  /* 89: counters of this version */
+	/* unreliable connected */
+	UZ_CNT_UC_DROPPED = 89,     /* uc_dropped: UC messages a responder lost */
+	UZ_CNT_NUM                  /* 90: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -1067,6 +1071,8 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_BTH_OP_FETCH_ADD         0x14
 #define UZ_BTH_OP_SEND_LAST_INV     0x16
 #define UZ_BTH_OP_SEND_ONLY_INV     0x17
+/* UC: the SEND and WRITE opcodes of RC (0x00..0x0b) with bit 5 set. */
+#define UZ_BTH_OP_UC                0x20
 #define UZ_BTH_OP_UD_SEND_ONLY      0x64
 #define UZ_BTH_OP_UD_SEND_ONLY_IMM  0x65
 #define UZ_BTH_OP_RC_STCRW          0xc0

@@ -28,41 +28,49 @@
                      UZ_QP_ATTR_ACCESS)
 #define A_INIT_UD   (UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT | \
                      UZ_QP_ATTR_QKEY)
+/* UC: RC's path without the READ and RNR parts, and no ACK timer. */
+#define A_UC_PATH   (UZ_QP_ATTR_AV | UZ_QP_ATTR_PATH_MTU | \
+                     UZ_QP_ATTR_DEST_QPN | UZ_QP_ATTR_RQ_PSN)
+
+enum { QPK_RC, QPK_UD, QPK_UC, QPK_NUM };
 
 typedef struct UzuraQpTransition {
-    uint32_t req[2];            /* required: [0] RC, [1] UD and GSI */
-    uint32_t opt[2];            /* optional */
+    uint32_t req[QPK_NUM];      /* required: RC, UD (and GSI), UC */
+    uint32_t opt[QPK_NUM];      /* optional */
     bool valid;
 } UzuraQpTransition;
 
-#define T(r_rc, r_ud, o_rc, o_ud) \
-    { .req = { (r_rc), (r_ud) }, .opt = { (o_rc), (o_ud) }, .valid = true }
+#define T(r_rc, r_ud, r_uc, o_rc, o_ud, o_uc) \
+    { .req = { (r_rc), (r_ud), (r_uc) }, .opt = { (o_rc), (o_ud), (o_uc) }, \
+      .valid = true }
 
 /* [from][to]; the moves to RESET and ERR are legal from everywhere. */
 static const UzuraQpTransition uzura_qp_fsm[UZ_QPS_ERR + 1][UZ_QPS_ERR + 1] = {
-    [UZ_QPS_RESET][UZ_QPS_INIT] = T(A_INIT_RC, A_INIT_UD, 0, 0),
-    [UZ_QPS_INIT][UZ_QPS_INIT] = T(0, 0, A_INIT_RC, A_INIT_UD),
-    [UZ_QPS_INIT][UZ_QPS_RTR] = T(A_RC_PATH, 0,
+    [UZ_QPS_RESET][UZ_QPS_INIT] = T(A_INIT_RC, A_INIT_UD, A_INIT_RC, 0, 0, 0),
+    [UZ_QPS_INIT][UZ_QPS_INIT] = T(0, 0, 0, A_INIT_RC, A_INIT_UD, A_INIT_RC),
+    [UZ_QPS_INIT][UZ_QPS_RTR] = T(A_RC_PATH, 0, A_UC_PATH,
                                   UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
-                                  UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_QKEY),
+                                  UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_QKEY,
+                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX),
     [UZ_QPS_RTR][UZ_QPS_RTS] = T(A_RC_SEND, UZ_QP_ATTR_SQ_PSN,
+                                 UZ_QP_ATTR_SQ_PSN,
                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
-                                 UZ_QP_ATTR_QKEY),
-    [UZ_QPS_RTS][UZ_QPS_RTS] = T(0, 0,
+                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
+    [UZ_QPS_RTS][UZ_QPS_RTS] = T(0, 0, 0,
                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
-                                 UZ_QP_ATTR_QKEY),
-    [UZ_QPS_RTS][UZ_QPS_SQD] = T(0, 0, 0, 0),
-    [UZ_QPS_SQD][UZ_QPS_SQD] = T(0, 0,
+                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
+    [UZ_QPS_RTS][UZ_QPS_SQD] = T(0, 0, 0, 0, 0, 0),
+    [UZ_QPS_SQD][UZ_QPS_SQD] = T(0, 0, 0,
                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER |
                                  UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_RETRY_CNT |
                                  UZ_QP_ATTR_RNR_RETRY |
                                  UZ_QP_ATTR_MAX_QP_RD_ATOMIC |
                                  UZ_QP_ATTR_MAX_DEST_RD_ATOMIC,
-                                 UZ_QP_ATTR_QKEY),
-    [UZ_QPS_SQD][UZ_QPS_RTS] = T(0, 0,
+                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
+    [UZ_QPS_SQD][UZ_QPS_RTS] = T(0, 0, 0,
                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
-                                 UZ_QP_ATTR_QKEY),
-    [UZ_QPS_SQE][UZ_QPS_RTS] = T(0, 0, 0, UZ_QP_ATTR_QKEY),
+                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
+    [UZ_QPS_SQE][UZ_QPS_RTS] = T(0, 0, 0, 0, UZ_QP_ATTR_QKEY, 0),
 };
 
 static const uint8_t zero_mac[6];
@@ -89,6 +97,11 @@ uint8_t uzura_qp_active_mtu(UzuraCore *core)
 bool uzura_qp_is_ud(const UzuraQp *qp)
 {
     return qp->type == UZ_QPT_UD || qp->type == UZ_QPT_GSI;
+}
+
+bool uzura_qp_is_uc(const UzuraQp *qp)
+{
+    return qp->type == UZ_QPT_UC;
 }
 
 /* Range checks of the attributes the mask names. */
@@ -398,7 +411,7 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
     const UzuraQpTransition *t;
     struct uz_qp_attr a;
     uint8_t from, to;
-    int ud;
+    int k;
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
@@ -434,10 +447,10 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
                           qpn, from, to);
         return UZ_CMD_BAD_STATE;
     }
-    ud = uzura_qp_is_ud(qp);
+    k = uzura_qp_is_ud(qp) ? QPK_UD : uzura_qp_is_uc(qp) ? QPK_UC : QPK_RC;
     mask &= ~UZ_QP_ATTR_STATE;
-    if ((mask & t->req[ud]) != t->req[ud] ||
-        (mask & ~(t->req[ud] | t->opt[ud])) ||
+    if ((mask & t->req[k]) != t->req[k] ||
+        (mask & ~(t->req[k] | t->opt[k])) ||
         !uzura_qp_attr_ok(core, &a, mask)) {
         uzura_guest_error(trace_uzura_qp_err_attr(qpn, from, to, mask),
                           "QP %u: attributes 0x%x not valid from state %u "
@@ -528,8 +541,9 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
     if (!pd || !scq || !rcq || (has_srq && !srq)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UD &&
-         c->type != UZ_QPT_GSI) || (c->flags & ~UZ_QPF_SIG_ALL) ||
+    if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UC &&
+         c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI) ||
+        (c->flags & ~UZ_QPF_SIG_ALL) ||
         c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
         (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
         c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9 ||

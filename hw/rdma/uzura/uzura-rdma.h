@@ -235,6 +235,7 @@ void uzura_qp_work(UzuraCore *core);
 UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn);
 void uzura_qp_fail(UzuraCore *core, UzuraQp *qp);
 bool uzura_qp_is_ud(const UzuraQp *qp);
+bool uzura_qp_is_uc(const UzuraQp *qp);
 void uzura_qp_free_all(UzuraCore *core);
 uint8_t uzura_wr_to_wc(uint8_t wr_opcode);
 

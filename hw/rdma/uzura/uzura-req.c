@@ -153,6 +153,12 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
             return UZ_WC_STATUS_LOC_LEN_ERR;
         }
     } else {
+        /* UC: SENDs and WRITEs, nothing a responder answers (spec 9.8). */
+        if (uzura_qp_is_uc(qp) && h->opcode != UZ_WR_SEND &&
+            h->opcode != UZ_WR_SEND_IMM && h->opcode != UZ_WR_RDMA_WRITE &&
+            h->opcode != UZ_WR_RDMA_WRITE_IMM) {
+            return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        }
         switch (h->opcode) {
         case UZ_WR_SEND:
         case UZ_WR_SEND_IMM:
@@ -613,8 +619,13 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
                            a->traffic_class, x->qpn);
         pkt.opcode = uzura_req_opcode(h->opcode, first, last);
         pkt.dqpn = a->dest_qpn;
-        pkt.ack_req = last;
-        pkt.sr = core->rdma.recovery == UZ_RECOVERY_SR;
+        if (uzura_qp_is_uc(qp)) {
+            /* The same SEND and WRITE packets, unanswered. */
+            pkt.opcode |= UZ_BTH_OP_UC;
+        } else {
+            pkt.ack_req = last;
+            pkt.sr = core->rdma.recovery == UZ_RECOVERY_SR;
+        }
     }
     pkt.se = last && (h->flags & UZ_WQE_F_SOLICITED);
     /* The key to invalidate goes in the IETH, in network order. */
@@ -679,7 +690,7 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
     x->cur_active = false;
     x->m_next = uzura_next(x->m_next);
-    if (uzura_qp_is_ud(qp)) {
+    if (uzura_qp_is_ud(qp) || uzura_qp_is_uc(qp)) {
         /* Unreliable: done once on the wire. */
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
     } else {

@@ -162,6 +162,57 @@ static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
     uzura_qp_fail(core, qp);
 }
 
+/*
+ * UC (spec 9.8) answers nothing: a message the responder cannot take (a
+ * PSN gap, no receive WQE, an absent ODP page, a check that fails) is
+ * dropped whole and silently.  Its packets up to the next First or Only
+ * are ignored, the receive WQE it took waits for the next message, and
+ * the QP goes on.
+ */
+static void uzura_resp_uc_drop(UzuraCore *core, UzuraQp *qp, uint32_t psn,
+                               const char *why)
+{
+    UzuraXfer *x = qp->x;
+
+    if (!x->uc_drop) {
+        core->counters.uc_dropped++;
+        trace_uzura_resp_uc_drop(x->qpn, psn, why);
+    }
+    x->uc_drop = true;
+    x->in_msg = 0;
+    x->recv_off = 0;
+}
+
+/*
+ * UC: follow the sender's PSNs.  A First or Only starts a message
+ * wherever it is; a packet after a gap ends the message it belongs to.
+ * False when the packet is dropped.
+ */
+static bool uzura_resp_uc_accept(UzuraCore *core, UzuraQp *qp,
+                                 const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+
+    if (uzura_ops[pkt->opcode].hdrs & UZ_H_FIRST) {
+        if (pkt->psn != x->epsn && x->in_msg) {
+            uzura_resp_uc_drop(core, qp, pkt->psn, "PSN gap");
+        }
+        x->uc_drop = false;
+        x->in_msg = 0;
+        x->recv_off = 0;
+        x->epsn = pkt->psn;
+        return true;
+    }
+    if (pkt->psn != x->epsn) {
+        uzura_resp_uc_drop(core, qp, pkt->psn, "PSN gap");
+    }
+    if (x->uc_drop) {
+        x->epsn = (pkt->psn + 1) & UZ_PSN_MASK;
+        return false;
+    }
+    return true;
+}
+
 /* Is a READ or atomic answer for a PSN before @psn still to be sent? */
 static bool uzura_resp_owed_before(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 {
@@ -190,6 +241,10 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
 {
     UzuraXfer *x = qp->x;
 
+    if (uzura_qp_is_uc(qp)) {
+        uzura_resp_uc_drop(core, qp, psn, "refused");
+        return;
+    }
     if (x->err_owed && uzura_psn_diff(psn, x->err_psn) >= 0) {
         return;                 /* an earlier refusal already ends it */
     }
@@ -203,6 +258,30 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
         return;
     }
     uzura_resp_fail(core, qp);
+}
+
+/*
+ * The receive WQE in hand cannot take a message (malformed, or its buffer
+ * fails the checks): a local error.  RC refuses the request (remote
+ * operational error); UC, which answers nothing, completes the WQE with
+ * @status and ends in the error state, as for any local error.
+ */
+static void uzura_resp_rwqe_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
+                                  uint8_t status, uint8_t verr)
+{
+    struct uz_cqe cqe = {
+        .status = status, .vendor_err = verr, .opcode = UZ_WC_RECV,
+    };
+
+    if (!uzura_qp_is_uc(qp)) {
+        uzura_resp_error(core, qp, psn, UZ_AETH_NAK_REM_OP, status, verr);
+        return;
+    }
+    uzura_guest_error(trace_uzura_resp_err(qp->x->qpn, psn, 0, verr),
+                      "QP %u: UC receive WQE failed (detail %u)",
+                      qp->x->qpn, verr);
+    uzura_resp_complete(core, qp, &cqe, false);
+    uzura_qp_fail(core, qp);
 }
 
 /*
@@ -229,7 +308,7 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
     x->epsn = (x->epsn + npkts) & UZ_PSN_MASK;
     answered = uzura_ops[pkt->opcode].family == UZ_FAM_READ_REQ ||
                uzura_ops[pkt->opcode].family == UZ_FAM_ATOMIC;
-    if (answered || pkt->ack_req) {
+    if ((answered || pkt->ack_req) && !uzura_qp_is_uc(qp)) {
         if (x->ack_owed) {
             core->counters.acks_coalesced++;
         }
@@ -245,6 +324,10 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
  */
 static void uzura_resp_rnr(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 {
+    if (uzura_qp_is_uc(qp)) {
+        uzura_resp_uc_drop(core, qp, psn, "receiver not ready");
+        return;
+    }
     qp->x->nak_seq_sent = true;
     core->counters.rnr_naks_sent++;
     trace_uzura_resp_rnr(qp->x->qpn, psn);
@@ -265,8 +348,8 @@ static bool uzura_resp_take_or_nak(UzuraCore *core, UzuraQp *qp,
     if (!got) {
         uzura_resp_rnr(core, qp, pkt->psn);
     } else if (got < 0) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
-                         UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
+        uzura_resp_rwqe_error(core, qp, pkt->psn,
+                              UZ_WC_STATUS_LOC_QP_OP_ERR, verr);
     }
     return got > 0;
 }
@@ -295,8 +378,8 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     if (verr) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_OP,
-                         UZ_WC_STATUS_LOC_PROT_ERR, verr);
+        uzura_resp_rwqe_error(core, qp, pkt->psn, UZ_WC_STATUS_LOC_PROT_ERR,
+                              verr);
         return;
     }
     x->recv_off += pkt->paylen;
@@ -635,6 +718,12 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uint8_t fam = uzura_ops[pkt->opcode].family;
     int32_t d = uzura_psn_diff(pkt->psn, x->epsn);
 
+    if (uzura_qp_is_uc(qp)) {
+        if (!uzura_resp_uc_accept(core, qp, pkt)) {
+            return;
+        }
+        d = 0;
+    }
     if (x->err_owed) {
         trace_uzura_roce_rx_drop("RC request behind a refused one");
         return;
@@ -880,6 +969,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->epsn = qp->attr.rq_psn;
     x->msn = 0;
     x->nak_seq_sent = false;
+    x->uc_drop = false;
     x->ack_owed = false;
     x->in_msg = 0;
     x->have_rwqe = false;

@@ -69,6 +69,22 @@ const UzuraOpInfo uzura_ops[256] = {
                                       UZ_FAM_UD),
     [UZ_BTH_OP_RC_STCRW] = OP(UZ_H_REQ | F | L | UZ_H_CRW, UZ_FAM_CRW),
     [UZ_BTH_OP_RC_SACK] = OP(UZ_H_AETH | UZ_H_SACK, UZ_FAM_ACK),
+    /* UC: RC's SEND and WRITE packets, no answers. */
+#define UC(op, h, fam) [UZ_BTH_OP_UC | (op)] = OP((h) | UZ_H_UC, fam)
+    UC(UZ_BTH_OP_SEND_FIRST, SEND | F, UZ_FAM_SEND),
+    UC(UZ_BTH_OP_SEND_MIDDLE, SEND, UZ_FAM_SEND),
+    UC(UZ_BTH_OP_SEND_LAST, SEND | L, UZ_FAM_SEND),
+    UC(UZ_BTH_OP_SEND_LAST_IMM, SEND | L | UZ_H_IMM, UZ_FAM_SEND),
+    UC(UZ_BTH_OP_SEND_ONLY, SEND | F | L, UZ_FAM_SEND),
+    UC(UZ_BTH_OP_SEND_ONLY_IMM, SEND | F | L | UZ_H_IMM, UZ_FAM_SEND),
+    UC(UZ_BTH_OP_WRITE_FIRST, WRITE | F | UZ_H_RETH, UZ_FAM_WRITE),
+    UC(UZ_BTH_OP_WRITE_MIDDLE, WRITE, UZ_FAM_WRITE),
+    UC(UZ_BTH_OP_WRITE_LAST, WRITE | L, UZ_FAM_WRITE),
+    UC(UZ_BTH_OP_WRITE_LAST_IMM, WRITE | L | UZ_H_IMM, UZ_FAM_WRITE),
+    UC(UZ_BTH_OP_WRITE_ONLY, WRITE | F | L | UZ_H_RETH, UZ_FAM_WRITE),
+    UC(UZ_BTH_OP_WRITE_ONLY_IMM, WRITE | F | L | UZ_H_RETH | UZ_H_IMM,
+       UZ_FAM_WRITE),
+#undef UC
 };
 
 /* Bytes of the extended headers an opcode carries, in wire order. */
@@ -420,7 +436,8 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
     if (!qp || qp->attr.state < UZ_QPS_RTR || qp->attr.state > UZ_QPS_SQE ||
-        uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH)) {
+        uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
+        uzura_qp_is_uc(qp) != !!(h & UZ_H_UC)) {
         trace_uzura_roce_rx_drop("no QP to receive");
         core->counters.rx_no_qp++;
         return;

@@ -45,6 +45,7 @@ static inline int32_t uzura_psn_diff(uint32_t a, uint32_t b)
 #define UZ_H_LAST       (1u << 10)
 #define UZ_H_REQ        (1u << 11)  /* a request (not a response) */
 #define UZ_H_SACK       (1u << 12)
+#define UZ_H_UC         (1u << 13)  /* an unreliable connected opcode */
 
 /* Opcode families, for the per-kind counters. */
 typedef enum UzuraFamily {
@@ -291,6 +292,7 @@ typedef struct UzuraXfer {
     uint32_t epsn;              /* expected PSN */
     uint32_t msn;
     bool nak_seq_sent;          /* one sequence NAK per gap */
+    bool uc_drop;               /* UC: dropping until a First or Only */
     bool ack_owed;
     uint8_t in_msg;             /* 0, UZ_FAM_SEND or UZ_FAM_WRITE */
     bool have_rwqe;
