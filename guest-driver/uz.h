@@ -435,7 +435,6 @@ int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start, u64 length,
 	       u64 virt, int access);
 int uz_odp_publish(struct uz_dev *uz, struct uz_mr *mr);
 int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr);
-void uz_odp_abandon(struct uz_mr *mr);
 void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page);
 int uz_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		 u32 flags, struct ib_sge *sg_list, u32 num_sge,
@@ -459,7 +458,6 @@ static inline int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
 {
 	return -EOPNOTSUPP;
 }
-static inline void uz_odp_abandon(struct uz_mr *mr) {}
 static inline void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page) {}
 #define uz_advise_mr NULL
 #endif

@@ -164,7 +164,6 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 {
 	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
 	struct uz_cmd_reg_mr r = {};
-	struct uz_mr_pages pg = {};
 	struct uz_mr *mr;
 	int err;
 
@@ -179,43 +178,38 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->uctx = to_uz_pd(ibpd)->uctx;
 	if (access & IB_ACCESS_ON_DEMAND) {
 		err = uz_odp_reg(uz, mr, start, length, virt, access);
-		pg = mr->pg;
 		r.flags = UZ_MR_F_ODP;
 	} else {
-		err = uz_mr_pin(uz, start, length, virt, access, &pg);
+		err = uz_mr_pin(uz, start, length, virt, access, &mr->pg);
 	}
 	if (err)
 		goto err_free;
 
 	r.iova = cpu_to_le64(virt);
 	r.length = cpu_to_le64(length);
-	r.pbl_addr = cpu_to_le64(pg.pbl_dma);
-	r.npages = cpu_to_le32(pg.npages);
+	r.pbl_addr = cpu_to_le64(mr->pg.pbl_dma);
+	r.npages = cpu_to_le32(mr->pg.npages);
 	r.access = cpu_to_le32(access & uz_user_access(uz));
-	r.page_shift = pg.page_shift;
+	r.page_shift = mr->pg.page_shift;
 	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
 	if (err)
 		goto err_pages;
-	if (!mr->odp)
-		mr->pg = pg;
 	mr->access = access;
 	if (mr->odp) {
 		err = uz_odp_publish(uz, mr);
+		/* The device has it: let it go as dereg_mr does. */
+		if (err && uz_odp_dereg(uz, mr)) {
+			dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed\n",
+				mr->ibmr.lkey);
+			return ERR_PTR(err);	/* the page list stays */
+		}
 		if (err)
-			goto err_dereg;
+			goto err_pages;
 	}
 	return &mr->ibmr;
 
-err_dereg:
-	if (uz_obj_cmd(uz, UZ_CMD_DEREG_MR, mr->ibmr.lkey, mr->uctx)) {
-		dev_err(&uz->pdev->dev, "deregistering MR 0x%x failed\n",
-			mr->ibmr.lkey);
-		/* The device may read the page list: keep it. */
-		uz_odp_abandon(mr);
-		return ERR_PTR(err);
-	}
 err_pages:
-	uz_mr_unpin(uz, &pg);
+	uz_mr_unpin(uz, &mr->pg);
 err_free:
 	kfree(mr);
 	return ERR_PTR(err);

@@ -276,22 +276,16 @@ int uz_odp_publish(struct uz_dev *uz, struct uz_mr *mr)
 	return err;
 }
 
-/* The notifier leaves the page list alone from now on. */
-static void uz_odp_detach(struct uz_mr *mr)
+/*
+ * The device refused to let the MR go: keep the page list (the device may
+ * still read it), but not the notifier, which would outlive the module.
+ * The pages are unmapped.
+ */
+static void uz_odp_abandon(struct uz_mr *mr)
 {
 	mutex_lock(&mr->odp->umem_mutex);
 	mr->odp->private = NULL;
 	mutex_unlock(&mr->odp->umem_mutex);
-}
-
-/*
- * The device refused to let the MR go: keep the page list and the MR
- * (the device may still read them), but not the notifier, which would
- * outlive the module.  The pages are unmapped.
- */
-void uz_odp_abandon(struct uz_mr *mr)
-{
-	uz_odp_detach(mr);
 	ib_umem_release(&mr->odp->umem);
 	mr->odp = NULL;
 	mr->pg.umem = NULL;
@@ -308,7 +302,8 @@ int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
 	u32 key = mr->ibmr.lkey;
 	int err;
 
-	xa_erase_bh(&uz->ib->odp_xa, UZ_KEY_INDEX(key));
+	/* Only if it is there: a registration whose publish failed is not. */
+	xa_cmpxchg_bh(&uz->ib->odp_xa, UZ_KEY_INDEX(key), mr, NULL, 0);
 	uz_obj_ref_wait(&mr->ref);
 	cancel_work_sync(&mr->fault_work);
 	/* No invalidation between the key's end and the notifier's. */

@@ -39,6 +39,8 @@ static void test_text(void)
         { "drop drop", "one action" },
         { "op=frob drop", "unknown opcode" },
         { "op=256 drop", "unknown opcode" },
+        { "op=uc-ack drop", "unknown opcode" },
+        { "op=uc-send-only-inv drop", "unknown opcode" },
         { "prob=1.5 drop", "probability in 0..1" },
         { "prob=-0.1 drop", "probability in 0..1" },
         { "prob=half drop", "probability in 0..1" },
@@ -65,14 +67,17 @@ static void test_text(void)
         "kind=request,stcrw psn=5-9 prob=0.5 corrupt=payload;"
         "dir=rx qpn=0x12 psn=7 count=3 reorder=4\n"
         "\n"
-        "op=0x41 dup=2; kind=nak delay=250";
+        "op=0x41 dup=2; kind=nak delay=250\n"
+        "op=0x24 drop; op=uc-write-first drop";
     const char *want =
         "dir=tx op=ack nth=2 count=1 drop  # matched 0, acted 0\n"
         "dir=tx kind=request,stcrw psn=5-9 prob=0.5 corrupt=payload"
         "  # matched 0, acted 0\n"
         "dir=rx qpn=0x12 psn=7 count=3 reorder=4  # matched 0, acted 0\n"
         "dir=tx op=0x41 dup=2  # matched 0, acted 0\n"
-        "dir=tx kind=nak delay=250  # matched 0, acted 0\n";
+        "dir=tx kind=nak delay=250  # matched 0, acted 0\n"
+        "dir=tx op=uc-send-only drop  # matched 0, acted 0\n"
+        "dir=tx op=uc-write-first drop  # matched 0, acted 0\n";
     g_autofree char *many = NULL;
     g_autofree char *text = NULL;
     GString *s = g_string_new(NULL);

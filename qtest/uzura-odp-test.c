@@ -13,58 +13,6 @@
 
 #define PAGES       4
 
-/* An ODP MR of @npages pages on @n: registered with no page present. */
-static UzMr *odp_reg(UzNode *n, uint32_t npages)
-{
-    UzMr *mr = uz_own(n, sizeof(*mr));
-    uint64_t base = uz_alloc_pages(n, npages);
-    struct uz_cmd_reg_mr c = { 0 };
-    struct uz_admin_cqe cqe;
-    uint32_t k;
-
-    *mr = (UzMr) {
-        .n = n, .pdn = n->pdn, .access = UZ_ACCESS_ALL,
-        .iova = n->next_iova, .len = (uint64_t)npages * UZ_PAGE_SIZE,
-        .npages = npages, .pages = uz_own(n, npages * sizeof(uint64_t)),
-        .pbl = uz_alloc(&n->d, npages * 8),
-    };
-    n->next_iova += (npages + 16) * UZ_PAGE_SIZE;
-    for (k = 0; k < npages; k++) {
-        mr->pages[k] = base + (uint64_t)(npages - 1 - k) * UZ_PAGE_SIZE;
-        qtest_writeq(n->d.qts, mr->pbl + k * 8, 0);
-    }
-    c = (struct uz_cmd_reg_mr) {
-        .iova = cpu_to_le64(mr->iova), .length = cpu_to_le64(mr->len),
-        .pbl_addr = cpu_to_le64(mr->pbl), .npages = cpu_to_le32(npages),
-        .pdn = cpu_to_le32(mr->pdn), .access = cpu_to_le32(mr->access),
-        .page_shift = UZ_PAGE_SHIFT, .key = n->next_key++,
-        .flags = UZ_MR_F_ODP, .uctx = cpu_to_le32(n->uctx),
-    };
-    g_assert_cmpint(uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe), ==,
-                    UZ_CMD_OK);
-    mr->key = le32_to_cpu(cqe.out0);
-    g_ptr_array_add(n->mrs, mr);
-    return mr;
-}
-
-static uint8_t page_resume(UzMr *mr)
-{
-    struct uz_cmd_obj c = {
-        .handle = cpu_to_le32(mr->key), .uctx = cpu_to_le32(mr->n->uctx),
-    };
-
-    return uz_cmd(mr->n, UZ_CMD_PAGE_RESUME, &c, sizeof(c), NULL);
-}
-
-/* What a driver does for a fault: map page @k (or mark it bad), resume. */
-static void odp_serve(UzMr *mr, uint32_t k, bool bad)
-{
-    g_assert_cmpuint(k, <, mr->npages);
-    qtest_writeq(mr->n->d.qts, mr->pbl + k * 8,
-                 bad ? UZ_PTE_ERROR : mr->pages[k] | UZ_PTE_PRESENT);
-    g_assert_cmpint(page_resume(mr), ==, UZ_CMD_OK);
-}
-
 typedef struct Faults {
     UzMr *mr;                   /* the ODP MR the test serves */
     uint32_t bad_page;          /* a page it marks bad, or -1 */
@@ -88,7 +36,7 @@ static void faults_serve(Faults *f)
         g_assert_cmphex(le32_to_cpu(eqe.handle), ==, f->mr->key);
         got++;
         f->seen++;
-        odp_serve(f->mr, le32_to_cpu(eqe.data),
+        uz_odp_serve(f->mr, le32_to_cpu(eqe.data),
                   le32_to_cpu(eqe.data) == f->bad_page);
     }
     f->most_outstanding = MAX(f->most_outstanding, got);
@@ -155,7 +103,7 @@ static void odp_case(uint8_t op, int node, uint32_t len, uint32_t seed)
     Pair p;
 
     pair_start(&p);
-    f.mr = odp_reg(&p.n[node], PAGES);
+    f.mr = uz_mr_reg_odp(&p.n[node], PAGES);
     odp_transfer(&p, op, node ? p.ma : f.mr, node ? f.mr : p.mb, len, &f,
                  seed);
     g_assert_cmpint(f.seen, ==, PAGES);
@@ -173,7 +121,7 @@ static void test_responder(void)
     Pair p;
 
     pair_start(&p);
-    f.mr = odp_reg(&p.n[1], PAGES);
+    f.mr = uz_mr_reg_odp(&p.n[1], PAGES);
     odp_transfer(&p, UZ_WR_RDMA_WRITE, p.ma, f.mr, PAGES * 4096 - 100, &f, 1);
     g_assert_cmpint(f.seen, ==, PAGES);
     g_assert_cmpint(f.most_outstanding, ==, 1);
@@ -201,7 +149,7 @@ static void test_responder(void)
         UzQp *b;
         struct uz_cqe c;
 
-        f.mr = odp_reg(&p.n[1], PAGES);
+        f.mr = uz_mr_reg_odp(&p.n[1], PAGES);
         p.qa = uz_qp_create(&p.n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
         b = uz_qp_create(&p.n[1], UZ_QPT_RC, NULL, NULL, srq, 0);
         uz_rc_connect(p.qa, b, &o);
@@ -263,7 +211,7 @@ static void test_slow_and_gone(void)
     int i, pending = -1;
 
     pair_start(&p);
-    f.mr = odp_reg(&p.n[0], 1);
+    f.mr = uz_mr_reg_odp(&p.n[0], 1);
     uz_pattern(data, 4096, 7);
     uz_mr_write(p.mb, 0, data, 4096);
     s = uz_mr_sge(f.mr, 0, 4096);
@@ -282,7 +230,7 @@ static void test_slow_and_gone(void)
         g_assert(!uz_cq_poll(p.qa->scq, &c));
     }
     g_assert_cmpint(pending, ==, 0);
-    odp_serve(f.mr, 0, false);
+    uz_odp_serve(f.mr, 0, false);
     wait_serving(p.qa->scq, &c, &f);
     uz_cqe_expect(&c, 0x5105, UZ_WC_RDMA_READ, UZ_WC_STATUS_SUCCESS, 0,
                   p.qa->qpn);
@@ -290,7 +238,7 @@ static void test_slow_and_gone(void)
     pair_stop(&p);
 
     pair_start(&p);
-    f.mr = odp_reg(&p.n[0], 1);
+    f.mr = uz_mr_reg_odp(&p.n[0], 1);
     s = uz_mr_sge(f.mr, 0, 64);
     wr = (UzWr) { .wr_id = 0x5106, .opcode = UZ_WR_RDMA_WRITE,
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
@@ -326,7 +274,7 @@ static void test_bad(void)
     Pair p;
 
     pair_start(&p);
-    f.mr = odp_reg(&p.n[1], PAGES);
+    f.mr = uz_mr_reg_odp(&p.n[1], PAGES);
     s = uz_mr_sge(p.ma, 0, 2 * 4096);
     wr = (UzWr) { .wr_id = 0xbad, .opcode = UZ_WR_RDMA_WRITE,
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
@@ -338,7 +286,7 @@ static void test_bad(void)
 
     f = (Faults) { .bad_page = 0 };
     pair_start(&p);
-    f.mr = odp_reg(&p.n[0], PAGES);
+    f.mr = uz_mr_reg_odp(&p.n[0], PAGES);
     s = uz_mr_sge(f.mr, 0, 64);
     wr = (UzWr) { .wr_id = 0xbad1, .opcode = UZ_WR_RDMA_WRITE,
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
@@ -367,12 +315,12 @@ static void test_bad(void)
         g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REREG_MR, &rr, sizeof(rr),
                                NULL), ==, UZ_CMD_BAD_PARAM);
     }
-    g_assert_cmpint(page_resume(p.ma), ==, UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(uz_page_resume(p.ma), ==, UZ_CMD_BAD_HANDLE);
     {
         UzMr stale = *f.mr;
 
         stale.key ^= 1;
-        g_assert_cmpint(page_resume(&stale), ==, UZ_CMD_BAD_HANDLE);
+        g_assert_cmpint(uz_page_resume(&stale), ==, UZ_CMD_BAD_HANDLE);
     }
     pair_stop(&p);
 }
@@ -408,7 +356,7 @@ static void test_more(void)
     UzQp *a, *b;
 
     pair_start(&p);
-    f.mr = odp_reg(&p.n[1], PAGES);
+    f.mr = uz_mr_reg_odp(&p.n[1], PAGES);
     uz_mr_write(f.mr, 2 * 4096 + 8, &old, 8);
     s = uz_mr_sge(p.ma, 0, 8);
     wr = (UzWr) { .wr_id = 0xa7, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
@@ -442,7 +390,7 @@ static void test_more(void)
     /* Unmappable pages under what the responder reads. */
     f = (Faults) { .bad_page = 1 };
     pair_start(&p);
-    f.mr = odp_reg(&p.n[1], PAGES);
+    f.mr = uz_mr_reg_odp(&p.n[1], PAGES);
     s = uz_mr_sge(p.ma, 0, 4096);
     wr = (UzWr) { .wr_id = 0xbad2, .opcode = UZ_WR_RDMA_READ,
                   .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,

@@ -5,48 +5,28 @@
  * message once it is on the wire.  Its responder answers nothing: a
  * message that cannot be taken (a packet lost, no receive WQE, a bad
  * rkey) is dropped whole, uc_dropped counts it, the receive WQE waits for
- * the next message, and both QPs go on.  UC takes no READ or atomic, and
- * RC and UC packets do not reach each other's QPs.
+ * the next message, and both QPs go on; an absent ODP page is such a
+ * message too.  UC takes no READ or atomic, and RC and UC packets do not
+ * reach each other's QPs.
  */
 #include "uzura-pair.h"
 
 #define UC_PSN      0x000777
 
-/* UC RESET -> INIT -> RTR -> RTS of @qp towards @peer (spec 9.8). */
-static void uc_up(UzQp *qp, UzQp *peer, uint32_t access)
+/*
+ * UC RESET -> INIT -> RTR -> RTS of @qp towards @peer: RC's READ and RNR
+ * attributes and its timer are not UC's (BAD_PARAM).
+ */
+static void uc_up(UzQp *qp, UzQp *peer)
 {
-    struct uz_qp_attr a = {
-        .state = UZ_QPS_INIT, .port = 1, .access_flags = cpu_to_le32(access),
-    };
-
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE |
-                                 UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_PORT |
-                                 UZ_QP_ATTR_ACCESS, &a), ==, UZ_CMD_OK);
-    a = (struct uz_qp_attr) {
-        .state = UZ_QPS_RTR, .path_mtu = UZ_MTU_1024, .hop_limit = 64,
-        .dest_qpn = cpu_to_le32(peer->qpn), .rq_psn = cpu_to_le32(UC_PSN),
-        .max_dest_rd_atomic = 1,
-    };
-    uz_node_mac(peer->n->idx, a.dmac);
-    uz_node_gid(peer->n->idx, a.dgid);
-    uz_node_gid(qp->n->idx, a.sgid);
-    /* RC's READ and RNR attributes are not UC's. */
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_AV |
-                                 UZ_QP_ATTR_PATH_MTU | UZ_QP_ATTR_DEST_QPN |
-                                 UZ_QP_ATTR_RQ_PSN |
-                                 UZ_QP_ATTR_MAX_DEST_RD_ATOMIC, &a), ==,
+    uz_uc_init(qp);
+    g_assert_cmpint(uz_uc_rtr_try(qp, peer, UC_PSN,
+                                  UZ_QP_ATTR_MAX_DEST_RD_ATOMIC), ==,
                     UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_AV |
-                                 UZ_QP_ATTR_PATH_MTU | UZ_QP_ATTR_DEST_QPN |
-                                 UZ_QP_ATTR_RQ_PSN, &a), ==, UZ_CMD_OK);
-    a = (struct uz_qp_attr) {
-        .state = UZ_QPS_RTS, .sq_psn = cpu_to_le32(UC_PSN), .timeout = 14,
-    };
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_SQ_PSN |
-                                 UZ_QP_ATTR_TIMEOUT, &a), ==,
+    g_assert_cmpint(uz_uc_rtr_try(qp, peer, UC_PSN, 0), ==, UZ_CMD_OK);
+    g_assert_cmpint(uz_uc_rts_try(qp, UC_PSN, UZ_QP_ATTR_TIMEOUT), ==,
                     UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_SQ_PSN,
-                                 &a), ==, UZ_CMD_OK);
+    g_assert_cmpint(uz_uc_rts_try(qp, UC_PSN, 0), ==, UZ_CMD_OK);
 }
 
 typedef struct Uc {
@@ -59,19 +39,22 @@ static void uc_start(Uc *u)
     pair_start(&u->p);
     u->a = uz_qp_create(&u->p.n[0], UZ_QPT_UC, NULL, NULL, NULL, 0);
     u->b = uz_qp_create(&u->p.n[1], UZ_QPT_UC, NULL, NULL, NULL, 0);
-    uc_up(u->a, u->b, UZ_ACCESS_ALL);
-    uc_up(u->b, u->a, UZ_ACCESS_ALL);
+    uc_up(u->a, u->b);
+    uc_up(u->b, u->a);
 }
 
-/* Post @op of @len bytes of pattern @seed on a; it completes at once. */
-static void uc_post(Uc *u, uint8_t op, uint32_t len, uint32_t seed,
-                    uint32_t rkey, uint64_t roff)
+/*
+ * Post @op of @len bytes of pattern @seed on a (a WRITE to @roff of
+ * @dst, through @rkey); it completes at once.
+ */
+static void uc_post_to(Uc *u, uint8_t op, uint32_t len, uint32_t seed,
+                       UzMr *dst, uint32_t rkey, uint64_t roff)
 {
     g_autofree uint8_t *data = g_malloc(len);
     UzSge s = uz_mr_sge(u->p.ma, 0, len);
     UzWr wr = {
         .wr_id = 0x0c00 + seed, .opcode = op, .flags = UZ_WQE_F_SIGNALED,
-        .sge = &s, .num_sge = 1, .remote_addr = uz_mr_va(u->p.mb, roff),
+        .sge = &s, .num_sge = 1, .remote_addr = uz_mr_va(dst, roff),
         .rkey = rkey, .imm = 0x1e00 + seed,
     };
 
@@ -79,6 +62,13 @@ static void uc_post(Uc *u, uint8_t op, uint32_t len, uint32_t seed,
     uz_mr_write(u->p.ma, 0, data, len);
     uz_post_send(u->a, &wr);
     uz_sq_done(u->a, wr.wr_id, uz_wc_opcode(op), len);
+}
+
+/* The same into mb. */
+static void uc_post(Uc *u, uint8_t op, uint32_t len, uint32_t seed,
+                    uint32_t rkey, uint64_t roff)
+{
+    uc_post_to(u, op, len, seed, u->p.mb, rkey, roff);
 }
 
 /* What b's receive CQ holds next: a receive of @len bytes of @seed. */
@@ -214,7 +204,7 @@ static void test_bad(void)
     uz_sq_err(u.a, 0xbad, UZ_WC_RDMA_READ, UZ_WC_STATUS_LOC_QP_OP_ERR,
               UZ_VERR_BAD_WQE);
     u.a = uz_qp_create(&u.p.n[0], UZ_QPT_UC, NULL, NULL, NULL, 0);
-    uc_up(u.a, u.b, UZ_ACCESS_ALL);
+    uc_up(u.a, u.b);
     wr.opcode = UZ_WR_ATOMIC_FETCH_ADD;
     wr.wr_id = 0xbad1;
     uz_post_send(u.a, &wr);
@@ -237,8 +227,8 @@ static void test_bad(void)
     /* The UC pair still works. */
     u.a = uz_qp_create(&u.p.n[0], UZ_QPT_UC, NULL, NULL, NULL, 0);
     u.b = uz_qp_create(&u.p.n[1], UZ_QPT_UC, NULL, NULL, NULL, 0);
-    uc_up(u.a, u.b, UZ_ACCESS_ALL);
-    uc_up(u.b, u.a, UZ_ACCESS_ALL);
+    uc_up(u.a, u.b);
+    uc_up(u.b, u.a);
     {
         UzSge r = uz_mr_sge(u.p.mb, 0, 4096);
 
@@ -249,11 +239,44 @@ static void test_bad(void)
     pair_stop(&u.p);
 }
 
+/*
+ * A UC WRITE into an absent ODP page cannot wait: the page faults and the
+ * message is dropped.  Once the driver has mapped the page, the next
+ * WRITE lands.
+ */
+static void test_odp(void)
+{
+    g_autofree uint8_t *data = g_malloc(64);
+    struct uz_cqe c;
+    UzMr *odp;
+    UzSge r;
+    Uc u;
+
+    uc_start(&u);
+    odp = uz_mr_reg_odp(&u.p.n[1], 2);
+    uc_post_to(&u, UZ_WR_RDMA_WRITE, 64, 31, odp, odp->key, 4096 + 8);
+    uz_event_wait(&u.p.n[1], &u.p.n[1].async_eq, UZ_EQE_PAGE_FAULT,
+                  odp->key);
+    g_assert_cmpuint(uz_counter(&u.p.m, 1, "uc_dropped"), ==, 1);
+    uz_odp_serve(odp, 1, false);
+    r = uz_mr_sge(u.p.mb, 0, 4096);
+    uz_post_recv(u.b, 0x8001, &r, 1);
+    uc_post_to(&u, UZ_WR_RDMA_WRITE_IMM, 64, 32, odp, odp->key, 4096 + 8);
+    uz_cq_wait(u.b->rcq, &c);
+    uz_cqe_expect(&c, 0x8001, UZ_WC_RECV_RDMA_WITH_IMM, UZ_WC_STATUS_SUCCESS,
+                  0, u.b->qpn);
+    uz_pattern(data, 64, 32);
+    uz_assert_mr(odp, 4096 + 8, data, 64, "the UC WRITE after the fault");
+    g_assert_cmpuint(uz_counter(&u.p.m, 1, "uc_dropped"), ==, 1);
+    pair_stop(&u.p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/uc/traffic", test_traffic);
     qtest_add_func("/uzura/uc/drops", test_drops);
     qtest_add_func("/uzura/uc/bad", test_bad);
+    qtest_add_func("/uzura/uc/odp", test_odp);
     return g_test_run();
 }

@@ -75,6 +75,7 @@ typedef struct UzMr {
     uint32_t pdn;
     uint32_t access;
     bool dma;                   /* UZ_MR_F_DMA: iova is the address */
+    bool odp;                   /* UZ_MR_F_ODP: pages served on faults */
     uint64_t iova;
     uint64_t len;
     uint64_t pbl;               /* page list in guest memory */
@@ -742,7 +743,7 @@ static inline uint8_t uz_mr_reg_cmd(UzMr *mr, uint8_t key_byte)
         .pdn = cpu_to_le32(mr->pdn), .access = cpu_to_le32(mr->access),
         .page_shift = mr->page_shift ? mr->page_shift : UZ_PAGE_SHIFT,
         .key = key_byte, .uctx = cpu_to_le32(mr->n->uctx),
-        .flags = mr->dma ? UZ_MR_F_DMA : 0,
+        .flags = mr->dma ? UZ_MR_F_DMA : mr->odp ? UZ_MR_F_ODP : 0,
     };
     struct uz_admin_cqe cqe;
     uint8_t st = uz_cmd(mr->n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe);
@@ -811,6 +812,51 @@ static inline UzMr *uz_mr_reg_pd(UzNode *n, uint32_t pdn, uint64_t len,
 static inline UzMr *uz_mr_reg(UzNode *n, uint64_t len, uint32_t access)
 {
     return uz_mr_reg_pd(n, n->pdn, len, access);
+}
+
+/*
+ * An ODP MR (UZ_MR_F_ODP, spec 8.10.4) of @npages pages at the next free
+ * iova, registered with no page present; mr->pages are the pages a
+ * driver maps when they fault (uz_odp_serve).
+ */
+static inline UzMr *uz_mr_reg_odp(UzNode *n, uint32_t npages)
+{
+    UzMr *mr = uz_own(n, sizeof(*mr));
+    uint64_t base = uz_alloc_pages(n, npages);
+    uint32_t k;
+
+    *mr = (UzMr) {
+        .n = n, .pdn = n->pdn, .access = UZ_ACCESS_ALL, .odp = true,
+        .iova = n->next_iova, .len = (uint64_t)npages * UZ_PAGE_SIZE,
+        .npages = npages, .pages = uz_own(n, npages * sizeof(uint64_t)),
+        .pbl = uz_alloc(&n->d, npages * 8),
+    };
+    n->next_iova += (npages + 16) * UZ_PAGE_SIZE;
+    for (k = 0; k < npages; k++) {
+        mr->pages[k] = base + (uint64_t)(npages - 1 - k) * UZ_PAGE_SIZE;
+        qtest_writeq(n->d.qts, mr->pbl + k * 8, 0);
+    }
+    g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
+    g_ptr_array_add(n->mrs, mr);
+    return mr;
+}
+
+static inline uint8_t uz_page_resume(UzMr *mr)
+{
+    struct uz_cmd_obj c = {
+        .handle = cpu_to_le32(mr->key), .uctx = cpu_to_le32(mr->n->uctx),
+    };
+
+    return uz_cmd(mr->n, UZ_CMD_PAGE_RESUME, &c, sizeof(c), NULL);
+}
+
+/* What a driver does for a fault: map page @k (or mark it bad), resume. */
+static inline void uz_odp_serve(UzMr *mr, uint32_t k, bool bad)
+{
+    g_assert_cmpuint(k, <, mr->npages);
+    qtest_writeq(mr->n->d.qts, mr->pbl + k * 8,
+                 bad ? UZ_PTE_ERROR : mr->pages[k] | UZ_PTE_PRESENT);
+    g_assert_cmpint(uz_page_resume(mr), ==, UZ_CMD_OK);
 }
 
 /* A DMA MR (UZ_MR_F_DMA) of @len bytes at guest address @addr. */
@@ -1220,6 +1266,15 @@ static inline void uz_rc_init(UzQp *qp)
     uz_rc_init_access(qp, UZ_ACCESS_ALL);
 }
 
+/* The address vector of a connected QP: @qp's node to @peer's. */
+static inline void uz_attr_path(struct uz_qp_attr *a, UzQp *qp, UzQp *peer)
+{
+    a->hop_limit = 64;
+    uz_node_mac(peer->n->idx, a->dmac);
+    uz_node_gid(peer->n->idx, a->dgid);
+    uz_node_gid(qp->n->idx, a->sgid);
+}
+
 /* RC INIT -> RTR towards @peer, expecting its first PSN @rq_psn. */
 static inline void uz_rc_rtr(UzQp *qp, UzQp *peer, uint32_t rq_psn,
                              const UzRcOpts *o)
@@ -1228,12 +1283,10 @@ static inline void uz_rc_rtr(UzQp *qp, UzQp *peer, uint32_t rq_psn,
         .state = UZ_QPS_RTR, .path_mtu = o->path_mtu,
         .dest_qpn = cpu_to_le32(peer->qpn), .rq_psn = cpu_to_le32(rq_psn),
         .max_dest_rd_atomic = UZ_RD_ATOMIC,
-        .min_rnr_timer = o->min_rnr_timer, .hop_limit = 64,
+        .min_rnr_timer = o->min_rnr_timer,
     };
 
-    uz_node_mac(peer->n->idx, a.dmac);
-    uz_node_gid(peer->n->idx, a.dgid);
-    uz_node_gid(qp->n->idx, a.sgid);
+    uz_attr_path(&a, qp, peer);
     g_assert_cmpint(uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_AV |
                                  UZ_QP_ATTR_PATH_MTU | UZ_QP_ATTR_DEST_QPN |
                                  UZ_QP_ATTR_RQ_PSN |
@@ -1280,6 +1333,47 @@ static inline void uz_rc_connect_access(UzQp *a, UzQp *b, uint32_t b_access,
 static inline void uz_rc_connect(UzQp *a, UzQp *b, const UzRcOpts *o)
 {
     uz_rc_connect_access(a, b, UZ_ACCESS_ALL, o);
+}
+
+/*
+ * UC (spec 9.8): RESET -> INIT with every remote right, INIT -> RTR
+ * towards @peer expecting PSN @psn, RTR -> RTS sending from @psn, with
+ * the attributes of the UC column; uz_uc_up does all three.
+ */
+static inline void uz_uc_init(UzQp *qp)
+{
+    uz_rc_init(qp);
+}
+
+static inline uint8_t uz_uc_rtr_try(UzQp *qp, UzQp *peer, uint32_t psn,
+                                    uint32_t more)
+{
+    struct uz_qp_attr a = {
+        .state = UZ_QPS_RTR, .path_mtu = UZ_MTU_1024,
+        .dest_qpn = cpu_to_le32(peer->qpn), .rq_psn = cpu_to_le32(psn),
+        .max_dest_rd_atomic = 1,
+    };
+
+    uz_attr_path(&a, qp, peer);
+    return uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_AV |
+                        UZ_QP_ATTR_PATH_MTU | UZ_QP_ATTR_DEST_QPN |
+                        UZ_QP_ATTR_RQ_PSN | more, &a);
+}
+
+static inline uint8_t uz_uc_rts_try(UzQp *qp, uint32_t psn, uint32_t more)
+{
+    struct uz_qp_attr a = {
+        .state = UZ_QPS_RTS, .sq_psn = cpu_to_le32(psn), .timeout = 14,
+    };
+
+    return uz_qp_modify(qp, UZ_QP_ATTR_STATE | UZ_QP_ATTR_SQ_PSN | more, &a);
+}
+
+static inline void uz_uc_up(UzQp *qp, UzQp *peer, uint32_t psn)
+{
+    uz_uc_init(qp);
+    g_assert_cmpint(uz_uc_rtr_try(qp, peer, psn, 0), ==, UZ_CMD_OK);
+    g_assert_cmpint(uz_uc_rts_try(qp, psn, 0), ==, UZ_CMD_OK);
 }
 
 /* UD or GSI RESET -> INIT -> RTR -> RTS with Q_Key @qkey. */

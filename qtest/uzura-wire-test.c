@@ -6,7 +6,8 @@
  * frames captured and sent again (duplicates), and the same frames with
  * a bit flipped, cut short, or with headers that make no sense.  Every
  * bad frame must be dropped and counted, and the QP must keep working;
- * forged SACKs make the requester send nothing again.
+ * forged SACKs make the requester send nothing again; a UC frame that
+ * asks for an ACK gets none.
  */
 #include "uzura-verbs.h"
 #include "uzura-wire.h"
@@ -404,6 +405,52 @@ static void test_forged_sack(void)
     wire_stop(&w);
 }
 
+/*
+ * UC answers nothing, even a frame that asks: a UC WRITE with AckReq set
+ * (a captured RC WRITE, made UC and aimed at b's UC QP) lands, and b
+ * sends no ACK.  The RC frame itself reaches no UC QP.
+ */
+static void test_uc_unanswered(void)
+{
+    uint64_t acks, writes, no_qp;
+    UzFrame req, uc;
+    UzQp *ua, *ub;
+    Wire w;
+
+    wire_start(&w);
+    ua = uz_qp_create(&w.a, UZ_QPT_UC, NULL, NULL, NULL, 0);
+    ub = uz_qp_create(&w.b, UZ_QPT_UC, NULL, NULL, NULL, 0);
+    uz_uc_up(ua, ub, 0x100);
+    uz_uc_up(ub, ua, 0x100);
+    post_write(&w, 1, 0, 100, 0x11);
+    wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &req);
+    expect_write_done(&w, 1);
+    uz_wire_drain(w.sock, &w.a.d);
+    uz_mr_fill(w.mb, 0, 0x22, 100);
+    g_assert_cmphex(req.data[UZ_OFF_BTH + 8] & 0x80, ==, 0x80);
+
+    uc = req;
+    uc.data[UZ_OFF_BTH] = UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_ONLY;
+    stl_be_p(uc.data + UZ_OFF_BTH + 4, ub->qpn);
+    fix_icrc(&uc);
+    acks = uz_counter(&w.m, 1, "tx_pkts_ack");
+    writes = uz_counter(&w.m, 1, "rx_pkts_write");
+    wire_send(&w, uc.data, uc.len);
+    g_assert_cmpint(uz_counter_wait(&w.b, "rx_pkts_write", writes + 1), ==,
+                    writes + 1);
+    uz_assert_mr_fill(w.mb, 0, 0x11, 100, "the UC WRITE");
+    g_assert_cmpuint(uz_counter(&w.m, 1, "tx_pkts_ack"), ==, acks);
+
+    no_qp = uz_counter(&w.m, 1, "rx_no_qp");
+    uc = req;
+    stl_be_p(uc.data + UZ_OFF_BTH + 4, ub->qpn);
+    fix_icrc(&uc);
+    wire_send(&w, uc.data, uc.len);
+    g_assert_cmpint(uz_counter_wait(&w.b, "rx_no_qp", no_qp + 1), ==,
+                    no_qp + 1);
+    wire_stop(&w);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -411,5 +458,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/bad-frames", test_bad_frames);
     qtest_add_func("/uzura/wire/sequence-nak", test_sequence_nak);
     qtest_add_func("/uzura/wire/forged-sack", test_forged_sack);
+    qtest_add_func("/uzura/wire/uc-unanswered", test_uc_unanswered);
     return g_test_run();
 }

@@ -135,33 +135,6 @@ static struct ibv_qp *self_qp(struct node *nd, struct ibv_cq *cq)
 	return conn_qp(nd, cq, NULL);
 }
 
-/* Post one signalled 8-byte WRITE or READ; 0 or the post's error. */
-static int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id,
-		     void *local, uint32_t lkey, void *remote, uint32_t rkey)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)local, .length = 8, .lkey = lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)remote, .rkey = rkey },
-	}, *bad;
-
-	return ibv_post_send(qp, &wr, &bad);
-}
-
-static int rdma_wait(struct ibv_qp *qp, struct ibv_cq *cq,
-		     enum ibv_wr_opcode op, void *local, uint32_t lkey,
-		     void *remote, uint32_t rkey)
-{
-	enum ibv_wc_opcode wop;
-
-	if (post_rdma(qp, op, 1, local, lkey, remote, rkey))
-		return -1;
-	return poll_one(cq, &wop);
-}
-
 /* Slot i's place in the big MR: pages in a scattered order, one each. */
 static uint64_t *storm_slot(char *big, int i)
 {
@@ -199,6 +172,19 @@ static int storm(struct ibv_qp *qp, struct ibv_cq *cq, enum ibv_wr_opcode op,
 			return ok;
 	}
 	return ok;
+}
+
+/* ibv_rereg_mr of @mr to @access is refused: EOPNOTSUPP. */
+static void rereg_refused(struct ibv_mr *mr, int access, const char *what)
+{
+	int err;
+
+	errno = 0;
+	err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   access);
+	check(err && errno == EOPNOTSUPP,
+	      "rereg_mr %s: refused, EOPNOTSUPP (%d, errno %d)", what, err,
+	      errno);
 }
 
 static void check_caps(struct node *nd)
@@ -242,22 +228,12 @@ static void check_caps(struct node *nd)
 	mr = ibv_reg_mr(nd->pd, buf, page, ODP_ACCESS);
 	check(mr != NULL, "ODP MR of one page");
 	if (mr) {
-		errno = 0;
-		err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
-				   0, IBV_ACCESS_LOCAL_WRITE);
-		check(err && errno == EOPNOTSUPP,
-		      "rereg_mr of an ODP MR: refused, EOPNOTSUPP (%d, errno %d)",
-		      err, errno);
+		rereg_refused(mr, IBV_ACCESS_LOCAL_WRITE, "of an ODP MR");
 		check(!ibv_dereg_mr(mr), "dereg_mr of the ODP MR");
 	}
 	mr = ibv_reg_mr(nd->pd, buf, page, IBV_ACCESS_LOCAL_WRITE);
 	if (mr) {
-		errno = 0;
-		err = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
-				   0, ODP_ACCESS);
-		check(err && errno == EOPNOTSUPP,
-		      "rereg_mr of a pinned MR to ODP: refused, EOPNOTSUPP (%d, errno %d)",
-		      err, errno);
+		rereg_refused(mr, ODP_ACCESS, "of a pinned MR to ODP");
 		ibv_dereg_mr(mr);
 	}
 	munmap(buf, 2 * page);

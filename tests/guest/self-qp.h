@@ -90,4 +90,33 @@ static inline int post_wait(struct ibv_qp *qp, struct ibv_cq *cq,
 	return poll_one(cq, op);
 }
 
+/* Post one signalled 8-byte WRITE or READ; 0 or the post's error. */
+static inline int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op,
+			    uint64_t id, void *local, uint32_t lkey,
+			    void *remote, uint32_t rkey)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)local, .length = 8, .lkey = lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)remote, .rkey = rkey },
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* post_rdma and poll its completion: the status, or -1. */
+static inline int rdma_wait(struct ibv_qp *qp, struct ibv_cq *cq,
+			    enum ibv_wr_opcode op, void *local, uint32_t lkey,
+			    void *remote, uint32_t rkey)
+{
+	enum ibv_wc_opcode wop;
+
+	if (post_rdma(qp, op, 1, local, lkey, remote, rkey))
+		return -1;
+	return poll_one(cq, &wop);
+}
+
 #endif /* UZ_GUEST_SELF_QP_H */

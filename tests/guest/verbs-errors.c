@@ -255,25 +255,7 @@ out:
 static int self_write_to(struct ibv_qp *qp, struct ibv_cq *cq,
 			 struct ibv_mr *mr, char *src, char *dst, uint32_t rkey)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)src, .length = 8, .lkey = mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = 77, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = rkey },
-	}, *bad;
-	struct ibv_wc wc;
-	int i, got = 0;
-
-	if (ibv_post_send(qp, &wr, &bad))
-		return -1;
-	for (i = 0; i < 500 && !got; i++) {
-		got = ibv_poll_cq(cq, 1, &wc);
-		if (!got)
-			usleep(10000);
-	}
-	return got == 1 ? (int)wc.status : -1;
+	return rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, src, mr->lkey, dst, rkey);
 }
 
 /*

@@ -46,18 +46,6 @@ static const struct {
     { "send-only-inv", UZ_BTH_OP_SEND_ONLY_INV },
     { "ud-send-only", UZ_BTH_OP_UD_SEND_ONLY },
     { "ud-send-only-imm", UZ_BTH_OP_UD_SEND_ONLY_IMM },
-    { "uc-send-first", UZ_BTH_OP_UC | UZ_BTH_OP_SEND_FIRST },
-    { "uc-send-middle", UZ_BTH_OP_UC | UZ_BTH_OP_SEND_MIDDLE },
-    { "uc-send-last", UZ_BTH_OP_UC | UZ_BTH_OP_SEND_LAST },
-    { "uc-send-last-imm", UZ_BTH_OP_UC | UZ_BTH_OP_SEND_LAST_IMM },
-    { "uc-send-only", UZ_BTH_OP_UC | UZ_BTH_OP_SEND_ONLY },
-    { "uc-send-only-imm", UZ_BTH_OP_UC | UZ_BTH_OP_SEND_ONLY_IMM },
-    { "uc-write-first", UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_FIRST },
-    { "uc-write-middle", UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_MIDDLE },
-    { "uc-write-last", UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_LAST },
-    { "uc-write-last-imm", UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_LAST_IMM },
-    { "uc-write-only", UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_ONLY },
-    { "uc-write-only-imm", UZ_BTH_OP_UC | UZ_BTH_OP_WRITE_ONLY_IMM },
     { "stcrw", UZ_BTH_OP_RC_STCRW },
     { "sack", UZ_BTH_OP_RC_SACK },
 };
@@ -286,14 +274,25 @@ static bool uzura_parse_u64(const char *s, uint64_t max, uint64_t *v)
            *v <= max;
 }
 
+/* "uc-" and the name of an RC SEND or WRITE opcode: its UC twin. */
+#define UZ_UC_PREFIX    "uc-"
+
+static bool uzura_op_has_uc(uint8_t op)
+{
+    return op <= UZ_BTH_OP_WRITE_ONLY_IMM;
+}
+
 static bool uzura_parse_opcode(const char *s, int16_t *op)
 {
+    bool uc = g_str_has_prefix(s, UZ_UC_PREFIX);
+    const char *name = uc ? s + strlen(UZ_UC_PREFIX) : s;
     uint64_t v;
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(uzura_op_names); i++) {
-        if (!strcmp(uzura_op_names[i].name, s)) {
-            *op = uzura_op_names[i].op;
+        if (!strcmp(uzura_op_names[i].name, name) &&
+            (!uc || uzura_op_has_uc(uzura_op_names[i].op))) {
+            *op = uzura_op_names[i].op | (uc ? UZ_BTH_OP_UC : 0);
             return true;
         }
     }
@@ -575,9 +574,13 @@ static void uzura_print_rule(GString *s, const UzuraFaultRule *r)
         g_string_truncate(s, s->len - 1);
     }
     if (r->opcode >= 0) {
-        name = uzura_op_name(r->opcode);
+        bool uc = (r->opcode & UZ_BTH_OP_UC) &&
+                  uzura_op_has_uc(r->opcode & ~UZ_BTH_OP_UC);
+
+        name = uzura_op_name(uc ? r->opcode & ~UZ_BTH_OP_UC : r->opcode);
         if (name) {
-            g_string_append_printf(s, " op=%s", name);
+            g_string_append_printf(s, " op=%s%s", uc ? UZ_UC_PREFIX : "",
+                                   name);
         } else {
             g_string_append_printf(s, " op=0x%02x", (unsigned)r->opcode);
         }

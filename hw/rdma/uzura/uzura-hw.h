@@ -782,6 +782,7 @@ struct uz_cmd_invalidate_xlat {
 
 #define UZ_KEY_INDEX(key)           ((key) >> 8)
 #define UZ_KEY_BYTE(key)            ((key) & 0xff)
+#define UZ_KEY(index, byte)         ((uint32_t)(index) << 8 | (byte))
 
 /*
  * Memory windows (UZ_CAP_MW) take entries of the MR table and keys of the

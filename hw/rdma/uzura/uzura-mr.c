@@ -106,8 +106,8 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     };
     uzura_xlat_drop_mr(core, &r->mr[i]);
     pd->users++;
-    trace_uzura_obj_mr_reg(i << 8 | c->key, iova, len, access);
-    cqe->out0 = cpu_to_le32(i << 8 | c->key);
+    trace_uzura_obj_mr_reg(UZ_KEY(i, c->key), iova, len, access);
+    cqe->out0 = cpu_to_le32(UZ_KEY(i, c->key));
     return UZ_CMD_OK;
 }
 

@@ -71,8 +71,8 @@ uint8_t uzura_mw_alloc(UzuraCore *core, const struct uz_cmd_alloc_mw *c,
         .page_shift = 12, .uctx = uctx, .pdn = pdn,
     };
     pd->users++;
-    trace_uzura_mw_alloc(i << 8 | c->key, c->type, pdn);
-    cqe->out0 = cpu_to_le32(i << 8 | c->key);
+    trace_uzura_mw_alloc(UZ_KEY(i, c->key), c->type, pdn);
+    cqe->out0 = cpu_to_le32(UZ_KEY(i, c->key));
     return UZ_CMD_OK;
 }
 
@@ -244,6 +244,6 @@ uint8_t uzura_rkey_check(UzuraCore *core, UzuraQp *qp, uint32_t key,
         return UZ_VERR_BOUNDS;
     }
     mr = &core->rdma.mr[mw->mw_mr];
-    return uzura_mr_check(core, mw->mw_mr << 8 | mr->key, qp->pdn, addr, len,
-                          0, out);
+    return uzura_mr_check(core, UZ_KEY(mw->mw_mr, mr->key), qp->pdn, addr,
+                          len, 0, out);
 }

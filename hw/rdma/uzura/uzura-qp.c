@@ -94,16 +94,6 @@ uint8_t uzura_qp_active_mtu(UzuraCore *core)
     return m;
 }
 
-bool uzura_qp_is_ud(const UzuraQp *qp)
-{
-    return qp->type == UZ_QPT_UD || qp->type == UZ_QPT_GSI;
-}
-
-bool uzura_qp_is_uc(const UzuraQp *qp)
-{
-    return qp->type == UZ_QPT_UC;
-}
-
 /* Range checks of the attributes the mask names. */
 static bool uzura_qp_attr_ok(UzuraCore *core, const struct uz_qp_attr *a,
                              uint32_t mask)

@@ -164,6 +164,17 @@ typedef struct UzuraRdma {
                          UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC | \
                          UZ_ACCESS_MW_BIND)
 
+/* The transport of a QP, asked for on every packet. */
+static inline bool uzura_qp_is_ud(const UzuraQp *qp)
+{
+    return qp->type == UZ_QPT_UD || qp->type == UZ_QPT_GSI;
+}
+
+static inline bool uzura_qp_is_uc(const UzuraQp *qp)
+{
+    return qp->type == UZ_QPT_UC;
+}
+
 /* [addr, addr + len) lies within [base, base + size), without wrapping. */
 static inline bool uzura_in_range(uint64_t addr, uint64_t len, uint64_t base,
                                   uint64_t size)
@@ -234,8 +245,6 @@ uint8_t uzura_qp_active_mtu(UzuraCore *core);
 void uzura_qp_work(UzuraCore *core);
 UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn);
 void uzura_qp_fail(UzuraCore *core, UzuraQp *qp);
-bool uzura_qp_is_ud(const UzuraQp *qp);
-bool uzura_qp_is_uc(const UzuraQp *qp);
 void uzura_qp_free_all(UzuraCore *core);
 uint8_t uzura_wr_to_wc(uint8_t wr_opcode);
 

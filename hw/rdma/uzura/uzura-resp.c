@@ -138,7 +138,10 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
     }
 }
 
-/* The end of a refused request (uzura_resp_error), its answers sent. */
+/*
+ * The end of a refused request (uzura_resp_error), its answers sent; UC
+ * answers nothing (uzura_resp_rwqe_error).
+ */
 static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
@@ -158,7 +161,9 @@ static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
 
         uzura_resp_complete(core, qp, &cqe, false);
     }
-    uzura_resp_nak(core, qp, x->err_syndrome, x->err_psn);
+    if (!uzura_qp_is_uc(qp)) {
+        uzura_resp_nak(core, qp, x->err_syndrome, x->err_psn);
+    }
     uzura_qp_fail(core, qp);
 }
 
@@ -194,8 +199,9 @@ static bool uzura_resp_uc_accept(UzuraCore *core, UzuraQp *qp,
     UzuraXfer *x = qp->x;
 
     if (uzura_ops[pkt->opcode].hdrs & UZ_H_FIRST) {
-        if (pkt->psn != x->epsn && x->in_msg) {
-            uzura_resp_uc_drop(core, qp, pkt->psn, "PSN gap");
+        /* The message before it never ended: its Last was lost. */
+        if (x->in_msg) {
+            uzura_resp_uc_drop(core, qp, pkt->psn, "message cut short");
         }
         x->uc_drop = false;
         x->in_msg = 0;
@@ -269,19 +275,17 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
 static void uzura_resp_rwqe_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
                                   uint8_t status, uint8_t verr)
 {
-    struct uz_cqe cqe = {
-        .status = status, .vendor_err = verr, .opcode = UZ_WC_RECV,
-    };
+    UzuraXfer *x = qp->x;
 
     if (!uzura_qp_is_uc(qp)) {
         uzura_resp_error(core, qp, psn, UZ_AETH_NAK_REM_OP, status, verr);
         return;
     }
-    uzura_guest_error(trace_uzura_resp_err(qp->x->qpn, psn, 0, verr),
-                      "QP %u: UC receive WQE failed (detail %u)",
-                      qp->x->qpn, verr);
-    uzura_resp_complete(core, qp, &cqe, false);
-    uzura_qp_fail(core, qp);
+    x->err_psn = psn;
+    x->err_syndrome = UZ_AETH_NAK_REM_OP;
+    x->err_status = status;
+    x->err_verr = verr;
+    uzura_resp_fail(core, qp);
 }
 
 /*

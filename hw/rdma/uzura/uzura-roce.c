@@ -34,23 +34,26 @@
 #define F       UZ_H_FIRST
 #define L       UZ_H_LAST
 #define OP(h, fam) { .hdrs = (h), .family = (fam) }
+#define RC_UC(op, h, fam) \
+    [op] = OP(h, fam), [UZ_BTH_OP_UC | (op)] = OP((h) | UZ_H_UC, fam)
 
 const UzuraOpInfo uzura_ops[256] = {
-    [UZ_BTH_OP_SEND_FIRST] = OP(SEND | F, UZ_FAM_SEND),
-    [UZ_BTH_OP_SEND_MIDDLE] = OP(SEND, UZ_FAM_SEND),
-    [UZ_BTH_OP_SEND_LAST] = OP(SEND | L, UZ_FAM_SEND),
-    [UZ_BTH_OP_SEND_LAST_IMM] = OP(SEND | L | UZ_H_IMM, UZ_FAM_SEND),
-    [UZ_BTH_OP_SEND_ONLY] = OP(SEND | F | L, UZ_FAM_SEND),
-    [UZ_BTH_OP_SEND_ONLY_IMM] = OP(SEND | F | L | UZ_H_IMM, UZ_FAM_SEND),
+    /* SEND and WRITE: RC's, and UC's with the same headers (9.8). */
+    RC_UC(UZ_BTH_OP_SEND_FIRST, SEND | F, UZ_FAM_SEND),
+    RC_UC(UZ_BTH_OP_SEND_MIDDLE, SEND, UZ_FAM_SEND),
+    RC_UC(UZ_BTH_OP_SEND_LAST, SEND | L, UZ_FAM_SEND),
+    RC_UC(UZ_BTH_OP_SEND_LAST_IMM, SEND | L | UZ_H_IMM, UZ_FAM_SEND),
+    RC_UC(UZ_BTH_OP_SEND_ONLY, SEND | F | L, UZ_FAM_SEND),
+    RC_UC(UZ_BTH_OP_SEND_ONLY_IMM, SEND | F | L | UZ_H_IMM, UZ_FAM_SEND),
     [UZ_BTH_OP_SEND_LAST_INV] = OP(SEND | L | UZ_H_IETH, UZ_FAM_SEND),
     [UZ_BTH_OP_SEND_ONLY_INV] = OP(SEND | F | L | UZ_H_IETH, UZ_FAM_SEND),
-    [UZ_BTH_OP_WRITE_FIRST] = OP(WRITE | F | UZ_H_RETH, UZ_FAM_WRITE),
-    [UZ_BTH_OP_WRITE_MIDDLE] = OP(WRITE, UZ_FAM_WRITE),
-    [UZ_BTH_OP_WRITE_LAST] = OP(WRITE | L, UZ_FAM_WRITE),
-    [UZ_BTH_OP_WRITE_LAST_IMM] = OP(WRITE | L | UZ_H_IMM, UZ_FAM_WRITE),
-    [UZ_BTH_OP_WRITE_ONLY] = OP(WRITE | F | L | UZ_H_RETH, UZ_FAM_WRITE),
-    [UZ_BTH_OP_WRITE_ONLY_IMM] = OP(WRITE | F | L | UZ_H_RETH | UZ_H_IMM,
-                                    UZ_FAM_WRITE),
+    RC_UC(UZ_BTH_OP_WRITE_FIRST, WRITE | F | UZ_H_RETH, UZ_FAM_WRITE),
+    RC_UC(UZ_BTH_OP_WRITE_MIDDLE, WRITE, UZ_FAM_WRITE),
+    RC_UC(UZ_BTH_OP_WRITE_LAST, WRITE | L, UZ_FAM_WRITE),
+    RC_UC(UZ_BTH_OP_WRITE_LAST_IMM, WRITE | L | UZ_H_IMM, UZ_FAM_WRITE),
+    RC_UC(UZ_BTH_OP_WRITE_ONLY, WRITE | F | L | UZ_H_RETH, UZ_FAM_WRITE),
+    RC_UC(UZ_BTH_OP_WRITE_ONLY_IMM, WRITE | F | L | UZ_H_RETH | UZ_H_IMM,
+          UZ_FAM_WRITE),
     [UZ_BTH_OP_READ_REQ] = OP(UZ_H_REQ | F | L | UZ_H_RETH, UZ_FAM_READ_REQ),
     [UZ_BTH_OP_READ_RESP_FIRST] = OP(UZ_H_PAYLOAD | F | UZ_H_AETH,
                                      UZ_FAM_READ_RESP),
@@ -69,22 +72,6 @@ const UzuraOpInfo uzura_ops[256] = {
                                       UZ_FAM_UD),
     [UZ_BTH_OP_RC_STCRW] = OP(UZ_H_REQ | F | L | UZ_H_CRW, UZ_FAM_CRW),
     [UZ_BTH_OP_RC_SACK] = OP(UZ_H_AETH | UZ_H_SACK, UZ_FAM_ACK),
-    /* UC: RC's SEND and WRITE packets, no answers. */
-#define UC(op, h, fam) [UZ_BTH_OP_UC | (op)] = OP((h) | UZ_H_UC, fam)
-    UC(UZ_BTH_OP_SEND_FIRST, SEND | F, UZ_FAM_SEND),
-    UC(UZ_BTH_OP_SEND_MIDDLE, SEND, UZ_FAM_SEND),
-    UC(UZ_BTH_OP_SEND_LAST, SEND | L, UZ_FAM_SEND),
-    UC(UZ_BTH_OP_SEND_LAST_IMM, SEND | L | UZ_H_IMM, UZ_FAM_SEND),
-    UC(UZ_BTH_OP_SEND_ONLY, SEND | F | L, UZ_FAM_SEND),
-    UC(UZ_BTH_OP_SEND_ONLY_IMM, SEND | F | L | UZ_H_IMM, UZ_FAM_SEND),
-    UC(UZ_BTH_OP_WRITE_FIRST, WRITE | F | UZ_H_RETH, UZ_FAM_WRITE),
-    UC(UZ_BTH_OP_WRITE_MIDDLE, WRITE, UZ_FAM_WRITE),
-    UC(UZ_BTH_OP_WRITE_LAST, WRITE | L, UZ_FAM_WRITE),
-    UC(UZ_BTH_OP_WRITE_LAST_IMM, WRITE | L | UZ_H_IMM, UZ_FAM_WRITE),
-    UC(UZ_BTH_OP_WRITE_ONLY, WRITE | F | L | UZ_H_RETH, UZ_FAM_WRITE),
-    UC(UZ_BTH_OP_WRITE_ONLY_IMM, WRITE | F | L | UZ_H_RETH | UZ_H_IMM,
-       UZ_FAM_WRITE),
-#undef UC
 };
 
 /* Bytes of the extended headers an opcode carries, in wire order. */

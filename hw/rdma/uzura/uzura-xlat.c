@@ -73,7 +73,7 @@ static uint8_t uzura_xlat_fault(UzuraCore *core, UzuraMr *mr, uint32_t mri,
     if (!mr->fault_posted) {
         trace_uzura_xlat_fault(mri, page);
         mr->fault_posted = uzura_eq_post_async(core, UZ_EQE_PAGE_FAULT,
-                                               mri << 8 | mr->key, page);
+                                               UZ_KEY(mri, mr->key), page);
     }
     return UZURA_VERR_FAULT;
 }
