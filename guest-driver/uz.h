@@ -426,6 +426,10 @@ int uz_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 int uz_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int uz_dealloc_mw(struct ib_mw *ibmw);
 
+/* uz_mcast.c */
+int uz_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int uz_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+
 /* uz_odp.c, built with the kernel's ODP (the device's fault events) */
 #if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
 int uz_odp_init(struct uz_ibdev *ib);

@@ -190,6 +190,12 @@ static int uz_query_device(struct ib_device *ibdev,
 	props->max_srq = le32_to_cpu(a->max_srq);
 	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
 	props->max_srq_sge = le32_to_cpu(a->max_sge);
+	if (uz->caps & UZ_CAP_MCAST) {
+		props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
+		props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
+		props->max_total_mcast_qp_attach =
+			props->max_mcast_grp * props->max_mcast_qp_attach;
+	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
 	return 0;
@@ -426,7 +432,10 @@ static int uz_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		return -EINVAL;
 	}
 	grh = rdma_ah_read_grh(attr);
-	if (!grh->sgid_attr || !is_valid_ether_addr(attr->roce.dmac)) {
+	/* A group MAC (ib_core's, for a multicast GID) only for a group. */
+	if (!grh->sgid_attr || is_zero_ether_addr(attr->roce.dmac) ||
+	    is_multicast_ether_addr(attr->roce.dmac) !=
+	    rdma_is_multicast_addr((struct in6_addr *)grh->dgid.raw)) {
 		ibdev_dbg(ibah->device, "AH: no source GID or bad MAC %pM\n",
 			  attr->roce.dmac);
 		return -EINVAL;
@@ -601,6 +610,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.alloc_mw = uz_alloc_mw,
 	.alloc_pd = uz_alloc_pd,
 	.alloc_ucontext = uz_alloc_ucontext,
+	.attach_mcast = uz_attach_mcast,
 	.create_ah = uz_create_ah,
 	.create_cq = uz_create_cq,
 	.create_qp = uz_create_qp,
@@ -614,6 +624,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.destroy_cq = uz_destroy_cq,
 	.destroy_qp = uz_destroy_qp,
 	.destroy_srq = uz_destroy_srq,
+	.detach_mcast = uz_detach_mcast,
 	.get_dma_mr = uz_get_dma_mr,
 	.get_hw_stats = uz_get_hw_stats,
 	.get_link_layer = uz_get_link_layer,

@@ -7,9 +7,9 @@
 # Every test that fails or errs is not ok unless docs/rdma-core-tests.md
 # lists it as a known failure, with the reason; the tests that cover the
 # extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
-# demand paging, memory windows and parent domains must pass.  Speaks TAP; the suite's
-# own verbose log goes in as comments only for the tests that did not
-# pass.
+# demand paging, memory windows, parent domains and multicast must pass.
+# Speaks TAP; the suite's own verbose log goes in as comments only for the
+# tests that did not pass.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -58,6 +58,10 @@ must_pass=(
 	tests.test_parent_domain.ParentDomainTrafficTest.test_mem_align_rc_traffic
 	tests.test_parent_domain.ParentDomainTrafficTest.test_mem_align_ud_traffic
 	tests.test_parent_domain.ParentDomainTrafficTest.test_mem_align_srq_excq_rc_traffic
+	# UD multicast through the RDMA CM (device 0.11)
+	tests.test_rdmacm.CMTestCase.test_rdmacm_async_multicast_traffic
+	tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_multicast_traffic
+	tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_leave_multicast_traffic
 )
 
 

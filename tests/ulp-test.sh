@@ -229,6 +229,28 @@ cm_pair() {
 	[ $ok = 1 ]
 }
 
+# mckey_group: a member on each node joins 230.77.0.9 through the RDMA CM
+# and waits for datagrams (stdout line-buffered to see it ready); a
+# sender on node 1 sends 10 to the group; both members must get all 10,
+# node 1's through the NIC's loopback, node 2's over the link.
+mckey_group() {
+	local n ok=1
+	for n in 1 2; do
+		on $n "rm -f /tmp/mckey.log /tmp/mckey.rc
+			( timeout 90 stdbuf -oL mckey -m 230.77.0.9 -b 10.77.0.$n -C 10 > /tmp/mckey.log 2>&1; echo \$? > /tmp/mckey.rc ) < /dev/null > /dev/null 2>&1 &
+			for k in \$(seq 120); do
+				grep -q 'receiving data' /tmp/mckey.log && exit 0
+				sleep 0.5
+			done; exit 1" || ok=0
+	done
+	[ $ok = 1 ] && { on 1 "timeout 60 mckey -m 230.77.0.9 -b 10.77.0.1 -s -C 10" || ok=0; }
+	for n in 1 2; do
+		on $n "for k in \$(seq 60); do [ -s /tmp/mckey.rc ] && break; sleep 0.5; done
+			cat /tmp/mckey.log; exit \$(cat /tmp/mckey.rc 2>/dev/null || echo 1)" || ok=0
+	done
+	[ $ok = 1 ]
+}
+
 "$uz" down > /dev/null 2>&1
 t "two nodes boot" "$uz" up -n 2
 
@@ -260,6 +282,8 @@ t "ucmatose: RC connections, data both ways" cm_pair ucmatose 7472 \
 	"ucmatose -p 7472" "ucmatose -s 10.77.0.2 -p 7472"
 t "udaddy: UD over the RDMA CM, data both ways" cm_pair udaddy 7174 "udaddy" \
 	"udaddy -s 10.77.0.2"
+t "mckey: a sender on node 1, members on both nodes get its 10 datagrams" \
+	mckey_group
 
 "$uz" down
 t "down leaves no cluster state" [ ! -e "${UZURA_BUILD:-$top/build}/cluster" ]

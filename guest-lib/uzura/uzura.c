@@ -53,6 +53,8 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.post_srq_recv = uzura_post_srq_recv,
 	.create_ah = uzura_create_ah,
 	.destroy_ah = uzura_destroy_ah,
+	.attach_mcast = ibv_cmd_attach_mcast,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = uzura_free_context,
 };
 

@@ -787,6 +787,78 @@ out_qp:
 		ibv_destroy_qp(qp);
 }
 
+/* ::ffff:a.b.c.d, or an IPv6 group with @v6 */
+static union ibv_gid mcast_gid(uint32_t addr, bool v6)
+{
+	union ibv_gid gid = {};
+
+	if (v6) {
+		gid.raw[0] = 0xff;
+		gid.raw[1] = 0x0e;
+	} else {
+		gid.raw[10] = gid.raw[11] = 0xff;
+	}
+	gid.raw[12] = addr >> 24;
+	gid.raw[13] = addr >> 16;
+	gid.raw[14] = addr >> 8;
+	gid.raw[15] = addr;
+	return gid;
+}
+
+/*
+ * Multicast attach (device spec 8.14): UD QPs and IPv4 groups only, 16
+ * QPs in a group, a QP detached is not detached again, and a QP with a
+ * group attached is busy.
+ */
+static void check_mcast(struct ibv_pd *pd, struct ibv_cq *cq,
+			const struct ibv_device_attr *dattr)
+{
+	union ibv_gid group = mcast_gid(0xe6090909, false);
+	union ibv_gid v6 = mcast_gid(0xe6090909, true);
+	union ibv_gid unicast = mcast_gid(0x0a4d0001, false);
+	struct ibv_qp *ud[17] = {}, *rc;
+	int i, err, ret;
+
+	check(dattr->max_mcast_grp == 64 && dattr->max_mcast_qp_attach == 16 &&
+	      dattr->max_total_mcast_qp_attach == 64 * 16,
+	      "query_device: %d multicast groups of %d QPs, %d in all",
+	      dattr->max_mcast_grp, dattr->max_mcast_qp_attach,
+	      dattr->max_total_mcast_qp_attach);
+	for (i = 0; i < 17; i++)
+		ud[i] = make_qp(pd, cq, IBV_QPT_UD, 4, 1, 4, &err);
+	rc = make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err);
+	check(ud[16] && rc, "create 17 UD QPs and an RC QP");
+	if (!ud[16] || !rc)
+		return;
+
+	check_ret(ibv_attach_mcast(rc, &group, 0), EINVAL,
+		  "attach_mcast of an RC QP");
+	check_ret(ibv_attach_mcast(ud[0], &v6, 0), EINVAL,
+		  "attach_mcast to an IPv6 group");
+	check_ret(ibv_attach_mcast(ud[0], &unicast, 0), EINVAL,
+		  "attach_mcast to a unicast GID");
+	check_ret(ibv_attach_mcast(ud[0], &group, 0), 0, "attach_mcast");
+	check_ret(ibv_detach_mcast(ud[1], &group, 0), EINVAL,
+		  "detach_mcast of a QP not attached");
+	check_ret(ibv_destroy_qp(ud[0]), EBUSY,
+		  "destroy_qp with a group attached");
+	check_ret(ibv_detach_mcast(ud[0], &group, 0), 0, "detach_mcast");
+	for (i = 0, ret = 0; i < 16 && !ret; i++)
+		ret = ibv_attach_mcast(ud[i], &group, 0);
+	check_ret(ret, 0, "attach_mcast of 16 QPs to one group");
+	check_ret(ibv_attach_mcast(ud[16], &group, 0), ENOMEM,
+		  "attach_mcast of a 17th QP");
+	for (i = 0; i < 16; i++)
+		ibv_detach_mcast(ud[i], &group, 0);
+	check_ret(ibv_attach_mcast(ud[16], &group, 0), 0,
+		  "attach_mcast once the others left");
+	check_ret(ibv_detach_mcast(ud[16], &group, 0), 0,
+		  "detach_mcast of the last QP");
+	for (i = 0; i < 17; i++)
+		ibv_destroy_qp(ud[i]);
+	ibv_destroy_qp(rc);
+}
+
 int main(void)
 {
 	struct ibv_device **list;
@@ -963,6 +1035,7 @@ int main(void)
 	check_rereg(ctx, pd);
 	check_mw(ctx, pd);
 	check_domains(ctx, pd, mr, buf);
+	check_mcast(pd, cq, &dattr);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");

@@ -72,7 +72,7 @@ int main(void)
 	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
 	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_SACKS_SENT == 83);
 	CHECK(UZ_CNT_SR_RESENT == 86 && UZ_CNT_XLAT_FAULTS == 87 &&
-	      UZ_CNT_NUM == 90);
+	      UZ_CNT_NUM == 91);
 	/* Version 0.5: selective repeat's SACK and its BTH bit. */
 	CHECK(UZ_BTH_OP_RC_SACK == 0xc1 && UZ_BTH_B8_SR == 0x40 &&
 	      sizeof(struct uz_sacketh) == 8);
@@ -109,9 +109,16 @@ int main(void)
 	      UZ_CMD_PAGE_RESUME == 0x27 && UZ_PTE_PRESENT == 1 &&
 	      UZ_PTE_ERROR == 2);
 	/* Version 0.10: unreliable connected QPs (spec 9.8). */
-	CHECK(UZ_VERSION_MINOR == 10 && UZ_CAP_UC == 0x2000 &&
+	CHECK(UZ_CAP_UC == 0x2000 &&
 	      UZ_QPT_UC == 3 && UZ_BTH_OP_UC == 0x20 &&
 	      UZ_CNT_UC_DROPPED == 89);
+	/* Version 0.11: UD multicast (spec 8.14). */
+	CHECK(UZ_VERSION_MINOR == 11 && UZ_CAP_MCAST == 0x4000 &&
+	      UZ_CMD_ATTACH_MCAST == 0x28 && UZ_CMD_DETACH_MCAST == 0x29 &&
+	      sizeof(struct uz_cmd_mcast) == 24 && UZ_MCAST_QPN == 0xffffff &&
+	      offsetof(struct uz_device_attr, max_mcast_grp) == 116 &&
+	      offsetof(struct uz_device_attr, max_mcast_qp_attach) == 120 &&
+	      UZ_CNT_RX_MCAST == 90);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -31,7 +31,7 @@ typedef struct QEMUBH QEMUBH;
                      UZ_CAP_LINK_SPEED | UZ_CAP_CQ_PAGES | \
                      UZ_CAP_FAST_REG | UZ_CAP_CQ_RESIZE | \
                      UZ_CAP_MR_REREG | UZ_CAP_MW | UZ_CAP_ODP | \
-                     UZ_CAP_UC)
+                     UZ_CAP_UC | UZ_CAP_MCAST)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
@@ -128,6 +128,7 @@ typedef struct UzuraCounters {
     uint64_t xlat_faults;       /* ODP pages found absent */
     uint64_t xlat_invalidations; /* INVALIDATE_XLAT commands carried out */
     uint64_t uc_dropped;        /* UC messages dropped by the responder */
+    uint64_t rx_mcast;          /* multicast datagrams handed to members */
     /* faults injected on transmit (uzura-fault.c) */
     uint64_t fault_drops;
     uint64_t fault_dups;

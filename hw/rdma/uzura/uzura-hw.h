@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            10
+#define UZ_VERSION_MINOR            11
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -123,6 +123,7 @@
                                                 * UZ_WR_BIND_MW */
 #define UZ_CAP_ODP                  (1u << 12) /* UZ_MR_F_ODP, page faults */
 #define UZ_CAP_UC                   (1u << 13) /* UZ_QPT_UC */
+#define UZ_CAP_MCAST                (1u << 14) /* UD multicast: ATTACH_MCAST */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -279,7 +280,9 @@ struct uz_device_attr {
 	uint32_t xlat_cache_entries; /* on-NIC translation cache */
 	uint32_t page_size_cap;     /* bit n: pages of 2^n bytes */
 	uint32_t max_fast_reg_pages; /* page list of a UZ_MR_F_FAST MR */
-	uint32_t reserved[11];
+	uint32_t max_mcast_grp;     /* multicast groups (UZ_CAP_MCAST) */
+	uint32_t max_mcast_qp_attach; /* QPs attached to one group */
+	uint32_t reserved[9];
 };
 UZ_ASSERT_SIZE(struct uz_device_attr, 160);
 
@@ -411,6 +414,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_ALLOC_MW             0x25 /* out0: rkey */
 #define UZ_CMD_DEALLOC_MW           0x26
 #define UZ_CMD_PAGE_RESUME          0x27 /* ODP: faults of an MR handled */
+#define UZ_CMD_ATTACH_MCAST         0x28 /* UD QP joins a multicast group */
+#define UZ_CMD_DETACH_MCAST         0x29
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -612,7 +617,9 @@ enum uz_counter {
 	UZ_CNT_XLAT_INVALIDATIONS = 88, /* xlat_invalidations: INVALIDATE_XLAT */
 	/* unreliable connected */
 	UZ_CNT_UC_DROPPED = 89,     /* uc_dropped: UC messages a responder lost */
-	UZ_CNT_NUM                  /* 90: counters of this version */
+	/* multicast */
+	UZ_CNT_RX_MCAST = 90,       /* rx_mcast: datagrams handed to members */
+	UZ_CNT_NUM                  /* 91: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -810,6 +817,22 @@ struct uz_cmd_alloc_mw {
 #define UZ_MW_TYPE_1                1
 #define UZ_MW_TYPE_2                2
 
+/*
+ * UD multicast (UZ_CAP_MCAST).  A group is an IPv4-mapped multicast GID
+ * (::ffff:224.0.0.0/4); a UD send to QPN UZ_MCAST_QPN addressed to a
+ * group is delivered to every QP attached to it on each device of the
+ * link, the sender's own included.
+ */
+struct uz_cmd_mcast {               /* ATTACH_MCAST, DETACH_MCAST */
+	uint8_t mgid[16];
+	uint32_t qpn;               /* a UD QP of uctx */
+	uint32_t uctx;
+};
+
+#define UZ_MCAST_QPN                0xffffffu
+#define UZ_MCAST_MAX_GRP            64
+#define UZ_MCAST_MAX_QP_ATTACH      16
+
 /* Address handles for UD: where to send. */
 struct uz_cmd_create_ah {
 	uint8_t dgid[16];
@@ -841,6 +864,7 @@ UZ_ASSERT_CMD(struct uz_cmd_rereg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_create_ah);
 UZ_ASSERT_CMD(struct uz_cmd_invalidate_xlat);
 UZ_ASSERT_CMD(struct uz_cmd_alloc_mw);
+UZ_ASSERT_CMD(struct uz_cmd_mcast);
 
 /* ------------------------------------------------------------------ */
 /* Work queues                                                        */

@@ -59,6 +59,7 @@ void uzura_rdma_reset(UzuraCore *core)
     memset(r->qp, 0, r->lim.max_qp * sizeof(*r->qp));
     memset(r->mr, 0, r->lim.max_mr * sizeof(*r->mr));
     memset(r->ah, 0, r->lim.max_ah * sizeof(*r->ah));
+    memset(r->mcast, 0, sizeof(r->mcast));
 }
 
 void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
@@ -81,6 +82,8 @@ void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
     attr->xlat_cache_entries = cpu_to_le32(l->xlat_cache_entries);
     attr->max_crw_tags = cpu_to_le32(l->max_crw_tags);
     attr->max_fast_reg_pages = cpu_to_le32(l->max_fast_reg_pages);
+    attr->max_mcast_grp = cpu_to_le32(UZ_MCAST_MAX_GRP);
+    attr->max_mcast_qp_attach = cpu_to_le32(UZ_MCAST_MAX_QP_ATTACH);
     /* Pages of 4 KiB up to 1 GiB. */
     attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
 }
@@ -211,7 +214,9 @@ static uint8_t uzura_cmd_create_ah(UzuraCore *core,
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if ((c->dmac[0] & 1) || !memcmp(c->dmac, zero_mac, sizeof(zero_mac))) {
+    /* A group MAC only for a multicast group. */
+    if ((c->dmac[0] & 1) != uzura_mcast_gid(c->dgid) ||
+        !memcmp(c->dmac, zero_mac, sizeof(zero_mac))) {
         return UZ_CMD_BAD_PARAM;
     }
     i = UZ_FIND_FREE(r->ah, r->lim.max_ah, 0);
@@ -586,6 +591,20 @@ static uint8_t uzura_cmd_page_resume(UzuraCore *core,
     return uzura_mr_page_resume(core, (const void *)cmd->raw);
 }
 
+static uint8_t uzura_cmd_attach_mcast(UzuraCore *core,
+                                      const struct uz_admin_cmd *cmd,
+                                      struct uz_admin_cqe *cqe)
+{
+    return uzura_mcast_attach(core, (const void *)cmd->raw);
+}
+
+static uint8_t uzura_cmd_detach_mcast(UzuraCore *core,
+                                      const struct uz_admin_cmd *cmd,
+                                      struct uz_admin_cqe *cqe)
+{
+    return uzura_mcast_detach(core, (const void *)cmd->raw);
+}
+
 static uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
                                          const struct uz_admin_cmd *cmd,
                                          struct uz_admin_cqe *cqe)
@@ -648,6 +667,8 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_ALLOC_MW] = uzura_cmd_alloc_mw,
     [UZ_CMD_DEALLOC_MW] = uzura_cmd_dealloc_mw,
     [UZ_CMD_PAGE_RESUME] = uzura_cmd_page_resume,
+    [UZ_CMD_ATTACH_MCAST] = uzura_cmd_attach_mcast,
+    [UZ_CMD_DETACH_MCAST] = uzura_cmd_detach_mcast,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

@@ -622,6 +622,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     /* Parked CRWs have no SQ WQE left to find them by: complete them. */
     uzura_crw_flush(core, qp);
     uzura_mw_qp_gone(core, le32_to_cpu(c->handle));
+    uzura_mcast_qp_gone(core, le32_to_cpu(c->handle));
     uzura_qp_free_xfer(core, qp);
     qp->valid = false;
     return UZ_CMD_OK;

@@ -140,6 +140,13 @@ typedef struct UzuraXlatEntry {
     uint64_t addr;
 } UzuraXlatEntry;
 
+/* A multicast group: its IPv4 address and the QPs attached; nqp 0 = free. */
+typedef struct UzuraMcastGroup {
+    uint32_t addr;
+    uint32_t nqp;
+    uint32_t qpn[UZ_MCAST_MAX_QP_ATTACH];
+} UzuraMcastGroup;
+
 typedef struct UzuraRdma {
     UzuraLimits lim;
     UzuraUctx *uctx;
@@ -149,6 +156,7 @@ typedef struct UzuraRdma {
     UzuraQp *qp;
     UzuraMr *mr;
     UzuraAh *ah;
+    UzuraMcastGroup mcast[UZ_MCAST_MAX_GRP];
     bool flush_owed;            /* a QP in ERR may hold WQEs */
     UzuraXlatEntry *xlat;       /* xlat_cache_entries */
     uint32_t xlat_gen;
@@ -233,6 +241,12 @@ void uzura_mw_qp_gone(UzuraCore *core, uint32_t qpn);
 uint8_t uzura_rkey_check(UzuraCore *core, UzuraQp *qp, uint32_t key,
                          uint64_t addr, uint64_t len, uint32_t access,
                          UzuraMr **out);
+
+/* uzura-mcast.c: UD multicast groups */
+bool uzura_mcast_gid(const uint8_t *gid);
+uint8_t uzura_mcast_attach(UzuraCore *core, const struct uz_cmd_mcast *c);
+uint8_t uzura_mcast_detach(UzuraCore *core, const struct uz_cmd_mcast *c);
+void uzura_mcast_qp_gone(UzuraCore *core, uint32_t qpn);
 
 /* uzura-qp.c: queue pairs and their state machine */
 uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,

@@ -470,9 +470,16 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         qemu_bh_schedule(core->work_bh);
         return 0;
     }
-    if (size >= UZ_ETH_HDR_LEN && !memcmp(buf, core->mac, 6) &&
-        uzura_roce_is_roce(buf, size)) {
-        if (uzura_core_link_up(core) && !uzura_fault_rx(core, buf, size)) {
+    /*
+     * RoCE to us or to a group (multicast).  Our own group frames, which a
+     * multicast link hands back, went through the loopback already.
+     */
+    if (size >= UZ_ETH_HDR_LEN && uzura_roce_is_roce(buf, size) &&
+        ((buf[0] & 1) || !memcmp(buf, core->mac, 6))) {
+        bool echo = (buf[0] & 1) && !memcmp(buf + 6, core->mac, 6);
+
+        if (!echo && uzura_core_link_up(core) &&
+            !uzura_fault_rx(core, buf, size)) {
             uzura_core_receive_roce(core, buf, size);
         }
         return size;

@@ -287,6 +287,10 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         uzura_loop_send(core, f, len);
         return UZ_VERR_NONE;
     }
+    if (f[0] & 1) {
+        /* Multicast: this device's members get it as the link's do. */
+        uzura_loop_send(core, f, len);
+    }
     if (!uzura_core_link_up(core)) {
         core->counters.roce_tx_dropped++;
         return UZ_VERR_NONE;
@@ -420,6 +424,10 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
                 pkt.opcode, ETH_HLEN + ip_len);
     trace_uzura_roce_rx(pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
 
+    if (pkt.dqpn == UZ_MCAST_QPN) {
+        uzura_mcast_receive(core, &pkt);
+        return;
+    }
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
     if (!qp || qp->attr.state < UZ_QPS_RTR || qp->attr.state > UZ_QPS_SQE ||
