@@ -190,6 +190,8 @@ static int uz_query_device(struct ib_device *ibdev,
 	props->max_srq = le32_to_cpu(a->max_srq);
 	props->max_srq_wr = le32_to_cpu(a->max_srq_wr);
 	props->max_srq_sge = le32_to_cpu(a->max_sge);
+	if (uz->caps & UZ_CAP_SRQ_RESIZE)
+		props->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
 	if (uz->caps & UZ_CAP_MCAST) {
 		props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 		props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);

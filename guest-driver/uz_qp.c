@@ -954,6 +954,7 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 				sizeof(struct uz_sge));
 	srq->uctx = uz_udata_uctx(udata);
 	srq->limit = attr->srq_limit;
+	mutex_init(&srq->resize_mutex);
 	uz_obj_ref_init(&srq->ref);
 
 	err = uz_wq_alloc(uz, &srq->rq, udata, &key);
@@ -1001,6 +1002,104 @@ err_wq:
 	return err;
 }
 
+/* The kernel's view of a ring it handed to the process. */
+static void *uz_wq_user_buf(struct uz_wq *wq)
+{
+	return container_of(wq->mmap, struct uz_mmap_entry, rdma)->ring.buf;
+}
+
+/*
+ * Resize a user SRQ (device spec 8.8.1): a new ring holding the WQEs the
+ * provider posted and has not seen complete, at the slots their indices
+ * select, mapped for the process, which the device then continues in.
+ * Kernel ULPs never resize their SRQs, so a kernel SRQ cannot be.
+ */
+static int uz_srq_resize(struct uz_srq *srq, u32 max_wr,
+			 struct ib_udata *udata)
+{
+	struct ib_device *ibdev = srq->ibsrq.device;
+	struct uz_dev *uz = ibdev_to_uz(ibdev);
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_RESIZE_SRQ };
+	struct uz_cmd_resize_srq *c = (struct uz_cmd_resize_srq *)cmd.raw;
+	struct uzura_modify_srq_resp resp = {};
+	struct uzura_modify_srq req = {};
+	struct uz_wq nw = srq->rq;
+	u32 n, i, old_mask, new_mask;
+	void *from;
+	u64 key;
+	int log, err;
+
+	if (!(uz->caps & UZ_CAP_SRQ_RESIZE) || !srq->uctx) {
+		ibdev_dbg(ibdev, "SRQ %u: resize of a %s SRQ not supported\n",
+			  srq->srqn, srq->uctx ? "user" : "kernel");
+		return -EOPNOTSUPP;
+	}
+	if (udata->inlen < sizeof(req)) {
+		ibdev_dbg(ibdev, "SRQ %u resize: %zu bytes of driver data\n",
+			  srq->srqn, udata->inlen);
+		return -EINVAL;
+	}
+	err = ib_copy_from_udata(&req, udata, sizeof(req));
+	if (err)
+		return err;
+	n = (req.pi - req.ci) & UZ_DB_PI_MASK;
+	log = uz_log_depth(ibdev, "SRQ", max_wr,
+			   le32_to_cpu(uz->attr.max_srq_wr));
+	if (log < 0)
+		return log;
+	if (req.comp_mask || n > uz_wq_depth(&srq->rq) || n > BIT(log) ||
+	    READ_ONCE(srq->limit) >= BIT(log)) {
+		ibdev_dbg(ibdev,
+			  "SRQ %u resize to %lu: comp_mask 0x%x, %u posted, limit %u\n",
+			  srq->srqn, BIT(log), req.comp_mask, n,
+			  READ_ONCE(srq->limit));
+		return -EINVAL;
+	}
+
+	nw.log_depth = log;
+	err = uz_ring_alloc(uz, &nw.ring, (size_t)uz_wq_depth(&nw) << nw.log_wqe);
+	if (err)
+		return err;
+	from = uz_wq_user_buf(&srq->rq);
+	old_mask = uz_wq_depth(&srq->rq) - 1;
+	new_mask = uz_wq_depth(&nw) - 1;
+	for (i = req.ci; i != req.pi; i = (i + 1) & UZ_DB_PI_MASK)
+		memcpy(nw.ring.buf + ((size_t)(i & new_mask) << nw.log_wqe),
+		       from + ((size_t)(i & old_mask) << nw.log_wqe),
+		       BIT(nw.log_wqe));
+	c->ring_addr = cpu_to_le64(nw.ring.dma);
+	nw.mmap = uz_ring_mmap(uz, udata, &nw.ring, &key);
+	if (IS_ERR(nw.mmap)) {
+		uz_ring_free(uz, &nw.ring);
+		return PTR_ERR(nw.mmap);
+	}
+	/* The answer first: once the device moves there is no going back. */
+	resp.ring_size = uz_wq_map_size(&nw);
+	resp.ring_mmap_key = key;
+	resp.log_depth = log;
+	if (copy_to_user(u64_to_user_ptr(req.resp_addr), &resp,
+			 sizeof(resp))) {
+		err = -EFAULT;
+		goto err_map;
+	}
+	c->srqn = cpu_to_le32(srq->srqn);
+	c->uctx = cpu_to_le32(srq->uctx);
+	c->log_depth = log;
+	err = uz_admin_exec(uz, &cmd, NULL);
+	if (err)
+		goto err_map;
+	rdma_user_mmap_entry_remove(srq->rq.mmap);
+	srq->rq.mmap = nw.mmap;
+	srq->rq.log_depth = log;
+	return 0;
+
+err_map:
+	ibdev_dbg(ibdev, "SRQ %u resize to %lu: %d\n", srq->srqn, BIT(log),
+		  err);
+	rdma_user_mmap_entry_remove(nw.mmap);
+	return err;
+}
+
 int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		  enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
@@ -1009,11 +1108,18 @@ int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	struct uz_cmd_modify_srq *c = (struct uz_cmd_modify_srq *)cmd.raw;
 	int err;
 
-	if (mask & ~IB_SRQ_LIMIT) {
-		/* no resizing */
+	if (mask & ~(IB_SRQ_LIMIT | IB_SRQ_MAX_WR)) {
 		ibdev_dbg(ibsrq->device, "SRQ: modify mask 0x%x not supported\n",
-			  mask & ~IB_SRQ_LIMIT);
+			  mask & ~(IB_SRQ_LIMIT | IB_SRQ_MAX_WR));
 		return -EOPNOTSUPP;
+	}
+	if (mask & IB_SRQ_MAX_WR) {
+		/* One resize at a time; a limit with it applies to the new ring. */
+		mutex_lock(&srq->resize_mutex);
+		err = uz_srq_resize(srq, attr->max_wr, udata);
+		mutex_unlock(&srq->resize_mutex);
+		if (err)
+			return err;
 	}
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;

@@ -1229,6 +1229,105 @@ static void test_srq(void)
     ops_stop(&t);
 }
 
+/*
+ * RESIZE_SRQ (spec 8.8.1): the SRQ goes on in a new ring with its indices
+ * unchanged, the WQEs posted and not taken copied to the slots their
+ * indices select; what does not fit, a limit not below the new depth and
+ * a bad depth or context are refused.
+ */
+static uint8_t srq_resize(UzSrq *srq, uint32_t log_depth, uint32_t uctx,
+                          bool copy)
+{
+    struct uz_cmd_resize_srq c = {
+        .srqn = cpu_to_le32(srq->srqn), .uctx = cpu_to_le32(uctx),
+        .log_depth = log_depth,
+    };
+    uint64_t ring = uz_alloc(&srq->n->d, (uint64_t)UZ_RQ_WQE_SIZE << 5);
+    uint8_t wqe[UZ_RQ_WQE_SIZE], st;
+    uint32_t i, n = 1u << srq->log_depth;
+
+    g_assert_cmpuint(log_depth, <=, 5);
+    for (i = srq->pi - n; copy && i != srq->pi; i++) {
+        qtest_memread(srq->n->d.qts, srq->ring +
+                      (i & (n - 1)) * UZ_RQ_WQE_SIZE, wqe, sizeof(wqe));
+        qtest_memwrite(srq->n->d.qts, ring +
+                       (i & ((1u << log_depth) - 1)) * UZ_RQ_WQE_SIZE,
+                       wqe, sizeof(wqe));
+    }
+    c.ring_addr = cpu_to_le64(ring);
+    st = uz_cmd(srq->n, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL);
+    if (st == UZ_CMD_OK) {
+        srq->ring = ring;
+        srq->log_depth = log_depth;
+    }
+    return st;
+}
+
+static void test_srq_resize(void)
+{
+    Ops t;
+    UzQp *qa, *qb;
+    UzSrq *srq;
+    UzMr *ma, *mb;
+    uint8_t data[64];
+    int i;
+
+    ops_start(&t);
+    srq = uz_srq_create(&t.b, 2, 0);
+    qa = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qb = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, srq, 0);
+    uz_rc_connect(qa, qb, NULL);
+    ma = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.b, 64 * 64, UZ_ACCESS_ALL);
+
+    /* Four WQEs, one taken: three outstanding fit no ring of two. */
+    for (i = 0; i < 4; i++) {
+        UzSge r = uz_mr_sge(mb, i * 64, 64);
+
+        uz_srq_post(srq, 0x7000 + i, &r, 1);
+    }
+    send_plain(qa, ma, 64, 700, 0xc00);
+    uz_sq_done(qa, 0xc00, UZ_WC_SEND, 64);
+    uz_rq_done(qb, 0x7000, UZ_WC_RECV, 64, 0, 0);
+    g_assert_cmpint(srq_resize(srq, 1, srq->uctx, true), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(srq_resize(srq, 0, srq->uctx, true), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(srq_resize(srq, 4, srq->uctx + 1, true), ==,
+                    UZ_CMD_BAD_HANDLE);
+
+    /* Grown to 16: the three come out of the new ring, 13 more fill it. */
+    g_assert_cmpint(srq_resize(srq, 4, srq->uctx, true), ==, UZ_CMD_OK);
+    for (i = 4; i < 17; i++) {
+        UzSge r = uz_mr_sge(mb, i * 64, 64);
+
+        uz_srq_post(srq, 0x7000 + i, &r, 1);
+    }
+    for (i = 1; i < 17; i++) {
+        send_plain(qa, ma, 64, 700 + i, 0xc00 + i);
+        uz_sq_done(qa, 0xc00 + i, UZ_WC_SEND, 64);
+        uz_rq_done(qb, 0x7000 + i, UZ_WC_RECV, 64, 0, 0);
+        uz_pattern(data, 64, 700 + i);
+        uz_assert_mr(mb, i * 64, data, 64, "receive after an SRQ resize");
+    }
+
+    /* Empty: shrunk to 2, but not below its limit. */
+    g_assert_cmpint(uz_srq_modify(srq, 3), ==, UZ_CMD_OK);
+    g_assert_cmpint(srq_resize(srq, 1, srq->uctx, false), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(uz_srq_modify(srq, 1), ==, UZ_CMD_OK);
+    g_assert_cmpint(srq_resize(srq, 1, srq->uctx, false), ==, UZ_CMD_OK);
+    {
+        UzSge r = uz_mr_sge(mb, 0, 64);
+
+        uz_srq_post(srq, 0x7100, &r, 1);
+    }
+    send_plain(qa, ma, 64, 800, 0xd00);
+    uz_sq_done(qa, 0xd00, UZ_WC_SEND, 64);
+    uz_rq_done(qb, 0x7100, UZ_WC_RECV, 64, 0, 0);
+    ops_stop(&t);
+}
+
 /* ------------------------------------------------------------------ */
 /* 10. Races between QPs                                              */
 /* ------------------------------------------------------------------ */
@@ -1559,6 +1658,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/ops/solicited", test_solicited);
     qtest_add_func("/uzura/ops/ud", test_ud);
     qtest_add_func("/uzura/ops/srq", test_srq);
+    qtest_add_func("/uzura/ops/srq-resize", test_srq_resize);
     qtest_add_func("/uzura/ops/races", test_races);
     qtest_add_func("/uzura/ops/not-before-rts", test_not_before_rts);
     qtest_add_func("/uzura/ops/many-qps", test_many_qps);

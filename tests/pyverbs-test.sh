@@ -62,6 +62,8 @@ must_pass=(
 	tests.test_rdmacm.CMTestCase.test_rdmacm_async_multicast_traffic
 	tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_multicast_traffic
 	tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_leave_multicast_traffic
+	# SRQ resize (device 0.12)
+	tests.test_srq.SrqTestCase.test_resize_srq
 )
 
 

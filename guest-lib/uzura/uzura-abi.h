@@ -23,6 +23,8 @@ DECLARE_DRV_CMD(uzv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		uzura_create_qp, uzura_create_qp_resp);
 DECLARE_DRV_CMD(uzv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		uzura_create_srq, uzura_create_srq_resp);
+DECLARE_DRV_CMD(uzv_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		uzura_modify_srq, empty);
 DECLARE_DRV_CMD(uzv_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, uzura_create_ah_resp);
 

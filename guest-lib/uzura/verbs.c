@@ -1101,13 +1101,47 @@ err_free:
 	return NULL;
 }
 
-int uzura_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+/*
+ * IBV_SRQ_MAX_WR moves the SRQ to a new ring (device spec 8.8.1): the
+ * kernel copies the WQEs between our ci and pi there and tells where it
+ * is, through resp (modify_srq has no response of its own); posting waits
+ * on the ring's lock until it is mapped in place of the old one.
+ */
+int uzura_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		     int attr_mask)
 {
-	struct ibv_modify_srq cmd;
+	struct uzura_context *ctx = to_uctx(ibsrq->context);
+	struct uzura_wq *wq = &to_usrq(ibsrq)->rq;
+	struct uzura_modify_srq_resp resp = {};
+	struct uzv_modify_srq cmd = {};
+	void *ring;
+	int ret;
 
-	/* Only the limit: the kernel refuses IBV_SRQ_MAX_WR (no resize). */
-	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+					  sizeof(cmd.ibv_cmd));
+	pthread_spin_lock(&wq->lock);
+	cmd.pi = wq->pi;
+	cmd.ci = wq->ci;
+	cmd.resp_addr = (uintptr_t)&resp;
+	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+	if (ret)
+		goto out;
+	ring = uz_map(&ctx->ibvctx.context, resp.ring_size, resp.ring_mmap_key);
+	if (!ring) {
+		/* The device is on the new ring: this SRQ cannot post again. */
+		ret = errno;
+		wq->max_sge = 0;
+		goto out;
+	}
+	munmap(wq->ring, wq->map_size);
+	wq->ring = ring;
+	wq->map_size = resp.ring_size;
+	wq->log_depth = resp.log_depth;
+out:
+	pthread_spin_unlock(&wq->lock);
+	return ret;
 }
 
 int uzura_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)

@@ -787,6 +787,118 @@ out_qp:
 		ibv_destroy_qp(qp);
 }
 
+/* A receive of 16 bytes into slot @id of @buf, on @srq. */
+static int srq_recv(struct ibv_srq *srq, struct ibv_mr *mr, char *buf, int id)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(buf + 16 * id), .length = 16,
+		.lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+/*
+ * SENDs @from .. @to - 1 from @qp to itself, each 8 bytes naming itself:
+ * true if each is received, in order, by the receive of the same number
+ * and into its slot.
+ */
+static bool srq_sends(struct ibv_qp *qp, struct ibv_cq *scq,
+		      struct ibv_cq *rcq, struct ibv_mr *mr, char *buf,
+		      int from, int to)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(buf + 1024), .length = 8, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	enum ibv_wc_opcode op;
+	struct ibv_wc wc;
+	int id, k, got;
+
+	for (id = from; id < to; id++) {
+		snprintf(buf + 1024, 8, "m%06d", id);
+		if (post_wait(qp, scq, &wr, &op) != IBV_WC_SUCCESS)
+			return false;
+		for (k = 0, got = 0; k < 500 && !got; k++) {
+			got = ibv_poll_cq(rcq, 1, &wc);
+			if (!got)
+				usleep(10000);
+		}
+		if (got != 1 || wc.status != IBV_WC_SUCCESS ||
+		    wc.wr_id != (uint64_t)id || strcmp(buf + 16 * id, buf + 1024))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * SRQ resize (device spec 8.8.1) with receives outstanding: they come
+ * out of the new ring in order, the ring takes the new depth, and a
+ * size below what is outstanding is refused.
+ */
+static void check_srq_resize(struct ibv_context *ctx, struct ibv_pd *pd,
+			     char *buf)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.send_cq = scq, .recv_cq = rcq, .srq = srq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+	};
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 2048, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp *qp = srq && scq && rcq ? ibv_create_qp(pd, &qa) : NULL;
+	struct ibv_srq_attr attr;
+	int gidx = ipv4_gid_index(ctx), i, ret = 0;
+
+	check(qp && mr && gidx >= 0, "an SRQ of 4, an RC QP on it, an MR");
+	if (!qp || !mr || gidx < 0)
+		goto out;
+	ret = connect_self(ctx, qp, gidx, IBV_ACCESS_LOCAL_WRITE);
+	for (i = 0; i < 4 && !ret; i++)
+		ret = srq_recv(srq, mr, buf, i);
+	check(!ret && srq_sends(qp, scq, rcq, mr, buf, 0, 1),
+	      "4 receives posted, the first taken");
+	attr.max_wr = 2;
+	check_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EINVAL,
+		  "modify_srq to 2 WRs with 3 receives outstanding");
+	attr.max_wr = 16;
+	check_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), 0,
+		  "modify_srq to 16 WRs with 3 receives outstanding");
+	ret = ibv_query_srq(srq, &attr);
+	check(!ret && attr.max_wr == 16, "query_srq: max_wr %u", attr.max_wr);
+	for (i = 4; i < 17 && !ret; i++)
+		ret = srq_recv(srq, mr, buf, i);
+	check(!ret, "13 receives more: the new ring holds 16");
+	check(srq_sends(qp, scq, rcq, mr, buf, 1, 17),
+	      "16 SENDs: the receives from before the resize, then the new");
+	attr.max_wr = 2;
+	ret = ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR);
+	ret = ret ? ret : srq_recv(srq, mr, buf, 17);
+	ret = ret ? ret : srq_recv(srq, mr, buf, 18);
+	check(!ret && srq_recv(srq, mr, buf, 19) == ENOMEM &&
+	      srq_sends(qp, scq, rcq, mr, buf, 17, 19),
+	      "modify_srq down to 2 once empty: 2 receives fit, a third not");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (rcq)
+		ibv_destroy_cq(rcq);
+	if (scq)
+		ibv_destroy_cq(scq);
+}
+
 /* ::ffff:a.b.c.d, or an IPv6 group with @v6 */
 static union ibv_gid mcast_gid(uint32_t addr, bool v6)
 {
@@ -1036,6 +1148,7 @@ int main(void)
 	check_mw(ctx, pd);
 	check_domains(ctx, pd, mr, buf);
 	check_mcast(pd, cq, &dattr);
+	check_srq_resize(ctx, pd, buf);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");

@@ -113,12 +113,16 @@ int main(void)
 	      UZ_QPT_UC == 3 && UZ_BTH_OP_UC == 0x20 &&
 	      UZ_CNT_UC_DROPPED == 89);
 	/* Version 0.11: UD multicast (spec 8.14). */
-	CHECK(UZ_VERSION_MINOR == 11 && UZ_CAP_MCAST == 0x4000 &&
+	CHECK(UZ_CAP_MCAST == 0x4000 &&
 	      UZ_CMD_ATTACH_MCAST == 0x28 && UZ_CMD_DETACH_MCAST == 0x29 &&
 	      sizeof(struct uz_cmd_mcast) == 24 && UZ_MCAST_QPN == 0xffffff &&
 	      offsetof(struct uz_device_attr, max_mcast_grp) == 116 &&
 	      offsetof(struct uz_device_attr, max_mcast_qp_attach) == 120 &&
 	      UZ_CNT_RX_MCAST == 90);
+	/* Version 0.12: SRQ resize (spec 8.8.1). */
+	CHECK(UZ_VERSION_MINOR == 12 && UZ_CAP_SRQ_RESIZE == 0x8000 &&
+	      UZ_CMD_RESIZE_SRQ == 0x2a && sizeof(struct uz_cmd_resize_srq) == 24 &&
+	      offsetof(struct uz_cmd_resize_srq, log_depth) == 16);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -113,6 +113,28 @@ struct uzura_create_srq_resp {
 	__u32 reserved;
 };
 
+/*
+ * modify_srq with IB_SRQ_MAX_WR (resizing): the provider gives its
+ * producer and consumer indices, holding its SRQ lock, and the address
+ * of a struct uzura_modify_srq_resp that the kernel fills (modify_srq
+ * has no response of its own): the new ring to map in place of the old.
+ */
+struct uzura_modify_srq {
+	__u32 comp_mask;
+	__u32 pi;
+	__u32 ci;
+	__u32 reserved;
+	__aligned_u64 resp_addr;
+};
+
+struct uzura_modify_srq_resp {
+	__u32 comp_mask;
+	__u32 ring_size;
+	__aligned_u64 ring_mmap_key;
+	__u8 log_depth;
+	__u8 reserved_8[7];
+};
+
 /* create_ah: the device's AH number, for the ud.ahn field of a UD WQE. */
 struct uzura_create_ah_resp {
 	__u32 comp_mask;

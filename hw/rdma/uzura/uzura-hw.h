@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            11
+#define UZ_VERSION_MINOR            12
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -124,6 +124,7 @@
 #define UZ_CAP_ODP                  (1u << 12) /* UZ_MR_F_ODP, page faults */
 #define UZ_CAP_UC                   (1u << 13) /* UZ_QPT_UC */
 #define UZ_CAP_MCAST                (1u << 14) /* UD multicast: ATTACH_MCAST */
+#define UZ_CAP_SRQ_RESIZE           (1u << 15) /* UZ_CMD_RESIZE_SRQ */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -416,6 +417,7 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_PAGE_RESUME          0x27 /* ODP: faults of an MR handled */
 #define UZ_CMD_ATTACH_MCAST         0x28 /* UD QP joins a multicast group */
 #define UZ_CMD_DETACH_MCAST         0x29
+#define UZ_CMD_RESIZE_SRQ           0x2a /* the SRQ continues in a new ring */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -698,6 +700,20 @@ struct uz_cmd_modify_srq {
 };
 
 /*
+ * RESIZE_SRQ: the SRQ continues in a ring of 2^log_depth WQEs (of the same
+ * size) with its indices unchanged: the driver has copied each WQE posted
+ * and not yet consumed, at index i, to slot i mod 2^log_depth of the new
+ * ring.  The WQEs outstanding must fit, and the limit stay below the depth.
+ */
+struct uz_cmd_resize_srq {
+	uint64_t ring_addr;
+	uint32_t srqn;
+	uint32_t uctx;
+	uint8_t log_depth;
+	uint8_t reserved_8[7];
+};
+
+/*
  * Memory regions.  The NIC keeps one entry per MR (key, PD, access, iova,
  * length, page size and the address of its page list); the page list, an
  * array of 64-bit DMA addresses of the MR's pages, stays in host memory,
@@ -859,6 +875,7 @@ UZ_ASSERT_CMD(struct uz_cmd_modify_qp);
 UZ_ASSERT_CMD(struct uz_cmd_query);
 UZ_ASSERT_CMD(struct uz_cmd_create_srq);
 UZ_ASSERT_CMD(struct uz_cmd_modify_srq);
+UZ_ASSERT_CMD(struct uz_cmd_resize_srq);
 UZ_ASSERT_CMD(struct uz_cmd_reg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_rereg_mr);
 UZ_ASSERT_CMD(struct uz_cmd_create_ah);

@@ -513,6 +513,35 @@ static uint8_t uzura_cmd_modify_srq(UzuraCore *core,
     return UZ_CMD_OK;
 }
 
+static uint8_t uzura_cmd_resize_srq(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_resize_srq *c = (const void *)cmd->raw;
+    UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->srqn));
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    uint32_t depth = 1u << (c->log_depth & 31);
+
+    if (!srq || srq->uctx != le32_to_cpu(c->uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    /* The posted WQEs the device has not taken must fit the new ring. */
+    if (c->log_depth < 1 || c->log_depth > 16 ||
+        depth > core->rdma.lim.max_srq_wr || srq->limit >= depth ||
+        uzura_ring_used(srq->pi, srq->ci) > depth) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!uzura_dma_ok(core, ring, (uint64_t)depth << srq->log_wqe_size,
+                      false)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    trace_uzura_obj_srq_resize(le32_to_cpu(c->srqn), ring, c->log_depth,
+                               uzura_ring_used(srq->pi, srq->ci));
+    srq->ring_addr = ring;
+    srq->log_depth = c->log_depth;
+    return UZ_CMD_OK;
+}
+
 static uint8_t uzura_cmd_destroy_srq(UzuraCore *core,
                                      const struct uz_admin_cmd *cmd,
                                      struct uz_admin_cqe *cqe)
@@ -660,6 +689,7 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_DESTROY_QP] = uzura_cmd_destroy_qp,
     [UZ_CMD_CREATE_SRQ] = uzura_cmd_create_srq,
     [UZ_CMD_MODIFY_SRQ] = uzura_cmd_modify_srq,
+    [UZ_CMD_RESIZE_SRQ] = uzura_cmd_resize_srq,
     [UZ_CMD_DESTROY_SRQ] = uzura_cmd_destroy_srq,
     [UZ_CMD_REG_MR] = uzura_cmd_reg_mr,
     [UZ_CMD_DEREG_MR] = uzura_cmd_dereg_mr,
