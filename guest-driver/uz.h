@@ -260,7 +260,7 @@ struct uz_srq {
 	u32 srqn;
 	u32 uctx;
 	u32 limit;
-	struct mutex resize_mutex;	/* one IB_SRQ_MAX_WR at a time */
+	struct mutex resize_mutex;	/* one modify_srq at a time */
 	struct uz_wq rq;
 };
 

@@ -1002,6 +1002,28 @@ err_wq:
 	return err;
 }
 
+/* Arm (or disarm, with 0) the SRQ limit event below @limit WQEs. */
+static int uz_srq_limit(struct uz_srq *srq, u32 limit)
+{
+	struct ib_device *ibdev = srq->ibsrq.device;
+	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_MODIFY_SRQ };
+	struct uz_cmd_modify_srq *c = (struct uz_cmd_modify_srq *)cmd.raw;
+	int err;
+
+	if (limit >= uz_wq_depth(&srq->rq)) {
+		ibdev_dbg(ibdev, "SRQ limit %u: below %u\n", limit,
+			  uz_wq_depth(&srq->rq));
+		return -EINVAL;
+	}
+	c->srqn = cpu_to_le32(srq->srqn);
+	c->limit = cpu_to_le32(limit);
+	c->uctx = cpu_to_le32(srq->uctx);
+	err = uz_admin_exec(ibdev_to_uz(ibdev), &cmd, NULL);
+	if (!err)
+		WRITE_ONCE(srq->limit, limit);
+	return err;
+}
+
 /* The kernel's view of a ring it handed to the process. */
 static void *uz_wq_user_buf(struct uz_wq *wq)
 {
@@ -1009,13 +1031,15 @@ static void *uz_wq_user_buf(struct uz_wq *wq)
 }
 
 /*
- * Resize a user SRQ (device spec 8.8.1): a new ring holding the WQEs the
- * provider posted and has not seen complete, at the slots their indices
- * select, mapped for the process, which the device then continues in.
- * Kernel ULPs never resize their SRQs, so a kernel SRQ cannot be.
+ * Resize a user SRQ (device spec 8.8.1), with its limit if @mask has
+ * IB_SRQ_LIMIT: a new ring holding the WQEs the provider posted and has
+ * not seen complete, at the slots their indices select, mapped for the
+ * process, which the device then continues in.  One command moves the
+ * device and sets the limit, so a failure changes nothing.  Kernel ULPs
+ * never resize their SRQs, so a kernel SRQ cannot be.
  */
-static int uz_srq_resize(struct uz_srq *srq, u32 max_wr,
-			 struct ib_udata *udata)
+static int uz_srq_resize(struct uz_srq *srq, const struct ib_srq_attr *attr,
+			 enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct ib_device *ibdev = srq->ibsrq.device;
 	struct uz_dev *uz = ibdev_to_uz(ibdev);
@@ -1024,7 +1048,7 @@ static int uz_srq_resize(struct uz_srq *srq, u32 max_wr,
 	struct uzura_modify_srq_resp resp = {};
 	struct uzura_modify_srq req = {};
 	struct uz_wq nw = srq->rq;
-	u32 n, i, old_mask, new_mask;
+	u32 n, i, old_mask, new_mask, limit;
 	void *from;
 	u64 key;
 	int log, err;
@@ -1043,16 +1067,16 @@ static int uz_srq_resize(struct uz_srq *srq, u32 max_wr,
 	if (err)
 		return err;
 	n = (req.pi - req.ci) & UZ_DB_PI_MASK;
-	log = uz_log_depth(ibdev, "SRQ", max_wr,
+	log = uz_log_depth(ibdev, "SRQ", attr->max_wr,
 			   le32_to_cpu(uz->attr.max_srq_wr));
 	if (log < 0)
 		return log;
+	limit = mask & IB_SRQ_LIMIT ? attr->srq_limit : READ_ONCE(srq->limit);
 	if (req.comp_mask || n > uz_wq_depth(&srq->rq) || n > BIT(log) ||
-	    READ_ONCE(srq->limit) >= BIT(log)) {
+	    limit >= BIT(log)) {
 		ibdev_dbg(ibdev,
 			  "SRQ %u resize to %lu: comp_mask 0x%x, %u posted, limit %u\n",
-			  srq->srqn, BIT(log), req.comp_mask, n,
-			  READ_ONCE(srq->limit));
+			  srq->srqn, BIT(log), req.comp_mask, n, limit);
 		return -EINVAL;
 	}
 
@@ -1085,12 +1109,18 @@ static int uz_srq_resize(struct uz_srq *srq, u32 max_wr,
 	c->srqn = cpu_to_le32(srq->srqn);
 	c->uctx = cpu_to_le32(srq->uctx);
 	c->log_depth = log;
+	if (mask & IB_SRQ_LIMIT) {
+		c->flags = UZ_SRQ_RESIZE_LIMIT;
+		c->limit = cpu_to_le32(limit);
+	}
 	err = uz_admin_exec(uz, &cmd, NULL);
 	if (err)
 		goto err_map;
 	rdma_user_mmap_entry_remove(srq->rq.mmap);
 	srq->rq.mmap = nw.mmap;
 	srq->rq.log_depth = log;
+	if (mask & IB_SRQ_LIMIT)
+		WRITE_ONCE(srq->limit, limit);
 	return 0;
 
 err_map:
@@ -1104,8 +1134,6 @@ int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		  enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct uz_srq *srq = to_uz_srq(ibsrq);
-	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_MODIFY_SRQ };
-	struct uz_cmd_modify_srq *c = (struct uz_cmd_modify_srq *)cmd.raw;
 	int err;
 
 	if (mask & ~(IB_SRQ_LIMIT | IB_SRQ_MAX_WR)) {
@@ -1113,27 +1141,15 @@ int uz_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 			  mask & ~(IB_SRQ_LIMIT | IB_SRQ_MAX_WR));
 		return -EOPNOTSUPP;
 	}
-	if (mask & IB_SRQ_MAX_WR) {
-		/* One resize at a time; a limit with it applies to the new ring. */
-		mutex_lock(&srq->resize_mutex);
-		err = uz_srq_resize(srq, attr->max_wr, udata);
-		mutex_unlock(&srq->resize_mutex);
-		if (err)
-			return err;
-	}
-	if (!(mask & IB_SRQ_LIMIT))
-		return 0;
-	if (attr->srq_limit >= uz_wq_depth(&srq->rq)) {
-		ibdev_dbg(ibsrq->device, "SRQ limit %u: below %u\n",
-			  attr->srq_limit, uz_wq_depth(&srq->rq));
-		return -EINVAL;
-	}
-	c->srqn = cpu_to_le32(srq->srqn);
-	c->limit = cpu_to_le32(attr->srq_limit);
-	c->uctx = cpu_to_le32(srq->uctx);
-	err = uz_admin_exec(ibdev_to_uz(ibsrq->device), &cmd, NULL);
-	if (!err)
-		WRITE_ONCE(srq->limit, attr->srq_limit);
+	/* The limit is checked against the depth, which a resize changes. */
+	mutex_lock(&srq->resize_mutex);
+	if (mask & IB_SRQ_MAX_WR)
+		err = uz_srq_resize(srq, attr, mask, udata);
+	else if (mask & IB_SRQ_LIMIT)
+		err = uz_srq_limit(srq, attr->srq_limit);
+	else
+		err = 0;
+	mutex_unlock(&srq->resize_mutex);
 	return err;
 }
 

@@ -114,7 +114,8 @@ static void test_bad_commands(void)
      * QUERY_COUNTERS into 0 bytes is a bad parameter, INVALIDATE_XLAT of
      * key 0 names no MR, RESIZE_CQ of CQ 0 no CQ, REREG_MR of key 0 no
      * MR, ALLOC_MW into PD 0 no PD, DEALLOC_MW of key 0 no window,
-     * PAGE_RESUME of key 0 no ODP MR.
+     * PAGE_RESUME of key 0 no ODP MR, ATTACH_MCAST and DETACH_MCAST of
+     * QP 0 no QP, RESIZE_SRQ of SRQ 0 no SRQ.
      */
     for (op = UZ_CMD_QUERY_COUNTERS; op <= UZ_CMD_RDMA_LAST; op++) {
         cmd = (struct uz_admin_cmd) { .opcode = op };
@@ -125,7 +126,10 @@ static void test_bad_commands(void)
                         op == UZ_CMD_REREG_MR ||
                         op == UZ_CMD_ALLOC_MW ||
                         op == UZ_CMD_DEALLOC_MW ||
-                        op == UZ_CMD_PAGE_RESUME ? UZ_CMD_BAD_HANDLE :
+                        op == UZ_CMD_PAGE_RESUME ||
+                        op == UZ_CMD_ATTACH_MCAST ||
+                        op == UZ_CMD_DETACH_MCAST ||
+                        op == UZ_CMD_RESIZE_SRQ ? UZ_CMD_BAD_HANDLE :
                                                  UZ_CMD_NOT_SUPPORTED);
     }
 

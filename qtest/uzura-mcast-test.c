@@ -253,7 +253,7 @@ static void test_traffic(void)
 {
     Mc t;
     UzQp *a0, *a1, *b0, *b1, *b2;
-    UzMr *ma0, *ma1, *mb0, *mb1, *mb2;
+    UzMr *ma0, *ma1, *ma2, *mb0, *mb1, *mb2;
     uint32_t ahn;
 
     mc_start(&t);
@@ -264,6 +264,7 @@ static void test_traffic(void)
     b2 = mc_ud(&t.n[1], QKEY);      /* not attached */
     ma0 = uz_mr_reg(&t.n[0], 4096, UZ_ACCESS_ALL);
     ma1 = uz_mr_reg(&t.n[0], 4096, UZ_ACCESS_ALL);
+    ma2 = uz_mr_reg(&t.n[0], 4096, UZ_ACCESS_ALL);
     mb0 = uz_mr_reg(&t.n[1], 4096, UZ_ACCESS_ALL);
     mb1 = uz_mr_reg(&t.n[1], 4096, UZ_ACCESS_ALL);
     mb2 = uz_mr_reg(&t.n[1], 4096, UZ_ACCESS_ALL);
@@ -273,7 +274,7 @@ static void test_traffic(void)
     mc_attach(b1, GROUP);
     ahn = mc_ah(&t.n[0], GROUP);
 
-    mc_post_recv(a0, ma1, 1);       /* the sender's receive buffer */
+    mc_post_recv(a0, ma2, 1);       /* the sender's receive buffer */
     mc_post_recv(a1, ma1, 1);
     mc_post_recv(b0, mb0, 1);
     mc_post_recv(b1, mb1, 1);
@@ -282,7 +283,7 @@ static void test_traffic(void)
     mc_got(b0, mb0, a0, 200, 1);
     mc_got(b1, mb1, a0, 200, 1);
     mc_got(a1, ma1, a0, 200, 1);
-    mc_got(a0, ma1, a0, 200, 1);
+    mc_got(a0, ma2, a0, 200, 1);
     uz_cq_assert_empty(b2->rcq, 20);
     g_assert_cmpuint(uz_counter(&t.m, 0, "rx_mcast"), ==, 2);
     g_assert_cmpuint(uz_counter(&t.m, 1, "rx_mcast"), ==, 2);
@@ -298,7 +299,9 @@ static void test_traffic(void)
     mc_got(a1, ma1, a0, 77, 2);
     mc_got(b0, mb0, a0, 77, 2);
     g_assert_cmpuint(uz_counter_wait(&t.n[1], "rx_qkey_errors", 1), ==, 1);
+    g_assert_cmpuint(uz_counter_wait(&t.n[0], "rx_ud_no_wqe", 1), ==, 1);
     uz_cq_assert_empty(b1->rcq, 20);
+    uz_cq_assert_empty(a0->rcq, 20);
 
     /* Detached, b0 receives no more; a1 still does. */
     g_assert_cmpint(mc_cmd(b0, UZ_CMD_DETACH_MCAST, GROUP), ==, UZ_CMD_OK);
@@ -309,6 +312,28 @@ static void test_traffic(void)
     uz_cq_assert_empty(b0->rcq, 20);
     /* Handed to b0 and b1, then b0 and b1 (its Q_Key refused), then b1. */
     g_assert_cmpuint(uz_counter(&t.m, 1, "rx_mcast"), ==, 2 + 2 + 1);
+    g_assert_cmpuint(uz_counter(&t.m, 0, "rx_mcast"), ==, 2 + 2 + 2);
+
+    /* A group address with a single QP's number reaches no QP. */
+    mc_post_recv(b1, mb1, 4);
+    mc_post_recv(a1, ma1, 4);
+    {
+        UzSge s = uz_mr_sge(ma0, 0, 8);
+        UzWr wr = {
+            .wr_id = 0x5eff, .opcode = UZ_WR_SEND,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+            .ahn = ahn, .remote_qpn = b1->qpn, .remote_qkey = QKEY + 1,
+        };
+        struct uz_cqe c;
+
+        uz_post_send(a0, &wr);
+        uz_cq_wait(a0->scq, &c);
+        uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, a0, 8);
+    }
+    g_assert_cmpuint(uz_counter_wait(&t.n[1], "rx_no_qp", 1), ==, 1);
+    g_assert_cmpuint(uz_counter_wait(&t.n[0], "rx_no_qp", 1), ==, 1);
+    uz_cq_assert_empty(b1->rcq, 20);
+    uz_cq_assert_empty(a1->rcq, 20);
     mc_stop(&t);
 }
 

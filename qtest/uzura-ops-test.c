@@ -1235,12 +1235,14 @@ static void test_srq(void)
  * indices select; what does not fit, a limit not below the new depth and
  * a bad depth or context are refused.
  */
-static uint8_t srq_resize(UzSrq *srq, uint32_t log_depth, uint32_t uctx,
-                          bool copy)
+static uint8_t srq_resize_limit(UzSrq *srq, uint32_t log_depth,
+                                uint32_t uctx, bool copy, int limit)
 {
     struct uz_cmd_resize_srq c = {
         .srqn = cpu_to_le32(srq->srqn), .uctx = cpu_to_le32(uctx),
         .log_depth = log_depth,
+        .flags = limit >= 0 ? UZ_SRQ_RESIZE_LIMIT : 0,
+        .limit = cpu_to_le32(limit),
     };
     uint64_t ring = uz_alloc(&srq->n->d, (uint64_t)UZ_RQ_WQE_SIZE << 5);
     uint8_t wqe[UZ_RQ_WQE_SIZE], st;
@@ -1261,6 +1263,12 @@ static uint8_t srq_resize(UzSrq *srq, uint32_t log_depth, uint32_t uctx,
         srq->log_depth = log_depth;
     }
     return st;
+}
+
+static uint8_t srq_resize(UzSrq *srq, uint32_t log_depth, uint32_t uctx,
+                          bool copy)
+{
+    return srq_resize_limit(srq, log_depth, uctx, copy, -1);
 }
 
 static void test_srq_resize(void)
@@ -1311,12 +1319,19 @@ static void test_srq_resize(void)
         uz_assert_mr(mb, i * 64, data, 64, "receive after an SRQ resize");
     }
 
-    /* Empty: shrunk to 2, but not below its limit. */
+    /*
+     * Empty: shrunk to 2, but not below its limit, unless the command
+     * lowers the limit too; a new limit must fit the new depth.
+     */
     g_assert_cmpint(uz_srq_modify(srq, 3), ==, UZ_CMD_OK);
     g_assert_cmpint(srq_resize(srq, 1, srq->uctx, false), ==,
                     UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(uz_srq_modify(srq, 1), ==, UZ_CMD_OK);
-    g_assert_cmpint(srq_resize(srq, 1, srq->uctx, false), ==, UZ_CMD_OK);
+    g_assert_cmpint(srq_resize_limit(srq, 1, srq->uctx, false, 2), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(srq_resize_limit(srq, 1, srq->uctx, false, 1), ==,
+                    UZ_CMD_OK);
+    /* The limit of 1 is armed: taking the only WQE raises the event. */
+    uz_eq_drain(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT);
     {
         UzSge r = uz_mr_sge(mb, 0, 64);
 
@@ -1325,6 +1340,8 @@ static void test_srq_resize(void)
     send_plain(qa, ma, 64, 800, 0xd00);
     uz_sq_done(qa, 0xd00, UZ_WC_SEND, 64);
     uz_rq_done(qb, 0x7100, UZ_WC_RECV, 64, 0, 0);
+    g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
+                                    srq->srqn, 50), ==, 1);
     ops_stop(&t);
 }
 

@@ -81,6 +81,7 @@ struct uzura_wq {
 	uint32_t ci;			/* slots before it are free */
 	void *db;
 	pthread_spinlock_t lock;
+	bool lost;			/* the device moved to a ring we lack */
 };
 
 struct uzura_cq {

@@ -1006,6 +1006,10 @@ static int uz_post_rq(struct uzura_wq *wq, struct ibv_recv_wr *wr,
 		struct uz_recv_wqe *wqe;
 		struct uz_sge *sge;
 
+		if (wq->lost) {
+			ret = EIO;
+			break;
+		}
 		if (uz_wq_full(wq)) {
 			ret = ENOMEM;
 			break;
@@ -1127,12 +1131,12 @@ int uzura_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
 				 sizeof(cmd));
 	if (ret)
-		goto out;
+		goto out;	/* the kernel fails before the device moves */
 	ring = uz_map(&ctx->ibvctx.context, resp.ring_size, resp.ring_mmap_key);
 	if (!ring) {
 		/* The device is on the new ring: this SRQ cannot post again. */
 		ret = errno;
-		wq->max_sge = 0;
+		wq->lost = true;
 		goto out;
 	}
 	munmap(wq->ring, wq->map_size);

@@ -879,8 +879,21 @@ static void check_srq_resize(struct ibv_context *ctx, struct ibv_pd *pd,
 	check(!ret, "13 receives more: the new ring holds 16");
 	check(srq_sends(qp, scq, rcq, mr, buf, 1, 17),
 	      "16 SENDs: the receives from before the resize, then the new");
+	attr.max_wr = 4;
+	attr.srq_limit = 4;
+	check_ret(ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT),
+		  EINVAL, "modify_srq to 4 WRs with a limit of 4");
+	ret = ibv_query_srq(srq, &attr);
+	check(!ret && attr.max_wr == 16 && attr.srq_limit == 0,
+	      "... which changed neither (max_wr %u, limit %u)", attr.max_wr,
+	      attr.srq_limit);
 	attr.max_wr = 2;
-	ret = ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR);
+	attr.srq_limit = 1;
+	ret = ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
+	check(!ret && !ibv_query_srq(srq, &attr) && attr.max_wr == 2 &&
+	      attr.srq_limit == 1, "modify_srq to 2 WRs and a limit of 1 "
+	      "at once (ret %d, max_wr %u, limit %u)", ret, attr.max_wr,
+	      attr.srq_limit);
 	ret = ret ? ret : srq_recv(srq, mr, buf, 17);
 	ret = ret ? ret : srq_recv(srq, mr, buf, 18);
 	check(!ret && srq_recv(srq, mr, buf, 19) == ENOMEM &&
@@ -939,9 +952,11 @@ static void check_mcast(struct ibv_pd *pd, struct ibv_cq *cq,
 	for (i = 0; i < 17; i++)
 		ud[i] = make_qp(pd, cq, IBV_QPT_UD, 4, 1, 4, &err);
 	rc = make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err);
-	check(ud[16] && rc, "create 17 UD QPs and an RC QP");
-	if (!ud[16] || !rc)
-		return;
+	for (i = 0, ret = 0; i < 17; i++)
+		ret |= !ud[i];
+	check(!ret && rc, "create 17 UD QPs and an RC QP");
+	if (ret || !rc)
+		goto out;
 
 	check_ret(ibv_attach_mcast(rc, &group, 0), EINVAL,
 		  "attach_mcast of an RC QP");
@@ -966,9 +981,12 @@ static void check_mcast(struct ibv_pd *pd, struct ibv_cq *cq,
 		  "attach_mcast once the others left");
 	check_ret(ibv_detach_mcast(ud[16], &group, 0), 0,
 		  "detach_mcast of the last QP");
+out:
 	for (i = 0; i < 17; i++)
-		ibv_destroy_qp(ud[i]);
-	ibv_destroy_qp(rc);
+		if (ud[i])
+			ibv_destroy_qp(ud[i]);
+	if (rc)
+		ibv_destroy_qp(rc);
 }
 
 int main(void)

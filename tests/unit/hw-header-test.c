@@ -122,7 +122,9 @@ int main(void)
 	/* Version 0.12: SRQ resize (spec 8.8.1). */
 	CHECK(UZ_VERSION_MINOR == 12 && UZ_CAP_SRQ_RESIZE == 0x8000 &&
 	      UZ_CMD_RESIZE_SRQ == 0x2a && sizeof(struct uz_cmd_resize_srq) == 24 &&
-	      offsetof(struct uz_cmd_resize_srq, log_depth) == 16);
+	      offsetof(struct uz_cmd_resize_srq, log_depth) == 16 &&
+	      offsetof(struct uz_cmd_resize_srq, limit) == 20 &&
+	      UZ_SRQ_RESIZE_LIMIT == 1);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -703,15 +703,20 @@ struct uz_cmd_modify_srq {
  * RESIZE_SRQ: the SRQ continues in a ring of 2^log_depth WQEs (of the same
  * size) with its indices unchanged: the driver has copied each WQE posted
  * and not yet consumed, at index i, to slot i mod 2^log_depth of the new
- * ring.  The WQEs outstanding must fit, and the limit stay below the depth.
+ * ring.  The WQEs outstanding must fit, and the limit (the SRQ's, or with
+ * UZ_SRQ_RESIZE_LIMIT the new one given) stay below the depth.
  */
 struct uz_cmd_resize_srq {
 	uint64_t ring_addr;
 	uint32_t srqn;
 	uint32_t uctx;
 	uint8_t log_depth;
-	uint8_t reserved_8[7];
+	uint8_t flags;              /* UZ_SRQ_RESIZE_LIMIT */
+	uint16_t reserved_16;
+	uint32_t limit;             /* with UZ_SRQ_RESIZE_LIMIT: as MODIFY_SRQ */
 };
+
+#define UZ_SRQ_RESIZE_LIMIT         (1u << 0)
 
 /*
  * Memory regions.  The NIC keeps one entry per MR (key, PD, access, iova,

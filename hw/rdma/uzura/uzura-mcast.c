@@ -153,7 +153,7 @@ void uzura_mcast_receive(UzuraCore *core, const UzuraPkt *pkt)
 {
     UzuraMcastGroup *g = uzura_mcast_find(core, ldl_be_p(pkt->daddr));
     uint32_t qpn[UZ_MCAST_MAX_QP_ATTACH];
-    int i, n;
+    int i, n, got = 0;
     UzuraQp *qp;
 
     if (!(uzura_ops[pkt->opcode].hdrs & UZ_H_DETH) || !g) {
@@ -172,6 +172,11 @@ void uzura_mcast_receive(UzuraCore *core, const UzuraPkt *pkt)
         }
         trace_uzura_mcast_rx(qpn[i], ldl_be_p(pkt->daddr));
         core->counters.rx_mcast++;
+        got++;
         uzura_resp_ud(core, qp, pkt);
+    }
+    if (!got) {
+        trace_uzura_roce_rx_drop("no multicast member can receive");
+        core->counters.rx_no_qp++;
     }
 }

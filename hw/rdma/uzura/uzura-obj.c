@@ -520,14 +520,17 @@ static uint8_t uzura_cmd_resize_srq(UzuraCore *core,
     const struct uz_cmd_resize_srq *c = (const void *)cmd->raw;
     UzuraSrq *srq = uzura_srq_lookup(core, le32_to_cpu(c->srqn));
     uint64_t ring = le64_to_cpu(c->ring_addr);
-    uint32_t depth = 1u << (c->log_depth & 31);
+    uint32_t depth = 1u << (c->log_depth & 31), limit;
 
     if (!srq || srq->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
+    limit = c->flags & UZ_SRQ_RESIZE_LIMIT ? le32_to_cpu(c->limit) :
+                                             srq->limit;
     /* The posted WQEs the device has not taken must fit the new ring. */
     if (c->log_depth < 1 || c->log_depth > 16 ||
-        depth > core->rdma.lim.max_srq_wr || srq->limit >= depth ||
+        (c->flags & ~UZ_SRQ_RESIZE_LIMIT) ||
+        depth > core->rdma.lim.max_srq_wr || limit >= depth ||
         uzura_ring_used(srq->pi, srq->ci) > depth) {
         return UZ_CMD_BAD_PARAM;
     }
@@ -539,6 +542,7 @@ static uint8_t uzura_cmd_resize_srq(UzuraCore *core,
                                uzura_ring_used(srq->pi, srq->ci));
     srq->ring_addr = ring;
     srq->log_depth = c->log_depth;
+    srq->limit = limit;
     return UZ_CMD_OK;
 }
 

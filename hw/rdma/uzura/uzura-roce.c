@@ -428,6 +428,12 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         uzura_mcast_receive(core, &pkt);
         return;
     }
+    if (buf[0] & 1) {
+        /* A group address reaches members only (DestQP 0xffffff). */
+        trace_uzura_roce_rx_drop("group frame to a single QP");
+        core->counters.rx_no_qp++;
+        return;
+    }
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
     if (!qp || qp->attr.state < UZ_QPS_RTR || qp->attr.state > UZ_QPS_SQE ||
