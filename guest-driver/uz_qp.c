@@ -1049,7 +1049,7 @@ static int uz_srq_resize(struct uz_srq *srq, const struct ib_srq_attr *attr,
 	struct uzura_modify_srq req = {};
 	struct uz_wq nw = srq->rq;
 	u32 n, i, old_mask, new_mask, limit;
-	void *from;
+	void *from, *to;
 	u64 key;
 	int log, err;
 
@@ -1081,22 +1081,17 @@ static int uz_srq_resize(struct uz_srq *srq, const struct ib_srq_attr *attr,
 	}
 
 	nw.log_depth = log;
-	err = uz_ring_alloc(uz, &nw.ring, (size_t)uz_wq_depth(&nw) << nw.log_wqe);
+	err = uz_wq_alloc(uz, &nw, udata, &key);
 	if (err)
 		return err;
 	from = uz_wq_user_buf(&srq->rq);
+	to = uz_wq_user_buf(&nw);
 	old_mask = uz_wq_depth(&srq->rq) - 1;
 	new_mask = uz_wq_depth(&nw) - 1;
 	for (i = req.ci; i != req.pi; i = (i + 1) & UZ_DB_PI_MASK)
-		memcpy(nw.ring.buf + ((size_t)(i & new_mask) << nw.log_wqe),
+		memcpy(to + ((size_t)(i & new_mask) << nw.log_wqe),
 		       from + ((size_t)(i & old_mask) << nw.log_wqe),
 		       BIT(nw.log_wqe));
-	c->ring_addr = cpu_to_le64(nw.ring.dma);
-	nw.mmap = uz_ring_mmap(uz, udata, &nw.ring, &key);
-	if (IS_ERR(nw.mmap)) {
-		uz_ring_free(uz, &nw.ring);
-		return PTR_ERR(nw.mmap);
-	}
 	/* The answer first: once the device moves there is no going back. */
 	resp.ring_size = uz_wq_map_size(&nw);
 	resp.ring_mmap_key = key;
@@ -1104,8 +1099,9 @@ static int uz_srq_resize(struct uz_srq *srq, const struct ib_srq_attr *attr,
 	if (copy_to_user(u64_to_user_ptr(req.resp_addr), &resp,
 			 sizeof(resp))) {
 		err = -EFAULT;
-		goto err_map;
+		goto err_wq;
 	}
+	c->ring_addr = cpu_to_le64(nw.ring.dma);
 	c->srqn = cpu_to_le32(srq->srqn);
 	c->uctx = cpu_to_le32(srq->uctx);
 	c->log_depth = log;
@@ -1115,18 +1111,19 @@ static int uz_srq_resize(struct uz_srq *srq, const struct ib_srq_attr *attr,
 	}
 	err = uz_admin_exec(uz, &cmd, NULL);
 	if (err)
-		goto err_map;
-	rdma_user_mmap_entry_remove(srq->rq.mmap);
+		goto err_wq;
+	uz_wq_free(uz, &srq->rq);
+	srq->rq.ring = nw.ring;
 	srq->rq.mmap = nw.mmap;
 	srq->rq.log_depth = log;
 	if (mask & IB_SRQ_LIMIT)
 		WRITE_ONCE(srq->limit, limit);
 	return 0;
 
-err_map:
+err_wq:
 	ibdev_dbg(ibdev, "SRQ %u resize to %lu: %d\n", srq->srqn, BIT(log),
 		  err);
-	rdma_user_mmap_entry_remove(nw.mmap);
+	uz_wq_free(uz, &nw);
 	return err;
 }
 

@@ -1303,6 +1303,24 @@ static void test_srq_resize(void)
                     UZ_CMD_BAD_PARAM);
     g_assert_cmpint(srq_resize(srq, 4, srq->uctx + 1, true), ==,
                     UZ_CMD_BAD_HANDLE);
+    {
+        /* A depth past 2^16, an unknown flag, a ring that is no RAM. */
+        struct uz_cmd_resize_srq c = {
+            .srqn = cpu_to_le32(srq->srqn), .uctx = cpu_to_le32(srq->uctx),
+            .ring_addr = cpu_to_le64(srq->ring), .log_depth = 17,
+        };
+
+        g_assert_cmpint(uz_cmd(&t.b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
+                        ==, UZ_CMD_BAD_PARAM);
+        c.log_depth = 4;
+        c.flags = 2;
+        g_assert_cmpint(uz_cmd(&t.b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
+                        ==, UZ_CMD_BAD_PARAM);
+        c.flags = 0;
+        c.ring_addr = cpu_to_le64(t.b.d.db.addr);
+        g_assert_cmpint(uz_cmd(&t.b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
+                        ==, UZ_CMD_BAD_ADDR);
+    }
 
     /* Grown to 16: the three come out of the new ring, 13 more fill it. */
     g_assert_cmpint(srq_resize(srq, 4, srq->uctx, true), ==, UZ_CMD_OK);

@@ -451,6 +451,115 @@ static void test_uc_unanswered(void)
     wire_stop(&w);
 }
 
+/* @fr with its IPv4 header checksum and ICRC made right again. */
+static void fix_ip(UzFrame *fr)
+{
+    uint32_t sum = 0;
+    int i;
+
+    stw_be_p(fr->data + UZ_OFF_IP + 10, 0);
+    for (i = 0; i < 20; i += 2) {
+        sum += lduw_be_p(fr->data + UZ_OFF_IP + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    stw_be_p(fr->data + UZ_OFF_IP + 10, ~sum);
+    fix_icrc(fr);
+}
+
+#define GROUP       0xe6010203u     /* 230.1.2.3 */
+
+/* @fr again, from MAC @smac to MAC @dmac, IPv4 @daddr and QP @dqpn. */
+static void forge_to(Wire *w, const UzFrame *fr, const uint8_t *smac,
+                     const uint8_t *dmac, uint32_t daddr, uint32_t dqpn)
+{
+    UzFrame f = *fr;
+
+    memcpy(f.data, dmac, 6);
+    memcpy(f.data + 6, smac, 6);
+    stl_be_p(f.data + UZ_OFF_IP + 16, daddr);
+    stl_be_p(f.data + UZ_OFF_BTH + 4, dqpn);
+    fix_ip(&f);
+    wire_send(w, f.data, f.len);
+}
+
+/*
+ * Multicast frames a peer forges (spec 8.14): a UD SEND to QPN 0xffffff
+ * for a group reaches its member; the same to an address that is no
+ * group, an RC WRITE to QPN 0xffffff and a group frame from the NIC's
+ * own MAC (a multicast link's echo) reach no QP, and the member goes on.
+ */
+static void test_mcast_forged(void)
+{
+    static const uint8_t gmac[6] = { 0x01, 0x00, 0x5e, 0x01, 0x02, 0x03 };
+    struct uz_cmd_mcast mc = { 0 };
+    uint8_t mac_a[6], mac_b[6], ip_b[4];
+    UzFrame ud, rc;
+    UzQp *ua, *ub;
+    UzSge r, s;
+    struct uz_cqe c;
+    uint64_t no_qp, ud_rx;
+    Wire w;
+
+    wire_start(&w);
+    uz_node_mac(0, mac_a);
+    uz_node_mac(1, mac_b);
+    uz_node_ip(1, ip_b);
+    ua = uz_qp_create(&w.a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    ub = uz_qp_create(&w.b, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    uz_ud_up(ua, 0x1234, 0);
+    uz_ud_up(ub, 0x1234, 0);
+    mc.mgid[10] = mc.mgid[11] = 0xff;
+    stl_be_p(mc.mgid + 12, GROUP);
+    mc.qpn = cpu_to_le32(ub->qpn);
+    mc.uctx = cpu_to_le32(w.b.uctx);
+    g_assert_cmpint(uz_cmd(&w.b, UZ_CMD_ATTACH_MCAST, &mc, sizeof(mc), NULL),
+                    ==, UZ_CMD_OK);
+
+    /* A UD SEND and an RC WRITE as a sends them, to forge from. */
+    s = uz_mr_sge(w.ma, 0, 32);
+    uz_post_send(ua, &(UzWr) {
+        .wr_id = 0x5e, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1, .ahn = uz_ah_create(&w.a, 1),
+        .remote_qpn = ub->qpn, .remote_qkey = 0x1234,
+    });
+    wire_capture(&w, UZ_BTH_OP_UD_SEND_ONLY, &ud);
+    uz_sq_done(ua, 0x5e, UZ_WC_SEND, 32);
+    post_write(&w, 1, 0, 32, 0x11);
+    wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &rc);
+    expect_write_done(&w, 1);
+    uz_wire_drain(w.sock, &w.a.d);
+
+    r = uz_mr_sge(w.mb, 0, 40 + 32);
+    uz_post_recv(ub, 0x7e, &r, 1);
+    forge_to(&w, &ud, mac_a, gmac, GROUP, UZ_MCAST_QPN);
+    uz_cq_wait(ub->rcq, &c);
+    uz_expect_rq(&c, 0x7e, UZ_WC_RECV, ub->qpn, 40 + 32,
+                 UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, ua->qpn);
+    g_assert_cmpuint(uz_counter(&w.m, 1, "rx_mcast"), ==, 1);
+
+    uz_post_recv(ub, 0x7f, &r, 1);
+    no_qp = uz_counter(&w.m, 1, "rx_no_qp");
+    ud_rx = uz_counter(&w.m, 1, "rx_pkts_ud");
+    forge_to(&w, &ud, mac_a, mac_b, ldl_be_p(ip_b), UZ_MCAST_QPN);
+    forge_to(&w, &rc, mac_a, gmac, GROUP, UZ_MCAST_QPN);
+    g_assert_cmpuint(uz_counter_wait(&w.b, "rx_no_qp", no_qp + 2), ==,
+                     no_qp + 2);
+    forge_to(&w, &ud, mac_b, gmac, GROUP, UZ_MCAST_QPN);
+    uz_cq_assert_empty(ub->rcq, 20);
+    g_assert_cmpuint(uz_counter(&w.m, 1, "rx_pkts_ud"), ==, ud_rx + 1);
+    g_assert_cmpuint(uz_counter(&w.m, 1, "rx_no_qp"), ==, no_qp + 2);
+    g_assert_cmpuint(uz_counter(&w.m, 1, "rx_mcast"), ==, 1);
+
+    /* The member is unharmed: the next datagram takes its WQE. */
+    forge_to(&w, &ud, mac_a, gmac, GROUP, UZ_MCAST_QPN);
+    uz_cq_wait(ub->rcq, &c);
+    uz_expect_rq(&c, 0x7f, UZ_WC_RECV, ub->qpn, 40 + 32,
+                 UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, ua->qpn);
+    wire_stop(&w);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -459,5 +568,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/sequence-nak", test_sequence_nak);
     qtest_add_func("/uzura/wire/forged-sack", test_forged_sack);
     qtest_add_func("/uzura/wire/uc-unanswered", test_uc_unanswered);
+    qtest_add_func("/uzura/wire/mcast-forged", test_mcast_forged);
     return g_test_run();
 }

@@ -229,12 +229,21 @@ cm_pair() {
 	[ $ok = 1 ]
 }
 
-# mckey_group: a member on each node joins 230.77.0.9 through the RDMA CM
-# and waits for datagrams (stdout line-buffered to see it ready); a
+# mckey_group: a member on node 2 joins 230.77.0.9 through the RDMA CM
+# and is killed (SIGKILL) while it waits; then a member on each node joins
+# and waits for datagrams (stdout line-buffered to see it ready), and a
 # sender on node 1 sends 10 to the group; both members must get all 10,
 # node 1's through the NIC's loopback, node 2's over the link.
 mckey_group() {
 	local n ok=1
+	on 2 "( timeout 90 stdbuf -oL mckey -m 230.77.0.9 -b 10.77.0.2 -C 10 > /tmp/mckey-killed.log 2>&1 & ) < /dev/null > /dev/null 2>&1
+		for k in \$(seq 120); do
+			grep -q 'receiving data' /tmp/mckey-killed.log && break
+			sleep 0.5
+		done
+		pkill -KILL -x mckey
+		for k in \$(seq 20); do pgrep -x mckey > /dev/null || exit 0; sleep 0.5; done
+		exit 1" || ok=0
 	for n in 1 2; do
 		on $n "rm -f /tmp/mckey.log /tmp/mckey.rc
 			( timeout 90 stdbuf -oL mckey -m 230.77.0.9 -b 10.77.0.$n -C 10 > /tmp/mckey.log 2>&1; echo \$? > /tmp/mckey.rc ) < /dev/null > /dev/null 2>&1 &
@@ -282,7 +291,7 @@ t "ucmatose: RC connections, data both ways" cm_pair ucmatose 7472 \
 	"ucmatose -p 7472" "ucmatose -s 10.77.0.2 -p 7472"
 t "udaddy: UD over the RDMA CM, data both ways" cm_pair udaddy 7174 "udaddy" \
 	"udaddy -s 10.77.0.2"
-t "mckey: a sender on node 1, members on both nodes get its 10 datagrams" \
+t "mckey: a member killed while it waits; then a sender on node 1, members on both nodes get its 10 datagrams" \
 	mckey_group
 
 "$uz" down

@@ -6,6 +6,7 @@
 #ifndef UZ_GUEST_SELF_QP_H
 #define UZ_GUEST_SELF_QP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -64,19 +65,27 @@ static inline int connect_self(struct ibv_context *ctx, struct ibv_qp *qp,
 	return connect_qp(ctx, qp, qp->qp_num, gidx, access);
 }
 
+/* The next completion of @cq into @wc, waiting up to 5 s: false if none. */
+static inline bool wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	int i, got = 0;
+
+	for (i = 0; i < 500 && !got; i++) {
+		got = ibv_poll_cq(cq, 1, wc);
+		if (!got)
+			usleep(10000);
+	}
+	return got == 1;
+}
+
 /* The next completion of @cq: its status (and *@op), or -1. */
 static inline int poll_one(struct ibv_cq *cq, enum ibv_wc_opcode *op)
 {
 	struct ibv_wc wc;
-	int i, got = 0;
+	bool got = wait_wc(cq, &wc);
 
-	for (i = 0; i < 500 && !got; i++) {
-		got = ibv_poll_cq(cq, 1, &wc);
-		if (!got)
-			usleep(10000);
-	}
-	*op = got == 1 ? wc.opcode : 0;
-	return got == 1 ? (int)wc.status : -1;
+	*op = got ? wc.opcode : 0;
+	return got ? (int)wc.status : -1;
 }
 
 /* Post @wr on @qp and poll its completion: the status, or -1. */

@@ -109,7 +109,8 @@ static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
 			   struct ibv_mr *mr, char *buf)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
-	int gidx = ipv4_gid_index(ctx), ret, i, got = 0, err;
+	int gidx = ipv4_gid_index(ctx), ret, err;
+	bool got;
 	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
 				 NULL;
 	struct ibv_sge sge = {
@@ -131,14 +132,10 @@ static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
 	check_ret(ret, 0, "modify_qp to RTS, connected to itself");
 	ret = ret ? ret : ibv_post_send(qp, &wr, &bad);
 	check_ret(ret, 0, "post_send of a SEND with a bad lkey");
-	for (i = 0; !ret && i < 500 && !got; i++) {
-		got = ibv_poll_cq(cq, 1, &wc);
-		if (!got)
-			usleep(10000);
-	}
-	check(got == 1 && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
+	got = !ret && wait_wc(cq, &wc);
+	check(got && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
 	      "the SEND completes with LOC_PROT_ERR (status %d)",
-	      got == 1 ? (int)wc.status : -1);
+	      got ? (int)wc.status : -1);
 	ret = poll(&pfd, 1, 5000) == 1 ? ibv_get_async_event(ctx, &ev) : -1;
 	check(!ret && ev.event_type == IBV_EVENT_QP_FATAL &&
 	      ev.element.qp == qp, "async event IBV_EVENT_QP_FATAL for the QP "
@@ -818,18 +815,13 @@ static bool srq_sends(struct ibv_qp *qp, struct ibv_cq *scq,
 	};
 	enum ibv_wc_opcode op;
 	struct ibv_wc wc;
-	int id, k, got;
+	int id;
 
 	for (id = from; id < to; id++) {
 		snprintf(buf + 1024, 8, "m%06d", id);
 		if (post_wait(qp, scq, &wr, &op) != IBV_WC_SUCCESS)
 			return false;
-		for (k = 0, got = 0; k < 500 && !got; k++) {
-			got = ibv_poll_cq(rcq, 1, &wc);
-			if (!got)
-				usleep(10000);
-		}
-		if (got != 1 || wc.status != IBV_WC_SUCCESS ||
+		if (!wait_wc(rcq, &wc) || wc.status != IBV_WC_SUCCESS ||
 		    wc.wr_id != (uint64_t)id || strcmp(buf + 16 * id, buf + 1024))
 			return false;
 	}

@@ -137,7 +137,7 @@ void uzura_mcast_qp_gone(UzuraCore *core, uint32_t qpn)
     int i, j;
 
     for (i = 0; i < UZ_MCAST_MAX_GRP; i++) {
-        j = g[i].nqp ? uzura_mcast_member(&g[i], qpn) : -1;
+        j = uzura_mcast_member(&g[i], qpn);
         if (j >= 0) {
             uzura_mcast_remove(&g[i], j);
         }
@@ -152,8 +152,7 @@ void uzura_mcast_qp_gone(UzuraCore *core, uint32_t qpn)
 void uzura_mcast_receive(UzuraCore *core, const UzuraPkt *pkt)
 {
     UzuraMcastGroup *g = uzura_mcast_find(core, ldl_be_p(pkt->daddr));
-    uint32_t qpn[UZ_MCAST_MAX_QP_ATTACH];
-    int i, n, got = 0;
+    int i, got = 0;
     UzuraQp *qp;
 
     if (!(uzura_ops[pkt->opcode].hdrs & UZ_H_DETH) || !g) {
@@ -161,16 +160,13 @@ void uzura_mcast_receive(UzuraCore *core, const UzuraPkt *pkt)
         core->counters.rx_no_qp++;
         return;
     }
-    /* A member's receive may fail it; walk a copy of the list. */
-    n = g->nqp;
-    memcpy(qpn, g->qpn, n * sizeof(qpn[0]));
-    for (i = 0; i < n; i++) {
-        qp = uzura_qp_lookup(core, qpn[i]);
-        if (!qp || qp->attr.state < UZ_QPS_RTR ||
-            qp->attr.state > UZ_QPS_SQE) {
+    /* Only commands change the group: a member's failure leaves it. */
+    for (i = 0; i < g->nqp; i++) {
+        qp = uzura_qp_lookup(core, g->qpn[i]);
+        if (!qp || !uzura_qp_receives(qp)) {
             continue;
         }
-        trace_uzura_mcast_rx(qpn[i], ldl_be_p(pkt->daddr));
+        trace_uzura_mcast_rx(g->qpn[i], ldl_be_p(pkt->daddr));
         core->counters.rx_mcast++;
         got++;
         uzura_resp_ud(core, qp, pkt);

@@ -183,6 +183,12 @@ static inline bool uzura_qp_is_uc(const UzuraQp *qp)
     return qp->type == UZ_QPT_UC;
 }
 
+/* A QP takes packets from RTR until the error state. */
+static inline bool uzura_qp_receives(const UzuraQp *qp)
+{
+    return qp->attr.state >= UZ_QPS_RTR && qp->attr.state <= UZ_QPS_SQE;
+}
+
 /* [addr, addr + len) lies within [base, base + size), without wrapping. */
 static inline bool uzura_in_range(uint64_t addr, uint64_t len, uint64_t base,
                                   uint64_t size)

@@ -233,6 +233,16 @@ static bool uzura_resp_owed_before(UzuraCore *core, UzuraQp *qp, uint32_t psn)
     return false;
 }
 
+/* What uzura_resp_fail reports: the request, its NAK and status. */
+static void uzura_resp_refusal(UzuraXfer *x, uint32_t psn, uint8_t syndrome,
+                               uint8_t status, uint8_t verr)
+{
+    x->err_psn = psn;
+    x->err_syndrome = syndrome;
+    x->err_status = status;
+    x->err_verr = verr;
+}
+
 /*
  * The responder side of an error: the READ and atomic answers owed for
  * earlier PSNs go out first (answers keep PSN order, and the NAK ends
@@ -255,10 +265,7 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
         return;                 /* an earlier refusal already ends it */
     }
     x->err_owed = true;
-    x->err_psn = psn;
-    x->err_syndrome = syndrome;
-    x->err_status = status;
-    x->err_verr = verr;
+    uzura_resp_refusal(x, psn, syndrome, status, verr);
     if (uzura_resp_owed_before(core, qp, psn)) {
         uzura_work_schedule(core);
         return;
@@ -275,16 +282,11 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
 static void uzura_resp_rwqe_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
                                   uint8_t status, uint8_t verr)
 {
-    UzuraXfer *x = qp->x;
-
     if (!uzura_qp_is_uc(qp)) {
         uzura_resp_error(core, qp, psn, UZ_AETH_NAK_REM_OP, status, verr);
         return;
     }
-    x->err_psn = psn;
-    x->err_syndrome = UZ_AETH_NAK_REM_OP;
-    x->err_status = status;
-    x->err_verr = verr;
+    uzura_resp_refusal(qp->x, psn, UZ_AETH_NAK_REM_OP, status, verr);
     uzura_resp_fail(core, qp);
 }
 

@@ -436,8 +436,7 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     }
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
-    if (!qp || qp->attr.state < UZ_QPS_RTR || qp->attr.state > UZ_QPS_SQE ||
-        uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
+    if (!qp || !uzura_qp_receives(qp) || uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
         uzura_qp_is_uc(qp) != !!(h & UZ_H_UC)) {
         trace_uzura_roce_rx_drop("no QP to receive");
         core->counters.rx_no_qp++;
