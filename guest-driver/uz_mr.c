@@ -72,10 +72,14 @@ static int uz_user_access(struct uz_dev *uz)
 	return UZ_MR_ACCESS | (uz->caps & UZ_CAP_MW ? IB_ACCESS_MW_BIND : 0);
 }
 
-/* ... and of the driver: on-demand paging, if the device has it. */
+/*
+ * ... and of the driver: on-demand paging, if the device has it.  HUGETLB
+ * says the range is hugetlbfs memory: an ODP MR then faults in pages of
+ * HPAGE_SIZE (ib_umem_odp_get); a pinned MR finds its page size anyway.
+ */
 static int uz_user_access_flags(struct uz_dev *uz)
 {
-	return uz_user_access(uz) |
+	return uz_user_access(uz) | IB_ACCESS_HUGETLB |
 	       (uz->caps & UZ_CAP_ODP ? IB_ACCESS_ON_DEMAND : 0);
 }
 

@@ -34,6 +34,13 @@ if [ -n "$(ls "$layer"/tests/ 2>/dev/null)" ]; then
 	cp "$layer"/tests/* /usr/local/bin/
 fi
 
+# Huge pages, as an RDMA host's administrator reserves them for software
+# that registers hugetlbfs memory (UCX's buffers, rdma-core's tests): 16 of
+# 2 MiB, unless the kernel command line reserved its own (hugepages=N).
+hp=/proc/sys/vm/nr_hugepages
+[ -w $hp ] && [ "$(cat $hp)" = 0 ] && ! grep -qw 'hugepages=[0-9]*' /proc/cmdline &&
+	echo 16 > $hp
+
 for n in /sys/class/net/*; do
 	[ "$(basename "$(readlink "$n/device/driver" 2>/dev/null)")" = uzura ] || continue
 	dev=$(basename "$n")

@@ -67,7 +67,7 @@ done
 # Its own TAP goes in as comments, out of this stream's numbering.
 t "node 1: bad verbs input gets the documented errno (verbs-errors)" \
 	bash -c "set -o pipefail; '$uz' run 1 -- verbs-errors | sed 's/^/# /'"
-t "node 1: on-demand paging: a fault storm, prefetch, unmapped pages (odp-test)" \
+t "node 1: on-demand paging: a fault storm, prefetch, unmapped pages, huge pages (odp-test)" \
 	bash -c "set -o pipefail; '$uz' run 1 -- odp-test | sed 's/^/# /'"
 for pp in rc uc ud srq; do
 	t "ibv_${pp}_pingpong node 1 -> node 2 (100 iterations)" bash -c "

@@ -46,6 +46,10 @@ must_pass=(
 	tests.test_odp.OdpTestCase.test_odp_async_prefetch_rc_traffic
 	tests.test_odp.OdpTestCase.test_odp_prefetch_sync_no_page_fault_rc_traffic
 	tests.test_odp.OdpTestCase.test_odp_prefetch_async_no_page_fault_rc_traffic
+	# huge pages (the image reserves them; IBV_ACCESS_HUGETLB)
+	tests.test_odp.OdpTestCase.test_odp_rc_huge_traffic
+	tests.test_odp.OdpTestCase.test_odp_rc_huge_user_addr_traffic
+	tests.test_parent_domain.ParentDomainTrafficTest.test_huge_page_traffic
 	tests.test_mr.MWTest.test_mw_type1
 	tests.test_mr.MWTest.test_invalidate_mw_type1
 	tests.test_mr.MWTest.test_mw_type2

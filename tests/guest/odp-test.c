@@ -21,6 +21,9 @@
  *    REM_ACCESS_ERR, a local SGE in it with LOC_PROT_ERR, a prefetch of it
  *    fails and one without faults does not; another QP writing the MR's
  *    mapped pages meanwhile goes on.
+ *  - huge pages: an ODP MR with IBV_ACCESS_HUGETLB over a hugetlbfs page
+ *    faults it in whole; over 4 KiB pages its accesses fail; a pinned MR
+ *    takes the flag too.
  *  - a process killed with WRITEs waiting for faults leaves a device
  *    that serves the next process.
  */
@@ -45,6 +48,9 @@
 #define BURST		16	/* outstanding at a time */
 #define FAULT_PAGES	16	/* pages the driver maps per fault */
 #define PRE_PAGES	64
+#define HUGE_LEN	(2ul << 20)
+#define HUGE_WRITES	32
+#define HUGE_STRIDE	(HUGE_LEN / HUGE_WRITES) /* FAULT_PAGES pages apart */
 
 #define ODP_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND)
@@ -412,6 +418,96 @@ out:
 	}
 }
 
+/*
+ * IBV_ACCESS_HUGETLB over a 2 MiB hugetlbfs page (the image reserves
+ * some): the ODP MR faults in whole huge pages, so after the first of
+ * WRITEs HUGE_STRIDE apart, each of which takes a fault of its own with
+ * 4 KiB pages, none faults.  Over memory that is not hugetlbfs the access fails.
+ */
+static void check_huge(struct node *nd, struct ibv_qp *qp, struct ibv_cq *cq,
+		       struct ibv_mr *plain)
+{
+	char *huge = mmap(NULL, HUGE_LEN, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	char *small = fresh(2 * HUGE_LEN);
+	struct ibv_mr *mr = NULL, *pin = NULL, *bad = NULL;
+	struct ibv_cq *cq2 = ibv_create_cq(nd->ctx, 4, NULL, NULL, 0);
+	struct ibv_qp *qa = NULL, *qr = NULL;
+	uint64_t f0 = 0, f1, *val = plain->addr;
+	char *al;
+	int i, st, ok = 0, wrong = 0;
+
+	check(huge != MAP_FAILED, "a 2 MiB MAP_HUGETLB mapping (%s)",
+	      huge == MAP_FAILED ? strerror(errno) : "ok");
+	if (huge == MAP_FAILED || !small || !cq2)
+		goto out;
+	mr = ibv_reg_mr(nd->pd, huge, HUGE_LEN,
+			ODP_ACCESS | IBV_ACCESS_HUGETLB);
+	check(mr != NULL, "ODP MR with IBV_ACCESS_HUGETLB over it");
+	if (!mr)
+		goto out;
+	for (i = 0; i < HUGE_WRITES; i++) {
+		/* The first faults the page in: the others must not fault. */
+		if (i == 1)
+			f0 = counter("xlat_faults");
+		*val = 0x4875676500000000ull | i;
+		ok += !rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, val, plain->lkey,
+				 huge + i * HUGE_STRIDE, mr->rkey);
+		wrong += *(uint64_t *)(huge + i * HUGE_STRIDE) != *val;
+	}
+	f1 = counter("xlat_faults");
+	check(ok == HUGE_WRITES && !wrong,
+	      "%d WRITEs %lu KiB apart: %d complete, %d landed wrong",
+	      HUGE_WRITES, HUGE_STRIDE >> 10, ok, wrong);
+	check(f1 == f0,
+	      "one fault mapped the huge page: %llu faults after the first WRITE (pages of 4 KiB fault on each)",
+	      (unsigned long long)(f1 - f0));
+
+	pin = ibv_reg_mr(nd->pd, huge, HUGE_LEN, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_HUGETLB);
+	check(pin && !rdma_wait(qp, cq, IBV_WR_RDMA_READ, val, plain->lkey,
+				huge + HUGE_STRIDE, pin->rkey) &&
+	      *val == (0x4875676500000000ull | 1),
+	      "a pinned MR with IBV_ACCESS_HUGETLB: a READ through it");
+
+	/* 2 MiB aligned, so the huge page the MR names is this memory. */
+	al = (char *)(((uintptr_t)small + HUGE_LEN - 1) & ~(HUGE_LEN - 1));
+	bad = ibv_reg_mr(nd->pd, al, HUGE_LEN,
+			 ODP_ACCESS | IBV_ACCESS_HUGETLB);
+	qr = rc_qp(nd, cq2);
+	qa = qr ? conn_qp(nd, cq2, qr) : NULL;
+	if (qa && connect_qp(nd->ctx, qr, qa->qp_num, nd->gidx,
+			     IBV_ACCESS_REMOTE_WRITE)) {
+		ibv_destroy_qp(qa);
+		qa = NULL;
+	}
+	check(bad && qa, "ODP MR with IBV_ACCESS_HUGETLB over 4 KiB pages");
+	if (!bad || !qa)
+		goto out;
+	st = rdma_wait(qa, cq2, IBV_WR_RDMA_WRITE, val, plain->lkey, al,
+		       bad->rkey);
+	check(st == IBV_WC_REM_ACCESS_ERR,
+	      "a WRITE into it fails: REM_ACCESS_ERR (%d %s)", st,
+	      st >= 0 ? ibv_wc_status_str(st) : "none");
+out:
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qr)
+		ibv_destroy_qp(qr);
+	if (bad)
+		ibv_dereg_mr(bad);
+	if (pin)
+		ibv_dereg_mr(pin);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq2)
+		ibv_destroy_cq(cq2);
+	if (small)
+		munmap(small, 2 * HUGE_LEN);
+	if (huge != MAP_FAILED)
+		munmap(huge, HUGE_LEN);
+}
+
 /* A child posts WRITEs that wait for faults and is killed at once. */
 static void check_killed(void)
 {
@@ -477,6 +573,7 @@ int main(void)
 	check_storm(&nd, qp, cq);
 	check_prefetch(&nd, qp, cq, plain);
 	check_hole(&nd, cq, plain);
+	check_huge(&nd, qp, cq, plain);
 
 	ibv_dereg_mr(plain);
 	ibv_destroy_qp(qp);
