@@ -34,6 +34,7 @@ UZ_SAME(IB_ACCESS_REMOTE_WRITE, UZ_ACCESS_REMOTE_WRITE);
 UZ_SAME(IB_ACCESS_REMOTE_READ, UZ_ACCESS_REMOTE_READ);
 UZ_SAME(IB_ACCESS_REMOTE_ATOMIC, UZ_ACCESS_REMOTE_ATOMIC);
 UZ_SAME(IB_ACCESS_MW_BIND, UZ_ACCESS_MW_BIND);
+UZ_SAME(IB_ACCESS_FLUSH_GLOBAL, UZ_ACCESS_FLUSH_GLOBAL);
 UZ_SAME(IB_WC_SUCCESS, UZ_WC_STATUS_SUCCESS);
 UZ_SAME(IB_WC_LOC_PROT_ERR, UZ_WC_STATUS_LOC_PROT_ERR);
 UZ_SAME(IB_WC_WR_FLUSH_ERR, UZ_WC_STATUS_WR_FLUSH_ERR);
@@ -45,7 +46,6 @@ UZ_SAME(IB_WC_GENERAL_ERR, UZ_WC_STATUS_GENERAL_ERR);
 static_assert(UZ_DB_PAGE_SIZE == PAGE_SIZE);
 
 #define UZ_GID_TBL_LEN		16
-#define UZ_MAX_MSG_SZ		0x80000000u
 
 /* ---- helpers shared by the verbs files ---- */
 
@@ -192,6 +192,10 @@ static int uz_query_device(struct ib_device *ibdev,
 	props->max_srq_sge = le32_to_cpu(a->max_sge);
 	if (uz->caps & UZ_CAP_SRQ_RESIZE)
 		props->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+	/* No memory behind the device persists: FLUSH to global visibility. */
+	if (uz->caps & UZ_CAP_PLACEMENT)
+		props->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL |
+					   IB_DEVICE_ATOMIC_WRITE;
 	if (uz->caps & UZ_CAP_MCAST) {
 		props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 		props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);

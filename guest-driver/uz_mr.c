@@ -66,10 +66,14 @@ struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-/* What a user MR's access may ask of the device: windows, if it has them. */
+/*
+ * What a user MR's access may ask of the device: windows and FLUSH, if it
+ * has them (its access bits are IB's).
+ */
 static int uz_user_access(struct uz_dev *uz)
 {
-	return UZ_MR_ACCESS | (uz->caps & UZ_CAP_MW ? IB_ACCESS_MW_BIND : 0);
+	return UZ_MR_ACCESS | (uz->caps & UZ_CAP_MW ? IB_ACCESS_MW_BIND : 0) |
+	       (uz->caps & UZ_CAP_PLACEMENT ? IB_ACCESS_FLUSH_GLOBAL : 0);
 }
 
 /*

@@ -424,7 +424,7 @@ static void check_malformed_wr(Env *e, Pair *p, const UzWr *wr,
 
 static void case_bad_opcode(Env *e)
 {
-    static const uint8_t ops[] = { 0x3f, 0x0b, 0x12, 0x80, 0xff };
+    static const uint8_t ops[] = { 0x3f, 0x0d, 0x12, 0x80, 0xff };
     Pair p;
     UzSge s;
     UzWr wr;
@@ -1477,7 +1477,7 @@ static void fz_remote(Fuzz *f, uint64_t len, bool atomic, uint64_t *addr,
 }
 
 /* An opcode the spec does not define: the WQE is malformed. */
-#define FZ_UNDEFINED_OP 0x0b
+#define FZ_UNDEFINED_OP 0x0d
 
 /* Build a random send WQE into @slot; say what it is in @fw. */
 static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
@@ -1509,10 +1509,12 @@ static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
      * CRWs wait for a peer's STCRW, and STCRWs fill the peer's tag table:
      * neither completes on its own (uzura-crw-test covers them); SEND_INV,
      * LOCAL_INV, REG_MR and BIND_MW name keys (uzura-fastreg-test and
-     * uzura-mw-test cover them).
+     * uzura-mw-test cover them), as do FLUSH and ATOMIC WRITE
+     * (uzura-placement-test).
      */
     if (op == UZ_WR_CRW || op == UZ_WR_STCRW || op == UZ_WR_SEND_INV ||
-        op == UZ_WR_LOCAL_INV || op == UZ_WR_REG_MR || op == UZ_WR_BIND_MW) {
+        op == UZ_WR_LOCAL_INV || op == UZ_WR_REG_MR || op == UZ_WR_BIND_MW ||
+        op == UZ_WR_FLUSH || op == UZ_WR_ATOMIC_WRITE) {
         op = FZ_UNDEFINED_OP;
     }
     atomic = uz_wr_is_atomic(op);

@@ -130,7 +130,7 @@ typedef struct UzWr {
     uint32_t imm;               /* immediate, or the rkey for SEND_INV */
     uint64_t remote_addr;
     uint32_t rkey;
-    uint64_t compare_add;
+    uint64_t compare_add;       /* ATOMIC_WRITE: the 8 bytes to write */
     uint64_t swap;
     uint32_t ahn;               /* UD and GSI */
     const struct uz_av *av;     /* UD and GSI: sent in the WQE (F_AV) */
@@ -143,6 +143,9 @@ typedef struct UzWr {
     uint32_t bind_mr_key;       /* BIND_MW: the MR */
     uint16_t reg_npages;
     uint8_t reg_page_shift;     /* 0 = UZ_PAGE_SHIFT */
+    uint64_t flush_length;      /* FLUSH: bytes from remote_addr */
+    uint8_t flush_type;         /* FLUSH: UZ_FLUSH_GLOBAL, _PERSISTENT */
+    uint8_t flush_level;        /* FLUSH: UZ_FLUSH_RANGE, UZ_FLUSH_MR */
 } UzWr;
 
 /* RC connection parameters; UZ_RC_OPTS_DEFAULT is what tests start from. */
@@ -1434,6 +1437,10 @@ static inline uint8_t uz_wc_opcode(uint8_t wr_opcode)
         return UZ_WC_COMP_SWAP;
     case UZ_WR_ATOMIC_FETCH_ADD:
         return UZ_WC_FETCH_ADD;
+    case UZ_WR_FLUSH:
+        return UZ_WC_FLUSH;
+    case UZ_WR_ATOMIC_WRITE:
+        return UZ_WC_ATOMIC_WRITE;
     case UZ_WR_CRW:
         return UZ_WC_CRW;
     case UZ_WR_STCRW:
@@ -1480,9 +1487,15 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
             memcpy(tail, wr->av, sizeof(*wr->av));
             tail += sizeof(*wr->av);
         }
-    } else if (uz_wr_is_atomic(wr->opcode)) {
+    } else if (uz_wr_is_atomic(wr->opcode) ||
+               wr->opcode == UZ_WR_ATOMIC_WRITE) {
+        /* ATOMIC_WRITE: compare_add holds the value, as the WQE does. */
         w->atomic.compare_add = cpu_to_le64(wr->compare_add);
         w->atomic.swap = cpu_to_le64(wr->swap);
+    } else if (wr->opcode == UZ_WR_FLUSH) {
+        w->flush.length = cpu_to_le64(wr->flush_length);
+        w->flush.type = wr->flush_type;
+        w->flush.level = wr->flush_level;
     } else if (wr->opcode == UZ_WR_CRW || wr->opcode == UZ_WR_STCRW) {
         w->crw.tag = cpu_to_le64(wr->tag);
         w->crw.length = cpu_to_le32(wr->crw_length);

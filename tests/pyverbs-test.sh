@@ -68,6 +68,10 @@ must_pass=(
 	tests.test_rdmacm.CMTestCase.test_rdmacm_async_ex_leave_multicast_traffic
 	# SRQ resize (device 0.12)
 	tests.test_srq.SrqTestCase.test_resize_srq
+	# FLUSH and ATOMIC WRITE (device 0.13)
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush
+	tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush_type_violate
 )
 
 

@@ -29,6 +29,9 @@
 				 IBV_QP_EX_WITH_BIND_MW | \
 				 IBV_QP_EX_WITH_LOCAL_INV | \
 				 IBV_QP_EX_WITH_SEND_WITH_INV)
+/* IBA 1.5's FLUSH and ATOMIC WRITE, on a device with UZ_CAP_PLACEMENT. */
+#define UZ_RC_PLACEMENT_OPS	(IBV_QP_EX_WITH_FLUSH | \
+				 IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define UZ_UD_SEND_OPS		(IBV_QP_EX_WITH_SEND | \
 				 IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define UZ_UC_SEND_OPS		(UZ_UD_SEND_OPS | \
@@ -117,6 +120,8 @@ static bool uz_wr_no_data(const struct uz_send_wqe *wqe)
 	return wqe->opcode == UZ_WR_RDMA_READ ||
 	       wqe->opcode == UZ_WR_ATOMIC_CMP_SWP ||
 	       wqe->opcode == UZ_WR_ATOMIC_FETCH_ADD ||
+	       wqe->opcode == UZ_WR_ATOMIC_WRITE ||
+	       wqe->opcode == UZ_WR_FLUSH ||
 	       wqe->opcode == UZ_WR_LOCAL_INV ||
 	       wqe->opcode == UZ_WR_BIND_MW;
 }
@@ -202,6 +207,51 @@ static void uz_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 {
 	uz_wr_atomic(qpx_to_uqp(ibqpx), UZ_WR_ATOMIC_FETCH_ADD, rkey,
 		     remote_addr, add, 0);
+}
+
+/* The 8 bytes go in the WQE as they are in memory, written whole. */
+static void uz_wr_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			       uint64_t remote_addr, const void *atomic_wr)
+{
+	struct uzura_qp *qp = qpx_to_uqp(ibqpx);
+	struct uz_send_wqe *wqe;
+
+	if (remote_addr & 7) {
+		uz_wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe = uz_wr_begin(qp, UZ_WR_ATOMIC_WRITE);
+	if (!wqe)
+		return;
+	wqe->rkey = htole32(rkey);
+	wqe->remote_addr = htole64(remote_addr);
+	memcpy(&wqe->atomic.compare_add, atomic_wr, 8);
+}
+
+static void uz_wr_flush(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			uint64_t remote_addr, size_t len, uint8_t type,
+			uint8_t level)
+{
+	struct uzura_qp *qp = qpx_to_uqp(ibqpx);
+	struct uz_send_wqe *wqe;
+
+	if (!type || type & ~(IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT) ||
+	    (level != IBV_FLUSH_RANGE && level != IBV_FLUSH_MR) ||
+	    (level == IBV_FLUSH_RANGE && len > UZ_MAX_MSG_SZ)) {
+		uz_wr_fail(qp, EINVAL);
+		return;
+	}
+	wqe = uz_wr_begin(qp, UZ_WR_FLUSH);
+	if (!wqe)
+		return;
+	wqe->rkey = htole32(rkey);
+	wqe->remote_addr = htole64(remote_addr);
+	/* The whole MR: the RETH's range means nothing. */
+	if (level == IBV_FLUSH_RANGE)
+		wqe->flush.length = htole64(len);
+	wqe->flush.type = (type & IBV_FLUSH_GLOBAL ? UZ_FLUSH_GLOBAL : 0) |
+			  (type & IBV_FLUSH_PERSISTENT ? UZ_FLUSH_PERSISTENT : 0);
+	wqe->flush.level = level == IBV_FLUSH_MR ? UZ_FLUSH_MR : UZ_FLUSH_RANGE;
 }
 
 /* A key to invalidate: little-endian in imm_data, like every key. */
@@ -451,6 +501,8 @@ static void uz_qp_set_send_ops(struct uzura_qp *qp)
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
 	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
 	bool write = rc || qp->ibqp.qp_type == IBV_QPT_UC;
+	bool placement = rc && (to_uctx(qp->ibqp.context)->caps &
+				UZ_CAP_PLACEMENT);
 
 	qpx->wr_send = uz_wr_send;
 	qpx->wr_send_imm = uz_wr_send_imm;
@@ -467,8 +519,9 @@ static void uz_qp_set_send_ops(struct uzura_qp *qp)
 	qpx->wr_send_inv = rc ? uz_wr_send_inv : uz_wr_no_rkey;
 	qpx->wr_send_tso = uz_wr_no_send_tso;
 	qpx->wr_set_xrc_srqn = uz_wr_no_rkey;
-	qpx->wr_atomic_write = uz_wr_no_atomic_write;
-	qpx->wr_flush = uz_wr_no_flush;
+	qpx->wr_atomic_write = placement ? uz_wr_atomic_write :
+					   uz_wr_no_atomic_write;
+	qpx->wr_flush = placement ? uz_wr_flush : uz_wr_no_flush;
 
 	qpx->wr_set_sge = uz_wr_set_sge;
 	qpx->wr_set_sge_list = uz_wr_set_sge_list;
@@ -499,8 +552,12 @@ struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
 		return NULL;
 	}
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		uint64_t rc_ops = UZ_RC_SEND_OPS;
+
+		if (to_uctx(context)->caps & UZ_CAP_PLACEMENT)
+			rc_ops |= UZ_RC_PLACEMENT_OPS;
 		ops = attr->send_ops_flags;
-		if ((attr->qp_type == IBV_QPT_RC && ops & ~UZ_RC_SEND_OPS) ||
+		if ((attr->qp_type == IBV_QPT_RC && ops & ~rc_ops) ||
 		    (attr->qp_type == IBV_QPT_UC && ops & ~UZ_UC_SEND_OPS) ||
 		    (attr->qp_type == IBV_QPT_UD && ops & ~UZ_UD_SEND_OPS)) {
 			errno = EOPNOTSUPP;

@@ -357,6 +357,10 @@ static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
 		return IBV_WC_BIND_MW;
 	case UZ_WC_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case UZ_WC_FLUSH:
+		return IBV_WC_FLUSH;
+	case UZ_WC_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case UZ_WC_RECV:
 		return IBV_WC_RECV;
 	case UZ_WC_RECV_RDMA_WITH_IMM:

@@ -37,10 +37,15 @@
  *    device lacks (RDMA and windows on UD) or create flags:
  *    EOPNOTSUPP; cqe > max_cqe: EINVAL (the driver).  ibv_wr_complete
  *    fails the whole batch, posting nothing: EINVAL in RESET, for inline
- *    data over max_inline_data, too many SGEs, an unaligned atomic, a
+ *    data over max_inline_data, too many SGEs, an unaligned atomic or
+ *    atomic write, a FLUSH of no placement type or an unknown level, a
  *    setter with no WR, a UD WR without wr_set_ud_addr, an unknown
  *    wr_flags bit; ENOMEM past the SQ's depth; EOPNOTSUPP for a WR the
  *    QP type or the device lacks (guest-lib/README.md).
+ *  - FLUSH and ATOMIC WRITE (the device's UZ_CAP_PLACEMENT): an MR with
+ *    IBV_ACCESS_FLUSH_PERSISTENT is EOPNOTSUPP (ib_core: the device has
+ *    no persistent memory); a FLUSH to an MR without
+ *    IBV_ACCESS_FLUSH_GLOBAL completes REM_ACCESS_ERR.
  *  - thread and parent domains (the provider's domain.c): a thread domain
  *    with a comp_mask, a parent domain without a PD or of another parent
  *    domain, a CQ whose domain is a plain PD: EINVAL; a PD with a parent
@@ -58,6 +63,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "self-qp.h"
 #include "tap.h"
@@ -743,10 +749,15 @@ static void check_ex_verbs(struct ibv_context *ctx, struct ibv_pd *pd,
 	ibv_wr_send(qpx);
 	check_ret(ibv_wr_complete(qpx), EINVAL, "wr_flags IBV_SEND_IP_CSUM");
 	ibv_wr_start(qpx);
-	qpx->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_atomic_write(qpx, mr->rkey, (uintptr_t)buf, buf);
-	check_ret(ibv_wr_complete(qpx), EOPNOTSUPP,
-		  "wr_atomic_write (not in the device)");
+	ibv_wr_atomic_write(qpx, mr->rkey, (uintptr_t)buf + 4, buf);
+	check_ret(ibv_wr_complete(qpx), EINVAL,
+		  "wr_atomic_write at an address not 8-byte aligned");
+	ibv_wr_start(qpx);
+	ibv_wr_flush(qpx, mr->rkey, (uintptr_t)buf, 8, 0, IBV_FLUSH_RANGE);
+	check_ret(ibv_wr_complete(qpx), EINVAL, "wr_flush of no placement type");
+	ibv_wr_start(qpx);
+	ibv_wr_flush(qpx, mr->rkey, (uintptr_t)buf, 8, IBV_FLUSH_GLOBAL, 2);
+	check_ret(ibv_wr_complete(qpx), EINVAL, "wr_flush of selectivity 2");
 	/* An aborted batch posts nothing either. */
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
@@ -782,6 +793,103 @@ out_qp:
 	check(qp && !ibv_qp_to_qp_ex(qp), "ibv_qp_to_qp_ex of an ibv_create_qp QP is NULL");
 	if (qp)
 		ibv_destroy_qp(qp);
+}
+
+/* One ibv_wr_flush or ibv_wr_atomic_write, and its completion. */
+static int placement_wait(struct ibv_qp_ex *qpx, struct ibv_cq *cq,
+			  bool flush, uint32_t rkey, void *addr, size_t len,
+			  uint8_t type, uint8_t level, enum ibv_wc_opcode *op)
+{
+	uint64_t val = 0x0123456789abcdefull;
+
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	if (flush)
+		ibv_wr_flush(qpx, rkey, (uintptr_t)addr, len, type, level);
+	else
+		ibv_wr_atomic_write(qpx, rkey, (uintptr_t)addr, &val);
+	if (ibv_wr_complete(qpx))
+		return -1;
+	return poll_one(cq, op);
+}
+
+/*
+ * FLUSH and ATOMIC WRITE (IBA 1.5) through ibv_wr_*: the device flushes
+ * to global visibility (there is no persistent memory) and writes 8
+ * bytes whole; an MR without IBV_ACCESS_FLUSH_GLOBAL, or a persistent
+ * FLUSH, is the peer's REM_ACCESS_ERR.
+ */
+static void check_placement(struct ibv_context *ctx, struct ibv_pd *pd,
+			    char *buf)
+{
+	struct ibv_device_attr_ex dx;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 64, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_FLUSH_GLOBAL);
+	struct ibv_mr *plain = ibv_reg_mr(pd, buf + 64, 64,
+					  IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *pers;
+	int gidx = ipv4_gid_index(ctx), err, st;
+	uint64_t *word = (uint64_t *)(buf + 8);
+	struct ibv_qp_ex *qpx = NULL;
+	struct ibv_qp *qp = NULL;
+	enum ibv_wc_opcode op;
+
+	check(!ibv_query_device_ex(ctx, NULL, &dx) &&
+	      (dx.device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_GLOBAL) &&
+	      (dx.device_cap_flags_ex & IB_UVERBS_DEVICE_ATOMIC_WRITE) &&
+	      !(dx.device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_PERSISTENT),
+	      "query_device_ex: FLUSH_GLOBAL and ATOMIC_WRITE, not FLUSH_PERSISTENT");
+	errno = 0;
+	pers = ibv_reg_mr(pd, buf, 64, IBV_ACCESS_LOCAL_WRITE |
+			  IBV_ACCESS_FLUSH_PERSISTENT);
+	check_null(pers, errno, EOPNOTSUPP,
+		   "reg_mr with IBV_ACCESS_FLUSH_PERSISTENT");
+	if (cq && gidx >= 0)
+		qp = make_qp_ex(ctx, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_FLUSH |
+				IBV_QP_EX_WITH_ATOMIC_WRITE, 0, &err);
+	qpx = qp ? ibv_qp_to_qp_ex(qp) : NULL;
+	check(mr && plain && qpx &&
+	      !connect_self(ctx, qp, gidx, IBV_ACCESS_REMOTE_WRITE),
+	      "MRs with and without IBV_ACCESS_FLUSH_GLOBAL, an RC QP with "
+	      "FLUSH and ATOMIC_WRITE connected to itself");
+	if (!mr || !plain || !qpx)
+		goto out;
+
+	*word = 0;
+	st = placement_wait(qpx, cq, false, mr->rkey, word, 8, 0, 0, &op);
+	check(st == IBV_WC_SUCCESS && op == IBV_WC_ATOMIC_WRITE &&
+	      *word == 0x0123456789abcdefull,
+	      "wr_atomic_write: %s, opcode %d, 0x%llx written",
+	      st >= 0 ? ibv_wc_status_str(st) : "none", op,
+	      (unsigned long long)*word);
+	st = placement_wait(qpx, cq, true, mr->rkey, word, 8, IBV_FLUSH_GLOBAL,
+			    IBV_FLUSH_RANGE, &op);
+	check(st == IBV_WC_SUCCESS && op == IBV_WC_FLUSH,
+	      "wr_flush GLOBAL of the range: %s, opcode %d",
+	      st >= 0 ? ibv_wc_status_str(st) : "none", op);
+	st = placement_wait(qpx, cq, true, mr->rkey, NULL, 12345678,
+			    IBV_FLUSH_GLOBAL, IBV_FLUSH_MR, &op);
+	check(st == IBV_WC_SUCCESS,
+	      "wr_flush GLOBAL of the MR, whatever the range says: %s",
+	      st >= 0 ? ibv_wc_status_str(st) : "none");
+	st = placement_wait(qpx, cq, true, plain->rkey, buf + 64, 8,
+			    IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE, &op);
+	/* The QP's own responder refuses it and takes the QP down: flushed. */
+	check(st == IBV_WC_REM_ACCESS_ERR || st == IBV_WC_WR_FLUSH_ERR,
+	      "wr_flush to an MR without IBV_ACCESS_FLUSH_GLOBAL: %s",
+	      st >= 0 ? ibv_wc_status_str(st) : "none");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (plain)
+		ibv_dereg_mr(plain);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
 }
 
 /* A receive of 16 bytes into slot @id of @buf, on @srq. */
@@ -1159,6 +1267,7 @@ int main(void)
 	check_domains(ctx, pd, mr, buf);
 	check_mcast(pd, cq, &dattr);
 	check_srq_resize(ctx, pd, buf);
+	check_placement(ctx, pd, buf);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");
 	check_ret(ibv_destroy_cq(cq), 0, "destroy_cq");

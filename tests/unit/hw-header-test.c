@@ -120,11 +120,21 @@ int main(void)
 	      offsetof(struct uz_device_attr, max_mcast_qp_attach) == 120 &&
 	      UZ_CNT_RX_MCAST == 90);
 	/* Version 0.12: SRQ resize (spec 8.8.1). */
-	CHECK(UZ_VERSION_MINOR == 12 && UZ_CAP_SRQ_RESIZE == 0x8000 &&
+	CHECK(UZ_CAP_SRQ_RESIZE == 0x8000 &&
 	      UZ_CMD_RESIZE_SRQ == 0x2a && sizeof(struct uz_cmd_resize_srq) == 24 &&
 	      offsetof(struct uz_cmd_resize_srq, log_depth) == 16 &&
 	      offsetof(struct uz_cmd_resize_srq, limit) == 20 &&
 	      UZ_SRQ_RESIZE_LIMIT == 1);
+	/* Version 0.13: FLUSH and ATOMIC WRITE (spec 8.15). */
+	CHECK(UZ_VERSION_MINOR == 13 && UZ_CAP_PLACEMENT == 0x10000 &&
+	      UZ_WR_FLUSH == 0x0b && UZ_WR_ATOMIC_WRITE == 0x0c &&
+	      UZ_WC_FLUSH == 0x08 && UZ_WC_ATOMIC_WRITE == 0x09 &&
+	      UZ_ACCESS_FLUSH_GLOBAL == 0x100 &&
+	      UZ_BTH_OP_FLUSH == 0x1c && UZ_BTH_OP_ATOMIC_WRITE == 0x1d &&
+	      offsetof(struct uz_send_wqe, flush.length) == 32 &&
+	      offsetof(struct uz_send_wqe, flush.type) == 40 &&
+	      offsetof(struct uz_send_wqe, flush.level) == 41 &&
+	      UZ_MAX_MSG_SZ == 0x80000000u);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

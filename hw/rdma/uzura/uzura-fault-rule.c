@@ -44,6 +44,8 @@ static const struct {
     { "fetch-add", UZ_BTH_OP_FETCH_ADD },
     { "send-last-inv", UZ_BTH_OP_SEND_LAST_INV },
     { "send-only-inv", UZ_BTH_OP_SEND_ONLY_INV },
+    { "flush", UZ_BTH_OP_FLUSH },
+    { "atomic-write", UZ_BTH_OP_ATOMIC_WRITE },
     { "ud-send-only", UZ_BTH_OP_UD_SEND_ONLY },
     { "ud-send-only-imm", UZ_BTH_OP_UD_SEND_ONLY_IMM },
     { "stcrw", UZ_BTH_OP_RC_STCRW },
@@ -243,8 +245,9 @@ void uzura_fault_corrupt(uint8_t *buf, size_t len, uint8_t field, uint64_t r)
         uzura_flip(bth + UZ_BTH_LEN, 8, r);
         break;
     case UZ_FF_RKEY:
-        /* So do the RETH and the AtomicETH: VA, then R_Key. */
-        uzura_flip(bth + UZ_BTH_LEN + 8, 32, r);
+        /* So do the RETH (past a FETH) and AtomicETH: VA, then R_Key. */
+        uzura_flip(bth + UZ_BTH_LEN +
+                   (uzura_ops[c.opcode].hdrs & UZ_H_FETH ? 4 : 0) + 8, 32, r);
         break;
     case UZ_FF_PAYLOAD:
         buf[c.payload + (r >> 8) % c.paylen] ^= 1u << (r & 7);

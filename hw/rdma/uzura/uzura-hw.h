@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            12
+#define UZ_VERSION_MINOR            13
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -125,6 +125,8 @@
 #define UZ_CAP_UC                   (1u << 13) /* UZ_QPT_UC */
 #define UZ_CAP_MCAST                (1u << 14) /* UD multicast: ATTACH_MCAST */
 #define UZ_CAP_SRQ_RESIZE           (1u << 15) /* UZ_CMD_RESIZE_SRQ */
+#define UZ_CAP_PLACEMENT            (1u << 16) /* UZ_WR_FLUSH,
+                                                * UZ_WR_ATOMIC_WRITE */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -807,6 +809,9 @@ struct uz_cmd_invalidate_xlat {
 #define UZ_ACCESS_REMOTE_READ       (1u << 2)
 #define UZ_ACCESS_REMOTE_ATOMIC     (1u << 3)
 #define UZ_ACCESS_MW_BIND           (1u << 4)  /* MR: windows may bind to it */
+#define UZ_ACCESS_FLUSH_GLOBAL      (1u << 8)  /* MR: a peer's FLUSH to global
+                                                * visibility (UZ_CAP_PLACEMENT);
+                                                * IB's bit, as those above */
 
 #define UZ_KEY_INDEX(key)           ((key) >> 8)
 #define UZ_KEY_BYTE(key)            ((key) & 0xff)
@@ -923,7 +928,9 @@ struct uz_send_wqe {
 				     * BIND_MW: the window's address */
 	union {
 		struct {
-			uint64_t compare_add; /* CMP_SWP compare, FETCH_ADD add */
+			uint64_t compare_add; /* CMP_SWP compare, FETCH_ADD
+					       * add, ATOMIC_WRITE the 8
+					       * bytes to write */
 			uint64_t swap;
 		} atomic;
 		struct {
@@ -945,6 +952,13 @@ struct uz_send_wqe {
 			uint32_t mr_key;    /* the MR the window binds to */
 		} bind;
 		struct {
+			uint64_t length;    /* FLUSH: bytes from remote_addr */
+			uint8_t type;       /* UZ_FLUSH_GLOBAL, _PERSISTENT */
+			uint8_t level;      /* UZ_FLUSH_RANGE, UZ_FLUSH_MR */
+			uint16_t reserved_16;
+			uint32_t reserved;
+		} flush;
+		struct {
 			uint64_t tag;       /* CRW and STCRW */
 			uint32_t length;    /* STCRW: bytes the target accepts */
 			uint32_t reserved;
@@ -954,6 +968,9 @@ struct uz_send_wqe {
 	/* followed by uz_sge[num_sge] or inline data */
 };
 UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
+
+/* The longest message, and the longest range a RETH names. */
+#define UZ_MAX_MSG_SZ               0x80000000u
 
 #define UZ_WR_SEND                  0x00
 #define UZ_WR_SEND_IMM              0x01
@@ -967,8 +984,21 @@ UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
 					  * unbind a type 2 MW */
 #define UZ_WR_REG_MR                0x09 /* local: register a fast-reg MR */
 #define UZ_WR_BIND_MW               0x0a /* local: bind an MW */
+#define UZ_WR_FLUSH                 0x0b /* make a peer's range visible */
+#define UZ_WR_ATOMIC_WRITE          0x0c /* 8 bytes, written whole */
 #define UZ_WR_CRW                   0x10 /* conditional write, by tag */
 #define UZ_WR_STCRW                 0x11 /* offer a buffer for a tag */
+
+/*
+ * FLUSH (UZ_CAP_PLACEMENT, IBA 1.5): the placement type names what the
+ * peer makes of the writes before it (global visibility, persistence),
+ * the selectivity level which memory: [remote_addr, + length) or the
+ * whole MR the rkey names.
+ */
+#define UZ_FLUSH_GLOBAL             (1u << 0)
+#define UZ_FLUSH_PERSISTENT         (1u << 1)
+#define UZ_FLUSH_RANGE              0
+#define UZ_FLUSH_MR                 1
 
 #define UZ_WQE_F_SIGNALED           (1u << 0)
 #define UZ_WQE_F_SOLICITED          (1u << 1)
@@ -1035,6 +1065,8 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_WC_BIND_MW               0x05
 #define UZ_WC_LOCAL_INV             0x06
 #define UZ_WC_REG_MR                0x07
+#define UZ_WC_FLUSH                 0x08
+#define UZ_WC_ATOMIC_WRITE          0x09
 #define UZ_WC_CRW                   0x10
 #define UZ_WC_STCRW                 0x11
 #define UZ_WC_RECV                  0x80
@@ -1118,6 +1150,8 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_BTH_OP_FETCH_ADD         0x14
 #define UZ_BTH_OP_SEND_LAST_INV     0x16
 #define UZ_BTH_OP_SEND_ONLY_INV     0x17
+#define UZ_BTH_OP_FLUSH             0x1c /* FETH, RETH */
+#define UZ_BTH_OP_ATOMIC_WRITE      0x1d /* RETH, 8 bytes of payload */
 /* UC: the SEND and WRITE opcodes of RC (0x00..0x0b) with bit 5 set. */
 #define UZ_BTH_OP_UC                0x20
 #define UZ_BTH_OP_UD_SEND_ONLY      0x64
@@ -1130,6 +1164,11 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
  * sets bit 6 of them in RC requests when it takes SACKs (recovery=sr).
  */
 #define UZ_BTH_B8_SR                0x40
+
+/* FETH (FLUSH): placement type in bits 3:0, selectivity in bits 5:4. */
+#define UZ_FETH_TYPE_MASK           0x0f
+#define UZ_FETH_LEVEL_SHIFT         4
+#define UZ_FETH_LEVEL_MASK          0x30
 
 /* AETH syndromes: type in bits 6:5, value in bits 4:0. */
 #define UZ_AETH_ACK                 0x00 /* | credits (unused: 0x1f) */

@@ -238,6 +238,8 @@ static const uint8_t uzura_wr_wc[256] = {
     [UZ_WR_LOCAL_INV] = UZ_WC_LOCAL_INV,
     [UZ_WR_REG_MR] = UZ_WC_REG_MR,
     [UZ_WR_BIND_MW] = UZ_WC_BIND_MW,
+    [UZ_WR_FLUSH] = UZ_WC_FLUSH,
+    [UZ_WR_ATOMIC_WRITE] = UZ_WC_ATOMIC_WRITE,
     [UZ_WR_CRW] = UZ_WC_CRW,
     [UZ_WR_STCRW] = UZ_WC_STCRW,
 };

@@ -170,7 +170,7 @@ typedef struct UzuraRdma {
 
 #define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
                          UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC | \
-                         UZ_ACCESS_MW_BIND)
+                         UZ_ACCESS_MW_BIND | UZ_ACCESS_FLUSH_GLOBAL)
 
 /* The transport of a QP, asked for on every packet. */
 static inline bool uzura_qp_is_ud(const UzuraQp *qp)

@@ -36,10 +36,18 @@ static uint32_t uzura_req_mtu(UzuraCore *core, UzuraQp *qp)
                                         qp->attr.path_mtu);
 }
 
+/* The requests the responder answers, and that take its READ slots. */
 static bool uzura_wr_is_rd_atomic(uint8_t op)
 {
     return op == UZ_WR_RDMA_READ || op == UZ_WR_ATOMIC_CMP_SWP ||
-           op == UZ_WR_ATOMIC_FETCH_ADD;
+           op == UZ_WR_ATOMIC_FETCH_ADD || op == UZ_WR_FLUSH ||
+           op == UZ_WR_ATOMIC_WRITE;
+}
+
+/* Answered by a READ response of no bytes (IBA 1.5). */
+static bool uzura_wr_is_placement(uint8_t op)
+{
+    return op == UZ_WR_FLUSH || op == UZ_WR_ATOMIC_WRITE;
 }
 
 /* Started and not yet completed messages, or a partly sent one. */
@@ -85,6 +93,8 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
         h->reg.length = le64_to_cpu(h->reg.length);
         h->reg.access = le32_to_cpu(h->reg.access);
         h->reg.npages = le16_to_cpu(h->reg.npages);
+    } else if (h->opcode == UZ_WR_FLUSH) {
+        h->flush.length = le64_to_cpu(h->flush.length);
     } else {
         h->atomic.compare_add = le64_to_cpu(h->atomic.compare_add);
         h->atomic.swap = le64_to_cpu(h->atomic.swap);
@@ -175,6 +185,20 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         case UZ_WR_ATOMIC_FETCH_ADD:
             if (inl || (h->remote_addr & 7) || wr->sgl.num != 1 ||
                 wr->sgl.sge[0].length != 8) {
+                return UZ_WC_STATUS_LOC_QP_OP_ERR;
+            }
+            break;
+        case UZ_WR_FLUSH:
+            if (inl || wr->sgl.num || !h->flush.type ||
+                (h->flush.type & ~(UZ_FLUSH_GLOBAL | UZ_FLUSH_PERSISTENT)) ||
+                h->flush.level > UZ_FLUSH_MR ||
+                h->flush.length > UZ_MAX_MSG) {
+                return UZ_WC_STATUS_LOC_QP_OP_ERR;
+            }
+            break;
+        case UZ_WR_ATOMIC_WRITE:
+            /* The 8 bytes are in the WQE. */
+            if (inl || wr->sgl.num || (h->remote_addr & 7)) {
                 return UZ_WC_STATUS_LOC_QP_OP_ERR;
             }
             break;
@@ -503,10 +527,11 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         return false;
     }
     if (wr->h.opcode == UZ_WR_ATOMIC_CMP_SWP ||
-        wr->h.opcode == UZ_WR_ATOMIC_FETCH_ADD) {
+        wr->h.opcode == UZ_WR_ATOMIC_FETCH_ADD ||
+        wr->h.opcode == UZ_WR_ATOMIC_WRITE) {
         w->npkts = 1;
         w->byte_len = 8;
-    } else if (wr->h.opcode == UZ_WR_STCRW) {
+    } else if (wr->h.opcode == UZ_WR_STCRW || wr->h.opcode == UZ_WR_FLUSH) {
         w->npkts = 1;
     } else {
         w->npkts = MAX(DIV_ROUND_UP(wr->len, mtu), 1);
@@ -573,6 +598,10 @@ static uint8_t uzura_req_opcode(uint8_t wr_op, bool first, bool last)
         return UZ_BTH_OP_CMP_SWP;
     case UZ_WR_STCRW:
         return UZ_BTH_OP_RC_STCRW;
+    case UZ_WR_FLUSH:
+        return UZ_BTH_OP_FLUSH;
+    case UZ_WR_ATOMIC_WRITE:
+        return UZ_BTH_OP_ATOMIC_WRITE;
     default:
         return UZ_BTH_OP_FETCH_ADD;
     }
@@ -644,6 +673,18 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
     pkt.paylen = n;
     *sent = n;
     *plast = last;
+    if (h->opcode == UZ_WR_FLUSH) {
+        pkt.dma_len = h->flush.length;
+        pkt.flush_type = h->flush.type;
+        pkt.flush_level = h->flush.level;
+    } else if (h->opcode == UZ_WR_ATOMIC_WRITE) {
+        uint64_t val = cpu_to_le64(h->atomic.compare_add);
+
+        /* The bytes as the WQE holds them, from the WQE. */
+        pkt.dma_len = pkt.paylen = sizeof(val);
+        pkt.payload = (const uint8_t *)&val;
+        return uzura_roce_send(core, &pkt, NULL, NULL);
+    }
     return uzura_roce_send(core, &pkt, uzura_req_gather, &src);
 }
 
@@ -1017,6 +1058,23 @@ static void uzura_req_atomic_resp(UzuraCore *core, UzuraQp *qp,
                                          UZ_WC_STATUS_SUCCESS, verr);
 }
 
+/* A FLUSH or ATOMIC WRITE is done when its READ response of no bytes is. */
+static void uzura_req_placement_resp(UzuraCore *core, UzuraQp *qp,
+                                     const UzuraPkt *pkt, UzuraSwqe *w,
+                                     uint32_t idx)
+{
+    if (pkt->opcode != UZ_BTH_OP_READ_RESP_ONLY || pkt->paylen) {
+        uzura_guest_error(trace_uzura_req_err_resp(qp->x->qpn, pkt->psn,
+                                                   pkt->opcode),
+                          "QP %u: response at PSN %u is no answer to a "
+                          "FLUSH or ATOMIC WRITE", qp->x->qpn, pkt->psn);
+        uzura_req_claim(qp, idx);
+        uzura_req_finish(core, qp, w, UZ_WC_STATUS_BAD_RESP_ERR, 0);
+        return;
+    }
+    uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
+}
+
 /* An ACK, NAK, READ response or atomic ACK for this requester. */
 void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
@@ -1047,14 +1105,17 @@ void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     w = uzura_req_find(qp, pkt->psn, &idx);
-    if (!w || w->done ||
+    if (!w || w->done || !uzura_wr_is_rd_atomic(w->opcode) ||
         (pkt->opcode == UZ_BTH_OP_ATOMIC_ACK) !=
-        (w->opcode != UZ_WR_RDMA_READ) || !uzura_wr_is_rd_atomic(w->opcode)) {
+        (w->opcode == UZ_WR_ATOMIC_CMP_SWP ||
+         w->opcode == UZ_WR_ATOMIC_FETCH_ADD)) {
         core->counters.rx_stale++;
         return;
     }
     if (pkt->opcode == UZ_BTH_OP_ATOMIC_ACK) {
         uzura_req_atomic_resp(core, qp, pkt, w, idx);
+    } else if (uzura_wr_is_placement(w->opcode)) {
+        uzura_req_placement_resp(core, qp, pkt, w, idx);
     } else {
         uzura_req_read_resp(core, qp, pkt, w, idx);
     }

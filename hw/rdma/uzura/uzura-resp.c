@@ -563,8 +563,9 @@ static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     }
     uzura_resp_slot_take(core, qp);
     *s = (UzuraRdAtom) {
-        .valid = true, .pending = true, .psn = pkt->psn, .npkts = npkts,
-        .va = pkt->va, .rkey = pkt->rkey, .len = pkt->dma_len,
+        .valid = true, .opcode = pkt->opcode, .pending = true,
+        .psn = pkt->psn, .npkts = npkts, .va = pkt->va, .rkey = pkt->rkey,
+        .len = pkt->dma_len,
     };
     uzura_resp_done(core, qp, pkt, npkts);
     uzura_work_schedule(core);
@@ -617,11 +618,108 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
     }
     uzura_resp_slot_take(core, qp);
     *s = (UzuraRdAtom) {
-        .valid = true, .atomic = true, .pending = true, .psn = pkt->psn,
-        .npkts = 1, .orig = orig,
+        .valid = true, .opcode = pkt->opcode, .pending = true,
+        .psn = pkt->psn, .npkts = 1, .orig = orig,
     };
     uzura_resp_done(core, qp, pkt, 1);
     uzura_work_schedule(core);
+}
+
+/* Keep the empty READ response that answers a FLUSH or ATOMIC WRITE. */
+static void uzura_resp_placed(UzuraCore *core, UzuraQp *qp,
+                              const UzuraPkt *pkt, UzuraRdAtom *s)
+{
+    uzura_resp_slot_take(core, qp);
+    *s = (UzuraRdAtom) {
+        .valid = true, .opcode = pkt->opcode, .pending = true,
+        .psn = pkt->psn, .npkts = 1,
+    };
+    uzura_resp_done(core, qp, pkt, 1);
+    uzura_work_schedule(core);
+}
+
+/*
+ * FLUSH (IBA 1.5): the writes before it are in memory already, each
+ * placed as it arrived, so global visibility asks only that the key
+ * allow it; no memory here persists, so no MR allows persistence.  The
+ * range, or with UZ_FLUSH_MR the whole region the key names, whatever
+ * the RETH says (a window's key carries no FLUSH right).  The answer
+ * goes after those of earlier READs.
+ */
+static void uzura_resp_flush(UzuraCore *core, UzuraQp *qp,
+                             const UzuraPkt *pkt)
+{
+    uint64_t va = pkt->va, len = pkt->dma_len;
+    UzuraRdAtom *s;
+    UzuraMr *mr;
+    uint8_t verr;
+
+    if (!pkt->flush_type ||
+        (pkt->flush_type & ~(UZ_FLUSH_GLOBAL | UZ_FLUSH_PERSISTENT)) ||
+        pkt->flush_level > UZ_FLUSH_MR) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    /* An empty range still names a key that must allow the FLUSH. */
+    if (pkt->flush_level == UZ_FLUSH_MR || !len) {
+        mr = uzura_mw_slot(core, pkt->rkey);
+        mr = mr ? mr : uzura_mr_lookup(core, pkt->rkey);
+        va = mr ? mr->iova : 0;
+        len = mr ? MAX(mr->length, 1) : 1;
+    }
+    verr = uzura_rkey_check(core, qp, pkt->rkey, va, len,
+                            UZ_ACCESS_FLUSH_GLOBAL, &mr);
+    if (!verr && (pkt->flush_type & UZ_FLUSH_PERSISTENT)) {
+        verr = UZ_VERR_ACCESS;
+    }
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        return;
+    }
+    s = uzura_resp_slot(core, qp);
+    if (!s) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    uzura_resp_placed(core, qp, pkt, s);
+}
+
+/*
+ * ATOMIC WRITE (IBA 1.5): 8 aligned bytes written whole as it arrives,
+ * in PSN order with the QP's other requests (one thread runs them all).
+ * A READ before it reads its data when answered, so may see the write,
+ * as IB allows; a fence orders them.  A duplicate is answered again and
+ * not written again.
+ */
+static void uzura_resp_atomic_write(UzuraCore *core, UzuraQp *qp,
+                                    const UzuraPkt *pkt)
+{
+    UzuraRdAtom *s;
+    UzuraMr *mr;
+    uint8_t verr;
+
+    if ((pkt->va & 7) || pkt->dma_len != 8 || pkt->paylen != 8) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, 8,
+                            UZ_ACCESS_REMOTE_WRITE, &mr);
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        return;
+    }
+    s = uzura_resp_slot(core, qp);
+    if (!s) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return;
+    }
+    verr = uzura_mr_copy(core, mr, pkt->va, (void *)pkt->payload, 8, true);
+    if (uzura_resp_copy_failed(core, qp, pkt->psn, 0, verr)) {
+        return;
+    }
+    uzura_resp_placed(core, qp, pkt, s);
 }
 
 /*
@@ -696,11 +794,11 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
             UzuraRdAtom *s = &x->rd[i];
             int32_t d = uzura_psn_diff(pkt->psn, s->psn);
 
-            if (!s->valid || s->atomic != (fam == UZ_FAM_ATOMIC) ||
+            if (!s->valid || s->opcode != pkt->opcode ||
                 d < 0 || d >= (int32_t)s->npkts) {
                 continue;
             }
-            if (!s->atomic &&
+            if (s->opcode == UZ_BTH_OP_READ_REQ &&
                 (d > 0 || pkt->va != s->va || pkt->dma_len != s->len)) {
                 uzura_resp_read_rest(core, qp, s, pkt);
                 return;
@@ -774,10 +872,18 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         uzura_resp_write(core, qp, pkt);
         break;
     case UZ_FAM_READ_REQ:
-        uzura_resp_read(core, qp, pkt);
+        if (pkt->opcode == UZ_BTH_OP_FLUSH) {
+            uzura_resp_flush(core, qp, pkt);
+        } else {
+            uzura_resp_read(core, qp, pkt);
+        }
         break;
     case UZ_FAM_ATOMIC:
-        uzura_resp_atomic(core, qp, pkt);
+        if (pkt->opcode == UZ_BTH_OP_ATOMIC_WRITE) {
+            uzura_resp_atomic_write(core, qp, pkt);
+        } else {
+            uzura_resp_atomic(core, qp, pkt);
+        }
         break;
     case UZ_FAM_CRW:
         uzura_resp_stcrw(core, qp, pkt);
@@ -899,7 +1005,7 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
     UzuraPkt pkt = { 0 };
     uint8_t verr;
 
-    if (s->atomic) {
+    if (s->opcode == UZ_BTH_OP_CMP_SWP || s->opcode == UZ_BTH_OP_FETCH_ADD) {
         uzura_resp_fill(qp, &pkt, UZ_BTH_OP_ATOMIC_ACK, s->psn);
         pkt.orig = s->orig;
     } else {

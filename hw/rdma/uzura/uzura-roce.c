@@ -28,6 +28,7 @@
 #define DETH_LEN        8
 #define CRW_LEN         ((int)sizeof(struct uz_crweth))
 #define SACK_LEN        ((int)sizeof(struct uz_sacketh))
+#define FETH_LEN        4
 
 #define SEND    (UZ_H_PAYLOAD | UZ_H_REQ)
 #define WRITE   (UZ_H_PAYLOAD | UZ_H_REQ)
@@ -67,6 +68,11 @@ const UzuraOpInfo uzura_ops[256] = {
     [UZ_BTH_OP_CMP_SWP] = OP(UZ_H_REQ | F | L | UZ_H_ATOMIC, UZ_FAM_ATOMIC),
     [UZ_BTH_OP_FETCH_ADD] = OP(UZ_H_REQ | F | L | UZ_H_ATOMIC,
                                UZ_FAM_ATOMIC),
+    /* IBA 1.5: answered by a READ response of no bytes, as a READ is. */
+    [UZ_BTH_OP_FLUSH] = OP(UZ_H_REQ | F | L | UZ_H_FETH | UZ_H_RETH,
+                           UZ_FAM_READ_REQ),
+    [UZ_BTH_OP_ATOMIC_WRITE] = OP(UZ_H_REQ | F | L | UZ_H_RETH | UZ_H_PAYLOAD,
+                                  UZ_FAM_ATOMIC),
     [UZ_BTH_OP_UD_SEND_ONLY] = OP(SEND | F | L | UZ_H_DETH, UZ_FAM_UD),
     [UZ_BTH_OP_UD_SEND_ONLY_IMM] = OP(SEND | F | L | UZ_H_DETH | UZ_H_IMM,
                                       UZ_FAM_UD),
@@ -82,7 +88,7 @@ static unsigned uzura_ext_len(uint16_t h)
            (h & UZ_H_ATOMIC_ACK ? ATOMIC_ACK_LEN : 0) +
            (h & UZ_H_IMM ? IMM_LEN : 0) + (h & UZ_H_IETH ? IMM_LEN : 0) +
            (h & UZ_H_DETH ? DETH_LEN : 0) + (h & UZ_H_CRW ? CRW_LEN : 0) +
-           (h & UZ_H_SACK ? SACK_LEN : 0);
+           (h & UZ_H_SACK ? SACK_LEN : 0) + (h & UZ_H_FETH ? FETH_LEN : 0);
 }
 
 /*
@@ -207,6 +213,11 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         stl_be_p(p, pkt->qkey);
         stl_be_p(p + 4, pkt->sqpn & UZ_PSN_MASK);
         p += DETH_LEN;
+    }
+    if (h & UZ_H_FETH) {
+        stl_be_p(p, pkt->flush_level << UZ_FETH_LEVEL_SHIFT |
+                 (pkt->flush_type & UZ_FETH_TYPE_MASK));
+        p += FETH_LEN;
     }
     if (h & UZ_H_RETH) {
         stq_be_p(p, pkt->va);
@@ -339,6 +350,12 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
         pkt->qkey = ldl_be_p(p);
         pkt->sqpn = ldl_be_p(p + 4) & UZ_PSN_MASK;
         p += DETH_LEN;
+    }
+    if (h & UZ_H_FETH) {
+        pkt->flush_type = ldl_be_p(p) & UZ_FETH_TYPE_MASK;
+        pkt->flush_level = (ldl_be_p(p) & UZ_FETH_LEVEL_MASK) >>
+                           UZ_FETH_LEVEL_SHIFT;
+        p += FETH_LEN;
     }
     if (h & UZ_H_RETH) {
         pkt->va = ldq_be_p(p);

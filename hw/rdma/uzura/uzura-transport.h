@@ -18,7 +18,7 @@ typedef struct QEMUTimer QEMUTimer;
 #define UZ_PSN_MASK         0x00ffffffu
 #define UZ_SGL_MAX          28      /* SGEs in the largest (512 B) WQE */
 #define UZ_INLINE_MAX       448     /* inline bytes in the largest WQE */
-#define UZ_MAX_MSG          (1u << 31)
+#define UZ_MAX_MSG          UZ_MAX_MSG_SZ
 #define UZ_GRH_LEN          40
 #define UZ_ROCE_IP_OFF      14              /* after the Ethernet header */
 #define UZ_ROCE_BTH_OFF     (14 + 20 + 8)   /* Ethernet, IPv4, UDP */
@@ -46,6 +46,7 @@ static inline int32_t uzura_psn_diff(uint32_t a, uint32_t b)
 #define UZ_H_REQ        (1u << 11)  /* a request (not a response) */
 #define UZ_H_SACK       (1u << 12)
 #define UZ_H_UC         (1u << 13)  /* an unreliable connected opcode */
+#define UZ_H_FETH       (1u << 14)
 
 /* Opcode families, for the per-kind counters. */
 typedef enum UzuraFamily {
@@ -84,6 +85,8 @@ typedef struct UzuraPkt {
     uint64_t swap_add;          /* AtomicETH */
     uint64_t compare;
     uint64_t orig;              /* AtomicAckETH */
+    uint8_t flush_type;         /* FETH: UZ_FLUSH_GLOBAL, _PERSISTENT */
+    uint8_t flush_level;        /* FETH: UZ_FLUSH_RANGE, UZ_FLUSH_MR */
     uint32_t imm;               /* ImmDt or IETH, as on the wire (BE) */
     uint32_t qkey;              /* DETH */
     uint32_t sqpn;
@@ -202,10 +205,13 @@ typedef struct UzuraRecvWr {
     UzuraSgl sgl;
 } UzuraRecvWr;
 
-/* A READ or atomic the responder answered, kept for duplicates. */
+/*
+ * A READ, atomic, FLUSH or ATOMIC WRITE the responder answered, kept for
+ * duplicates.  The last two are answered by a READ response of no bytes.
+ */
 typedef struct UzuraRdAtom {
     bool valid;
-    bool atomic;
+    uint8_t opcode;             /* the request's BTH opcode */
     bool pending;               /* response (again) to send */
     bool again;                 /* the pending one answers a duplicate */
     uint32_t psn;
