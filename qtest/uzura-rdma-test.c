@@ -315,7 +315,9 @@ static void test_mr(void)
     /* Remote write without local write, unknown bits, page sizes. */
     g_assert_cmpint(reg_mr(&t, pdn, 0, 4096, 12, 1, UZ_ACCESS_REMOTE_WRITE,
                            pbl, NULL), ==, UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(reg_mr(&t, pdn, 0, 4096, 12, 1, 0x100, pbl, NULL), ==,
+    g_assert_cmpint(reg_mr(&t, pdn, 0, 4096, 12, 1, 0x20, pbl, NULL), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(reg_mr(&t, pdn, 0, 4096, 12, 1, 0x200, pbl, NULL), ==,
                     UZ_CMD_BAD_PARAM);
     g_assert_cmpint(reg_mr(&t, pdn, 0, 4096, 11, 2, rw, pbl, NULL), ==,
                     UZ_CMD_BAD_PARAM);

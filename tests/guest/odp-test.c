@@ -141,6 +141,25 @@ static struct ibv_qp *self_qp(struct node *nd, struct ibv_cq *cq)
 	return conn_qp(nd, cq, NULL);
 }
 
+/*
+ * Two RC QPs on @cq connected to each other: the requester returned, its
+ * responder in *@qr.  A responder of its own sees a NAK, not a flush.
+ */
+static struct ibv_qp *pair_qp(struct node *nd, struct ibv_cq *cq,
+			      struct ibv_qp **qr)
+{
+	struct ibv_qp *qa;
+
+	*qr = rc_qp(nd, cq);
+	qa = *qr ? conn_qp(nd, cq, *qr) : NULL;
+	if (qa && connect_qp(nd->ctx, *qr, qa->qp_num, nd->gidx,
+			     IBV_ACCESS_REMOTE_WRITE)) {
+		ibv_destroy_qp(qa);
+		qa = NULL;
+	}
+	return qa;
+}
+
 /* Slot i's place in the big MR: pages in a scattered order, one each. */
 static uint64_t *storm_slot(char *big, int i)
 {
@@ -361,14 +380,7 @@ static void check_hole(struct node *nd, struct ibv_cq *cq,
 	if (buf)
 		munmap(buf + page, page);
 	mr = buf ? ibv_reg_mr(nd->pd, buf, 3 * page, ODP_ACCESS) : NULL;
-	/* qa's responder is another QP: it sees the NAK, not a flush. */
-	qr = rc_qp(nd, cq);
-	qa = qr ? conn_qp(nd, cq, qr) : NULL;
-	if (qa && connect_qp(nd->ctx, qr, qa->qp_num, nd->gidx,
-			     IBV_ACCESS_REMOTE_WRITE)) {
-		ibv_destroy_qp(qa);
-		qa = NULL;
-	}
+	qa = pair_qp(nd, cq, &qr);
 	qb = cq2 ? self_qp(nd, cq2) : NULL;
 	check(mr && qa && qb, "ODP MR over a page never mapped; three QPs");
 	if (!mr || !qa || !qb)
@@ -474,13 +486,7 @@ static void check_huge(struct node *nd, struct ibv_qp *qp, struct ibv_cq *cq,
 	al = (char *)(((uintptr_t)small + HUGE_LEN - 1) & ~(HUGE_LEN - 1));
 	bad = ibv_reg_mr(nd->pd, al, HUGE_LEN,
 			 ODP_ACCESS | IBV_ACCESS_HUGETLB);
-	qr = rc_qp(nd, cq2);
-	qa = qr ? conn_qp(nd, cq2, qr) : NULL;
-	if (qa && connect_qp(nd->ctx, qr, qa->qp_num, nd->gidx,
-			     IBV_ACCESS_REMOTE_WRITE)) {
-		ibv_destroy_qp(qa);
-		qa = NULL;
-	}
+	qa = pair_qp(nd, cq2, &qr);
 	check(bad && qa, "ODP MR with IBV_ACCESS_HUGETLB over 4 KiB pages");
 	if (!bad || !qa)
 		goto out;

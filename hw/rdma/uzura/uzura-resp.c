@@ -572,6 +572,35 @@ static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 }
 
 /*
+ * What an atomic or ATOMIC WRITE passes before memory changes: 8 aligned
+ * bytes the QP and the key allow @access to, and a slot for the answer,
+ * so that a NAK changes nothing.  NULL once refused.
+ */
+static UzuraRdAtom *uzura_resp_atomic_slot(UzuraCore *core, UzuraQp *qp,
+                                           const UzuraPkt *pkt,
+                                           uint32_t access, UzuraMr **mr)
+{
+    UzuraRdAtom *s;
+    uint8_t verr;
+
+    if (pkt->va & 7) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return NULL;
+    }
+    verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, 8, access, mr);
+    if (verr) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        return NULL;
+    }
+    s = uzura_resp_slot(core, qp);
+    if (!s) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+    }
+    return s;
+}
+
+/*
  * Atomics run to completion here, on the one thread that runs every QP
  * of the device, so no other access to the location interleaves.
  */
@@ -583,21 +612,8 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
     UzuraMr *mr;
     uint8_t verr;
 
-    if (pkt->va & 7) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
-        return;
-    }
-    verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, 8,
-                            UZ_ACCESS_REMOTE_ATOMIC, &mr);
-    if (verr) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
-        return;
-    }
-    /* A slot for the answer before memory changes: a NAK changes nothing. */
-    s = uzura_resp_slot(core, qp);
+    s = uzura_resp_atomic_slot(core, qp, pkt, UZ_ACCESS_REMOTE_ATOMIC, &mr);
     if (!s) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
     verr = uzura_mr_copy(core, mr, pkt->va, &val, 8, false);
@@ -699,20 +715,12 @@ static void uzura_resp_atomic_write(UzuraCore *core, UzuraQp *qp,
     UzuraMr *mr;
     uint8_t verr;
 
-    if ((pkt->va & 7) || pkt->dma_len != 8 || pkt->paylen != 8) {
+    if (pkt->dma_len != 8 || pkt->paylen != 8) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
-    verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, 8,
-                            UZ_ACCESS_REMOTE_WRITE, &mr);
-    if (verr) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
-        return;
-    }
-    s = uzura_resp_slot(core, qp);
+    s = uzura_resp_atomic_slot(core, qp, pkt, UZ_ACCESS_REMOTE_WRITE, &mr);
     if (!s) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
     verr = uzura_mr_copy(core, mr, pkt->va, (void *)pkt->payload, 8, true);
