@@ -91,21 +91,26 @@ static void flush_ok(Pair *p, const UzWr *wr)
 
 /*
  * @wr on fresh QPs, the responder's accepting remote rights @access: it
- * is refused with a NAK, the requester completes REM_ACCESS_ERR, and both
- * QPs fail.
+ * is refused with a NAK, the requester completes @status (refused:
+ * REM_ACCESS_ERR), and both QPs fail.
  */
-static void refused(Pair *p, const UzWr *wr, uint32_t access)
+static void refused_as(Pair *p, const UzWr *wr, uint32_t access,
+                       uint8_t status)
 {
     UzQp *a = uz_qp_create(&p->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
     UzQp *b = uz_qp_create(&p->n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
 
     uz_rc_connect_access(a, b, access, NULL);
     uz_post_send(a, wr);
-    uz_sq_err(a, wr->wr_id, uz_wc_opcode(wr->opcode),
-              UZ_WC_STATUS_REM_ACCESS_ERR, 0);
+    uz_sq_err(a, wr->wr_id, uz_wc_opcode(wr->opcode), status, 0);
     g_assert_cmpint(uz_qp_state(a), ==, UZ_QPS_ERR);
     g_assert_cmpint(uz_qp_state(b), ==, UZ_QPS_ERR);
     uz_cq_assert_empty(a->scq, 5);
+}
+
+static void refused(Pair *p, const UzWr *wr, uint32_t access)
+{
+    refused_as(p, wr, access, UZ_WC_STATUS_REM_ACCESS_ERR);
 }
 
 /*
@@ -139,7 +144,7 @@ static void test_atomic_write(void)
     const uint64_t v = 0x0102030405060708ull;
     static const uint8_t bytes[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
     UzSge s;
-    UzMr *nw;
+    UzMr *nw, *dev;
     UzWr wr;
     Pair p;
     int i;
@@ -185,6 +190,11 @@ static void test_atomic_write(void)
     g_assert_cmphex(word_get(p.mb, 64), ==, v);
     wr = aw_wr(0x123, p.mb, p.mb->len, ~v);
     refused(&p, &wr, UZ_ACCESS_ALL);
+    /* An MR whose page is the responder's own doorbell BAR: no DMA. */
+    dev = uz_mr_reg(&p.n[1], UZ_PAGE_SIZE, UZ_ACCESS_ALL);
+    uz_mr_set_page(dev, 0, p.n[1].d.db.addr);
+    wr = aw_wr(0x125, dev, 0, ~v);
+    refused_as(&p, &wr, UZ_ACCESS_ALL, UZ_WC_STATUS_REM_OP_ERR);
     /* The pair's own QPs go on. */
     aw_case(&p, 64, ~v, 0x124);
     pair_stop(&p);

@@ -8,6 +8,7 @@
  * where it was, so the device never sees the batch.  Between wr_start and
  * wr_complete/wr_abort the SQ lock is held.
  */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -209,6 +210,12 @@ static void uz_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 		     remote_addr, add, 0);
 }
 
+/* The device takes FLUSH's type and level as verbs numbers them (IBA's). */
+static_assert(IBV_FLUSH_GLOBAL == UZ_FLUSH_GLOBAL &&
+	      IBV_FLUSH_PERSISTENT == UZ_FLUSH_PERSISTENT &&
+	      IBV_FLUSH_RANGE == UZ_FLUSH_RANGE && IBV_FLUSH_MR == UZ_FLUSH_MR,
+	      "FLUSH numbers");
+
 /* The 8 bytes go in the WQE as they are in memory, written whole. */
 static void uz_wr_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 			       uint64_t remote_addr, const void *atomic_wr)
@@ -249,9 +256,8 @@ static void uz_wr_flush(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 	/* The whole MR: the RETH's range means nothing. */
 	if (level == IBV_FLUSH_RANGE)
 		wqe->flush.length = htole64(len);
-	wqe->flush.type = (type & IBV_FLUSH_GLOBAL ? UZ_FLUSH_GLOBAL : 0) |
-			  (type & IBV_FLUSH_PERSISTENT ? UZ_FLUSH_PERSISTENT : 0);
-	wqe->flush.level = level == IBV_FLUSH_MR ? UZ_FLUSH_MR : UZ_FLUSH_RANGE;
+	wqe->flush.type = type;
+	wqe->flush.level = level;
 }
 
 /* A key to invalidate: little-endian in imm_data, like every key. */

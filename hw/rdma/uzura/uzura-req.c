@@ -189,10 +189,11 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
             }
             break;
         case UZ_WR_FLUSH:
-            if (inl || wr->sgl.num || !h->flush.type ||
-                (h->flush.type & ~(UZ_FLUSH_GLOBAL | UZ_FLUSH_PERSISTENT)) ||
-                h->flush.level > UZ_FLUSH_MR ||
-                h->flush.length > UZ_MAX_MSG) {
+            /* A RETH names at most 2^31 bytes; a whole MR, no range. */
+            if (inl || wr->sgl.num ||
+                !uzura_flush_valid(h->flush.type, h->flush.level) ||
+                (h->flush.level == UZ_FLUSH_RANGE &&
+                 h->flush.length > UZ_MAX_MSG)) {
                 return UZ_WC_STATUS_LOC_QP_OP_ERR;
             }
             break;
@@ -674,7 +675,7 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
     *sent = n;
     *plast = last;
     if (h->opcode == UZ_WR_FLUSH) {
-        pkt.dma_len = h->flush.length;
+        pkt.dma_len = h->flush.level == UZ_FLUSH_RANGE ? h->flush.length : 0;
         pkt.flush_type = h->flush.type;
         pkt.flush_level = h->flush.level;
     } else if (h->opcode == UZ_WR_ATOMIC_WRITE) {

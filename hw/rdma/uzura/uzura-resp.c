@@ -442,6 +442,14 @@ static bool uzura_resp_copy_failed(UzuraCore *core, UzuraQp *qp,
     return verr;
 }
 
+/* A request whose rkey does not allow it: a remote access NAK. */
+static void uzura_resp_key_refused(UzuraCore *core, UzuraQp *qp,
+                                   uint32_t psn, uint8_t verr)
+{
+    uzura_resp_error(core, qp, psn, UZ_AETH_NAK_REM_ACCESS, 0,
+                     verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+}
+
 /* A remote access through an rkey: the QP's rights, then the key's. */
 static uint8_t uzura_resp_check(UzuraCore *core, UzuraQp *qp, uint32_t rkey,
                                 uint64_t va, uint64_t len, uint32_t access,
@@ -466,9 +474,7 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
         verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, pkt->dma_len,
                                 UZ_ACCESS_REMOTE_WRITE, &mr);
         if (verr) {
-            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
-                             verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY :
-                                                        verr);
+            uzura_resp_key_refused(core, qp, pkt->psn, verr);
             return;
         }
         x->wr_va = pkt->va;
@@ -515,24 +521,43 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
 
 /*
  * The next slot of the ring for a READ or atomic answer, or NULL when
- * more are outstanding than it holds; uzura_resp_slot_take uses it.  A
+ * more are outstanding than it holds (the request is refused then: an
+ * invalid request NAK); uzura_resp_keep takes it.  A
  * slot still answering a duplicate is taken all the same: a requester
  * that keeps to max_rd_atomic sends a new READ or atomic only once the
  * oldest of the ring is complete at its end, so that answer is no longer
  * wanted (a requester that went back N may send it again, and a READ
  * response arrive while it does).
  */
-static UzuraRdAtom *uzura_resp_slot(UzuraCore *core, UzuraQp *qp)
+static UzuraRdAtom *uzura_resp_slot(UzuraCore *core, UzuraQp *qp,
+                                    uint32_t psn)
 {
     UzuraXfer *x = qp->x;
     UzuraRdAtom *s = &x->rd[x->rd_head % core->rdma.lim.max_qp_rd_atom];
 
-    return s->pending && !s->again ? NULL : s;
+    if (s->pending && !s->again) {
+        uzura_resp_error(core, qp, psn, UZ_AETH_NAK_INV_REQ, 0, 0);
+        return NULL;
+    }
+    return s;
 }
 
-static void uzura_resp_slot_take(UzuraCore *core, UzuraQp *qp)
+/*
+ * Take slot @s for the answer @a to request @pkt (the fields of the
+ * request are filled in here) and have the bottom half send it.
+ */
+static void uzura_resp_keep(UzuraCore *core, UzuraQp *qp,
+                            const UzuraPkt *pkt, UzuraRdAtom *s,
+                            UzuraRdAtom a)
 {
     qp->x->rd_head = (qp->x->rd_head + 1) % core->rdma.lim.max_qp_rd_atom;
+    a.valid = true;
+    a.opcode = pkt->opcode;
+    a.pending = true;
+    a.psn = pkt->psn;
+    *s = a;
+    uzura_resp_done(core, qp, pkt, a.npkts);
+    uzura_work_schedule(core);
 }
 
 static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
@@ -552,23 +577,17 @@ static void uzura_resp_read(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, pkt->dma_len,
                             UZ_ACCESS_REMOTE_READ, &mr);
     if (verr) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        uzura_resp_key_refused(core, qp, pkt->psn, verr);
         return;
     }
-    s = uzura_resp_slot(core, qp);
+    s = uzura_resp_slot(core, qp, pkt->psn);
     if (!s) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
-    uzura_resp_slot_take(core, qp);
-    *s = (UzuraRdAtom) {
-        .valid = true, .opcode = pkt->opcode, .pending = true,
-        .psn = pkt->psn, .npkts = npkts, .va = pkt->va, .rkey = pkt->rkey,
+    uzura_resp_keep(core, qp, pkt, s, (UzuraRdAtom) {
+        .npkts = npkts, .va = pkt->va, .rkey = pkt->rkey,
         .len = pkt->dma_len,
-    };
-    uzura_resp_done(core, qp, pkt, npkts);
-    uzura_work_schedule(core);
+    });
 }
 
 /*
@@ -580,7 +599,6 @@ static UzuraRdAtom *uzura_resp_atomic_slot(UzuraCore *core, UzuraQp *qp,
                                            const UzuraPkt *pkt,
                                            uint32_t access, UzuraMr **mr)
 {
-    UzuraRdAtom *s;
     uint8_t verr;
 
     if (pkt->va & 7) {
@@ -589,15 +607,10 @@ static UzuraRdAtom *uzura_resp_atomic_slot(UzuraCore *core, UzuraQp *qp,
     }
     verr = uzura_resp_check(core, qp, pkt->rkey, pkt->va, 8, access, mr);
     if (verr) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        uzura_resp_key_refused(core, qp, pkt->psn, verr);
         return NULL;
     }
-    s = uzura_resp_slot(core, qp);
-    if (!s) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
-    }
-    return s;
+    return uzura_resp_slot(core, qp, pkt->psn);
 }
 
 /*
@@ -632,26 +645,8 @@ static void uzura_resp_atomic(UzuraCore *core, UzuraQp *qp,
                          UZ_VERR_DMA);
         return;
     }
-    uzura_resp_slot_take(core, qp);
-    *s = (UzuraRdAtom) {
-        .valid = true, .opcode = pkt->opcode, .pending = true,
-        .psn = pkt->psn, .npkts = 1, .orig = orig,
-    };
-    uzura_resp_done(core, qp, pkt, 1);
-    uzura_work_schedule(core);
-}
-
-/* Keep the empty READ response that answers a FLUSH or ATOMIC WRITE. */
-static void uzura_resp_placed(UzuraCore *core, UzuraQp *qp,
-                              const UzuraPkt *pkt, UzuraRdAtom *s)
-{
-    uzura_resp_slot_take(core, qp);
-    *s = (UzuraRdAtom) {
-        .valid = true, .opcode = pkt->opcode, .pending = true,
-        .psn = pkt->psn, .npkts = 1,
-    };
-    uzura_resp_done(core, qp, pkt, 1);
-    uzura_work_schedule(core);
+    uzura_resp_keep(core, qp, pkt, s,
+                    (UzuraRdAtom) { .npkts = 1, .orig = orig });
 }
 
 /*
@@ -670,9 +665,7 @@ static void uzura_resp_flush(UzuraCore *core, UzuraQp *qp,
     UzuraMr *mr;
     uint8_t verr;
 
-    if (!pkt->flush_type ||
-        (pkt->flush_type & ~(UZ_FLUSH_GLOBAL | UZ_FLUSH_PERSISTENT)) ||
-        pkt->flush_level > UZ_FLUSH_MR) {
+    if (!uzura_flush_valid(pkt->flush_type, pkt->flush_level)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
@@ -689,16 +682,15 @@ static void uzura_resp_flush(UzuraCore *core, UzuraQp *qp,
         verr = UZ_VERR_ACCESS;
     }
     if (verr) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS, 0,
-                         verr == UZ_VERR_BAD_LKEY ? UZ_VERR_BAD_RKEY : verr);
+        uzura_resp_key_refused(core, qp, pkt->psn, verr);
         return;
     }
-    s = uzura_resp_slot(core, qp);
+    s = uzura_resp_slot(core, qp, pkt->psn);
     if (!s) {
-        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
-    uzura_resp_placed(core, qp, pkt, s);
+    /* Answered by a READ response of no bytes. */
+    uzura_resp_keep(core, qp, pkt, s, (UzuraRdAtom) { .npkts = 1 });
 }
 
 /*
@@ -727,7 +719,8 @@ static void uzura_resp_atomic_write(UzuraCore *core, UzuraQp *qp,
     if (uzura_resp_copy_failed(core, qp, pkt->psn, 0, verr)) {
         return;
     }
-    uzura_resp_placed(core, qp, pkt, s);
+    /* Answered by a READ response of no bytes. */
+    uzura_resp_keep(core, qp, pkt, s, (UzuraRdAtom) { .npkts = 1 });
 }
 
 /*

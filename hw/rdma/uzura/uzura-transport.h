@@ -123,6 +123,13 @@ void uzura_roce_fill_av(UzuraPkt *pkt, const uint8_t *dmac,
                         uint8_t hop_limit, uint8_t tclass, uint32_t sqpn);
 uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len);
 
+/* A FLUSH's placement type and selectivity level (FETH) are ones we know. */
+static inline bool uzura_flush_valid(uint8_t type, uint8_t level)
+{
+    return type && !(type & ~(UZ_FLUSH_GLOBAL | UZ_FLUSH_PERSISTENT)) &&
+           level <= UZ_FLUSH_MR;
+}
+
 /* ---- memory through keys (uzura-xlat.c) ---- */
 
 /* A scatter/gather list, host order. */
