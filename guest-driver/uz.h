@@ -168,6 +168,12 @@ struct uz_pd {
 	u32 uctx;
 };
 
+/* An XRC domain belongs to the device, not to a context (uz_xrc.c). */
+struct uz_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 xrcdn;
+};
+
 /* Lookup references: EQ dispatch holds one while it calls out. */
 struct uz_obj_ref {
 	refcount_t refs;
@@ -268,14 +274,14 @@ struct uz_qp {
 	struct ib_qp ibqp;
 	struct uz_obj_ref ref;
 	u32 qpn;
-	u32 uctx;
+	u32 uctx;			/* 0 for XRC target QPs too */
 	u8 type;			/* UZ_QPT_* */
 	bool sig_all;
 	enum ib_qp_state state;		/* as last set or reported */
 	u8 sgid_index;			/* of the AV, for query_qp */
 	u32 max_inline;
-	struct uz_wq sq;
-	struct uz_wq rq;		/* unused with an SRQ */
+	struct uz_wq sq;		/* unused by XRC target QPs */
+	struct uz_wq rq;		/* unused with an SRQ, by XRC QPs */
 	struct uz_sq_slot *sq_slots;	/* kernel QPs */
 	struct uz_srq *srq;
 	struct ib_qp_cap cap;
@@ -299,6 +305,11 @@ static inline struct uz_ucontext *to_uz_uctx(struct ib_ucontext *ibuc)
 static inline struct uz_pd *to_uz_pd(struct ib_pd *ibpd)
 {
 	return container_of(ibpd, struct uz_pd, ibpd);
+}
+
+static inline struct uz_xrcd *to_uz_xrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct uz_xrcd, ibxrcd);
 }
 
 static inline struct uz_ah *to_uz_ah(struct ib_ah *ibah)
@@ -415,6 +426,14 @@ int uz_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		     const struct ib_recv_wr **bad_wr);
 void uz_qp_send_done(struct uz_qp *qp, const struct uz_cqe *cqe);
 void uz_qp_recv_done(struct uz_qp *qp);
+void uz_srq_recv_done(struct uz_ibdev *ib, u32 srqn);
+
+/* uz_xrc.c */
+int uz_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int uz_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int uz_xrc_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
+		   struct uz_cmd_create_srq *c);
+int uz_xrc_create_tgt(struct uz_qp *qp, struct ib_qp_init_attr *init);
 
 /* uz_stats.c */
 int uz_stats_init(struct uz_ibdev *ib);

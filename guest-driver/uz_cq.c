@@ -330,7 +330,10 @@ static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
 	u32 qpn = le32_to_cpu(cqe->qpn) & 0xffffff;
 	struct uz_qp *qp;
 
-	/* Safe without a reference: destroy_qp syncs with our lock. */
+	/*
+	 * Safe without a reference: destroy_qp syncs with our lock.  An XRC
+	 * target QP, which has no CQ to sync with, is only named in wc.
+	 */
 	qp = xa_load(&ib->qp_xa, qpn);
 	if (!qp)
 		return false;
@@ -348,7 +351,10 @@ static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
 		uz_qp_send_done(qp, cqe);
 		return true;
 	}
-	uz_qp_recv_done(qp);
+	if (cqe->wc_flags & UZ_WC_F_XRC)
+		uz_srq_recv_done(ib, le32_to_cpu(cqe->src_qp) & 0xffffff);
+	else
+		uz_qp_recv_done(qp);
 	if (cqe->wc_flags & UZ_WC_F_IMM) {
 		wc->ex.imm_data = cqe->imm_data;	/* network order */
 		wc->wc_flags |= IB_WC_WITH_IMM;
@@ -364,7 +370,9 @@ static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
 			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 		}
 	}
-	wc->src_qp = le32_to_cpu(cqe->src_qp) & 0xffffff;
+	/* Through an XRC target QP src_qp is the XRC SRQ's: not a sender. */
+	if (!(cqe->wc_flags & UZ_WC_F_XRC))
+		wc->src_qp = le32_to_cpu(cqe->src_qp) & 0xffffff;
 	wc->pkey_index = le16_to_cpu(cqe->pkey_index);
 	return true;
 }

@@ -192,6 +192,9 @@ static int uz_query_device(struct ib_device *ibdev,
 	props->max_srq_sge = le32_to_cpu(a->max_sge);
 	if (uz->caps & UZ_CAP_SRQ_RESIZE)
 		props->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+	/* ib_device_attr has no max_xrcd: UZ_XRCD_MAX goes unreported. */
+	if (uz->caps & UZ_CAP_XRC)
+		props->device_cap_flags |= IB_DEVICE_XRC;
 	/* No memory behind the device persists: FLUSH to global visibility. */
 	if (uz->caps & UZ_CAP_PLACEMENT)
 		props->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL |
@@ -511,6 +514,10 @@ static void uz_qp_event(struct uz_ibdev *ib, u32 qpn, enum ib_event_type type)
 		return;
 	if (type == IB_EVENT_QP_FATAL)
 		WRITE_ONCE(qp->state, IB_QPS_ERR);
+	/*
+	 * An XRC target QP's handler is ib_core's own, which passes the
+	 * event on to each handle that processes opened on the QP.
+	 */
 	if (qp->ibqp.event_handler) {
 		ev.element.qp = &qp->ibqp;
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
@@ -616,6 +623,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.alloc_mw = uz_alloc_mw,
 	.alloc_pd = uz_alloc_pd,
 	.alloc_ucontext = uz_alloc_ucontext,
+	.alloc_xrcd = uz_alloc_xrcd,
 	.attach_mcast = uz_attach_mcast,
 	.create_ah = uz_create_ah,
 	.create_cq = uz_create_cq,
@@ -625,6 +633,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.dealloc_mw = uz_dealloc_mw,
 	.dealloc_pd = uz_dealloc_pd,
 	.dealloc_ucontext = uz_dealloc_ucontext,
+	.dealloc_xrcd = uz_dealloc_xrcd,
 	.dereg_mr = uz_dereg_mr,
 	.destroy_ah = uz_destroy_ah,
 	.destroy_cq = uz_destroy_cq,
@@ -661,6 +670,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, uz_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, uz_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, uz_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, uz_xrcd, ibxrcd),
 };
 
 int uz_ib_init(struct uz_dev *uz)

@@ -442,6 +442,12 @@ void uz_odp_caps(struct uz_dev *uz, struct ib_device_attr *props)
 		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
 		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
 	props->odp_caps.per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND;
+	/* XRC is RC's transport, its receives from SRQs (spec 8.16). */
+	if (uz->caps & UZ_CAP_XRC)
+		props->odp_caps.per_transport_caps.xrc_odp_caps =
+			IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_WRITE |
+			IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC |
+			IB_ODP_SUPPORT_SRQ_RECV;
 }
 
 int uz_odp_init(struct uz_ibdev *ib)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * uzura RDMA NIC driver: QPs (RC, UD and the GSI QP1) and SRQs.
+ * uzura RDMA NIC driver: QPs (RC, UC, UD, the GSI QP1 and XRC) and SRQs.
  *
  * Every ring is one DMA-contiguous allocation; user rings are handed to
  * the process through mmap entries (docs/verbs-abi.md).  For kernel QPs
@@ -87,6 +87,33 @@ static u32 uz_wq_map_size(const struct uz_wq *wq)
 	return PAGE_ALIGN((size_t)uz_wq_depth(wq) << wq->log_wqe);
 }
 
+/* Every QP but an XRC target has an SQ and a send CQ. */
+static bool uz_qp_has_sq(const struct uz_qp *qp)
+{
+	return qp->type != UZ_QPT_XRC_TGT;
+}
+
+/*
+ * A QP with a receive side of its own, and so a receive CQ: an XRC
+ * initiator has none, and an XRC target's receives are its SRQs'.
+ */
+static bool uz_qp_receives(const struct uz_qp *qp)
+{
+	return qp->type != UZ_QPT_XRC_INI && qp->type != UZ_QPT_XRC_TGT;
+}
+
+/* A QP with an RQ of its own. */
+static bool uz_qp_has_rq(const struct uz_qp *qp)
+{
+	return uz_qp_receives(qp) && !qp->srq;
+}
+
+static bool uz_qp_connected(const struct uz_qp *qp)
+{
+	return qp->type == UZ_QPT_RC || qp->type == UZ_QPT_UC ||
+	       qp->type == UZ_QPT_XRC_INI || qp->type == UZ_QPT_XRC_TGT;
+}
+
 /* ---- QP creation ---- */
 
 static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
@@ -101,6 +128,11 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 	u32 need, hdr = sizeof(struct uz_send_wqe);
 	int err;
 
+	/* As uverbs does: an XRC initiator's receive caps mean nothing. */
+	if (!uz_qp_receives(qp)) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
 	if (cap->max_send_sge > max_sge || cap->max_recv_sge > max_sge ||
 	    cap->max_inline_data > max_inline) {
 		ibdev_dbg(qp->ibqp.device,
@@ -114,7 +146,7 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 	if (sq_log < 0)
 		return sq_log;
 	qp->sq.log_depth = sq_log;
-	if (!init->srq) {
+	if (uz_qp_has_rq(qp)) {
 		rq_log = uz_log_depth(qp->ibqp.device, "QP: RQ",
 				      cap->max_recv_wr, max_wr);
 		if (rq_log < 0)
@@ -147,7 +179,7 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 		/* The provider chose sizes that fit its own caps. */
 		if (ucmd.sq_log_wqe)
 			qp->sq.log_wqe = ucmd.sq_log_wqe;
-		if (ucmd.rq_log_wqe)
+		if (ucmd.rq_log_wqe && uz_qp_receives(qp))
 			qp->rq.log_wqe = ucmd.rq_log_wqe;
 	}
 	if (qp->sq.log_wqe < UZ_SQ_LOG_WQE_MIN ||
@@ -172,7 +204,7 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 	cap->max_send_wr = uz_wq_depth(&qp->sq);
 	cap->max_send_sge = qp->sq.max_sge;
 	cap->max_inline_data = qp->max_inline;
-	if (!init->srq) {
+	if (uz_qp_has_rq(qp)) {
 		cap->max_recv_wr = uz_wq_depth(&qp->rq);
 		cap->max_recv_sge = qp->rq.max_sge;
 	} else {
@@ -219,6 +251,21 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		}
 		qp->type = UZ_QPT_GSI;
 		break;
+	case IB_QPT_XRC_INI:
+		/* The kernel's posting path has no XRC SRQ number to give. */
+		if (!udata || !(uz->caps & UZ_CAP_XRC)) {
+			ibdev_dbg(ibqp->device, "QP: XRC initiator for user space only, on a device with XRC\n");
+			return -EOPNOTSUPP;
+		}
+		qp->type = UZ_QPT_XRC_INI;
+		break;
+	case IB_QPT_XRC_TGT:
+		if (!(uz->caps & UZ_CAP_XRC)) {
+			ibdev_dbg(ibqp->device, "QP: XRC not supported\n");
+			return -EOPNOTSUPP;
+		}
+		qp->type = UZ_QPT_XRC_TGT;
+		break;
 	default:
 		ibdev_dbg(ibqp->device, "QP type %d not supported\n",
 			  init->qp_type);
@@ -229,18 +276,23 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			  init->create_flags);
 		return -EOPNOTSUPP;
 	}
-	if (!init->send_cq || !init->recv_cq) {
-		ibdev_dbg(ibqp->device, "QP: needs a send and a receive CQ\n");
+	if (qp->type == UZ_QPT_XRC_TGT)
+		return uz_xrc_create_tgt(qp, init);
+	/* ib_core may give an XRC initiator a receive CQ, or none. */
+	if (!init->send_cq || (uz_qp_receives(qp) && !init->recv_cq)) {
+		ibdev_dbg(ibqp->device, "QP: needs a send CQ%s\n",
+			  uz_qp_receives(qp) ? " and a receive CQ" : "");
 		return -EINVAL;
 	}
 
+	/* ib_core gives an XRC initiator no SRQ. */
+	qp->srq = init->srq && uz_qp_receives(qp) ? to_uz_srq(init->srq) : NULL;
 	err = uz_qp_sizes(uz, qp, init, udata);
 	if (err)
 		return err;
 	qp->uctx = uz_udata_uctx(udata);
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
-	qp->srq = init->srq ? to_uz_srq(init->srq) : NULL;
 	uz_obj_ref_init(&qp->ref);
 
 	if (!udata) {
@@ -252,7 +304,7 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = uz_wq_alloc(uz, &qp->sq, udata, &sq_key);
 	if (err)
 		goto err_slots;
-	if (!qp->srq) {
+	if (uz_qp_has_rq(qp)) {
 		err = uz_wq_alloc(uz, &qp->rq, udata, &rq_key);
 		if (err)
 			goto err_sq;
@@ -260,16 +312,17 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	/* ring.dma stays valid when the mmap entry owns a user ring */
 	c->sq_addr = cpu_to_le64(qp->sq.ring.dma);
-	if (!qp->srq)
+	if (uz_qp_has_rq(qp))
 		c->rq_addr = cpu_to_le64(qp->rq.ring.dma);
 	c->uctx = cpu_to_le32(qp->uctx);
 	c->pdn = cpu_to_le32(to_uz_pd(ibqp->pd)->pdn);
 	c->send_cqn = cpu_to_le32(to_uz_cq(init->send_cq)->cqn);
-	c->recv_cqn = cpu_to_le32(to_uz_cq(init->recv_cq)->cqn);
+	if (uz_qp_receives(qp))
+		c->recv_cqn = cpu_to_le32(to_uz_cq(init->recv_cq)->cqn);
 	c->srqn = cpu_to_le32(qp->srq ? qp->srq->srqn : UZ_NO_SRQ);
 	c->type = qp->type;
 	c->sq_log_depth = qp->sq.log_depth;
-	c->rq_log_depth = qp->srq ? 0 : qp->rq.log_depth;
+	c->rq_log_depth = uz_qp_has_rq(qp) ? qp->rq.log_depth : 0;
 	c->sq_log_wqe_size = qp->sq.log_wqe;
 	c->rq_log_wqe_size = qp->rq.log_wqe;
 	c->flags = qp->sig_all ? UZ_QPF_SIG_ALL : 0;
@@ -290,13 +343,15 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		resp.sq_mmap_key = sq_key;
 		resp.rq_mmap_key = rq_key;
 		resp.sq_size = uz_wq_map_size(&qp->sq);
-		resp.rq_size = qp->srq ? 0 : uz_wq_map_size(&qp->rq);
 		resp.sq_log_depth = qp->sq.log_depth;
 		resp.sq_log_wqe = qp->sq.log_wqe;
-		resp.rq_log_depth = qp->srq ? 0 : qp->rq.log_depth;
 		resp.rq_log_wqe = qp->rq.log_wqe;
 		resp.sq_db_offset = uz_db_page_off(qp->sq.db);
-		resp.rq_db_offset = qp->srq ? 0 : uz_db_page_off(qp->rq.db);
+		if (uz_qp_has_rq(qp)) {
+			resp.rq_size = uz_wq_map_size(&qp->rq);
+			resp.rq_log_depth = qp->rq.log_depth;
+			resp.rq_db_offset = uz_db_page_off(qp->rq.db);
+		}
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -310,7 +365,7 @@ err_xa:
 err_destroy:
 	uz_obj_cmd(uz, UZ_CMD_DESTROY_QP, qp->qpn, qp->uctx);
 err_rq:
-	if (!qp->srq)
+	if (uz_qp_has_rq(qp))
 		uz_wq_free(uz, &qp->rq);
 err_sq:
 	uz_wq_free(uz, &qp->sq);
@@ -337,17 +392,25 @@ int uz_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	err = uz_obj_destroy(ib->uz, &ib->qp_xa, qp, &qp->ref,
 			     UZ_CMD_DESTROY_QP, qp->qpn, qp->uctx);
-	uz_cq_sync(ibqp->send_cq);
-	uz_cq_sync(ibqp->recv_cq);
+	/*
+	 * Only the CQs the QP completes into: an XRC target has none (its
+	 * receives complete into its SRQs' CQs, and the poll of those
+	 * takes nothing from the QP but its ib_qp's address).
+	 */
+	if (uz_qp_has_sq(qp))
+		uz_cq_sync(ibqp->send_cq);
+	if (uz_qp_receives(qp))
+		uz_cq_sync(ibqp->recv_cq);
 	if (err) {
 		/* The device may still read the rings: leak them. */
 		dev_err(&ib->uz->pdev->dev, "destroying QP %u failed: %d\n",
 			qp->qpn, err);
 		return 0;
 	}
-	if (!qp->srq)
+	if (uz_qp_has_rq(qp))
 		uz_wq_free(ib->uz, &qp->rq);
-	uz_wq_free(ib->uz, &qp->sq);
+	if (uz_qp_has_sq(qp))
+		uz_wq_free(ib->uz, &qp->sq);
 	kfree(qp->sq_slots);
 	return 0;
 }
@@ -508,8 +571,9 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->sgid_index = rdma_ah_read_grh(&attr->ah_attr)->sgid_index;
 	/* The device restarts every index at 0 after RESET. */
 	if (new == IB_QPS_RESET && !qp->uctx) {
-		uz_wq_reset(&qp->sq);
-		if (!qp->srq)
+		if (uz_qp_has_sq(qp))
+			uz_wq_reset(&qp->sq);
+		if (uz_qp_has_rq(qp))
 			uz_wq_reset(&qp->rq);
 	}
 out:
@@ -559,7 +623,7 @@ int uz_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->port_num = a->port;
 	attr->sq_draining = a->sq_draining;
 	attr->cap = qp->cap;
-	if (qp->type == UZ_QPT_RC || qp->type == UZ_QPT_UC) {
+	if (uz_qp_connected(qp)) {
 		/* The device keeps the GID itself, the driver its index. */
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, 1);
@@ -574,6 +638,7 @@ int uz_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
 	init->srq = ibqp->srq;
+	init->xrcd = ibqp->xrcd;
 	init->qp_type = ibqp->qp_type;
 	init->cap = qp->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
@@ -729,6 +794,12 @@ int uz_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	u32 start;
 	int err = 0;
 
+	if (!uz_qp_has_sq(qp)) {
+		ibdev_dbg(ibqp->device, "QP %u: an XRC target QP has no SQ\n",
+			  qp->qpn);
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (!qp->sq_slots) {
 		/* user QPs post from the provider */
 		ibdev_dbg(ibqp->device, "QP %u: a user QP, no posting here\n",
@@ -829,6 +900,12 @@ int uz_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct uz_qp *qp = to_uz_qp(ibqp);
 
+	if (!uz_qp_receives(qp)) {
+		ibdev_dbg(ibqp->device, "QP %u: an XRC QP has no RQ\n",
+			  qp->qpn);
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (qp->uctx) {
 		ibdev_dbg(ibqp->device, "QP %u: a user QP, no posting here\n",
 			  qp->qpn);
@@ -875,17 +952,34 @@ out:
 	spin_unlock(&sq->lock);
 }
 
-/* A receive CQE of a kernel QP: its RQ (or SRQ) completes in order. */
-void uz_qp_recv_done(struct uz_qp *qp)
+static void uz_wq_recv_done(struct uz_wq *wq)
 {
-	struct uz_wq *wq = qp->srq ? &qp->srq->rq : &qp->rq;
-
-	if (qp->uctx)
-		return;
 	spin_lock(&wq->lock);
 	if (wq->ci != wq->pi)
 		wq->ci = (wq->ci + 1) & UZ_DB_PI_MASK;
 	spin_unlock(&wq->lock);
+}
+
+/* A receive CQE of a kernel QP: its RQ (or SRQ) completes in order. */
+void uz_qp_recv_done(struct uz_qp *qp)
+{
+	if (qp->uctx || !uz_qp_receives(qp))
+		return;
+	uz_wq_recv_done(qp->srq ? &qp->srq->rq : &qp->rq);
+}
+
+/*
+ * A receive CQE through an XRC target QP (UZ_WC_F_XRC, poll_cq with the
+ * CQ's lock): the XRC SRQ it names completes in order.  Safe without a
+ * reference: destroy_srq syncs with the lock of the SRQ's CQ, the only
+ * CQ its CQEs reach.
+ */
+void uz_srq_recv_done(struct uz_ibdev *ib, u32 srqn)
+{
+	struct uz_srq *srq = xa_load(&ib->srq_xa, srqn);
+
+	if (srq && !srq->uctx && srq->ibsrq.srq_type == IB_SRQT_XRC)
+		uz_wq_recv_done(&srq->rq);
 }
 
 /* ---- SRQs ---- */
@@ -906,7 +1000,12 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 need;
 	int log, err;
 
-	if (init->srq_type != IB_SRQT_BASIC) {
+	srq->uctx = uz_udata_uctx(udata);
+	if (init->srq_type == IB_SRQT_XRC) {
+		err = uz_xrc_srq_cmd(srq, init, c);
+		if (err)
+			return err;
+	} else if (init->srq_type != IB_SRQT_BASIC) {
 		ibdev_dbg(ibsrq->device, "SRQ type %d not supported\n",
 			  init->srq_type);
 		return -EOPNOTSUPP;
@@ -952,7 +1051,6 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->rq.max_sge = min_t(u32, le32_to_cpu(uz->attr.max_sge),
 				((1u << srq->rq.log_wqe) - sizeof(struct uz_recv_wqe)) /
 				sizeof(struct uz_sge));
-	srq->uctx = uz_udata_uctx(udata);
 	srq->limit = attr->srq_limit;
 	mutex_init(&srq->resize_mutex);
 	uz_obj_ref_init(&srq->ref);
@@ -971,6 +1069,9 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_wq;
 	srq->srqn = le32_to_cpu(cqe.out0);
 	srq->rq.db = le32_to_cpu(cqe.out1);
+	/* uverbs answers create_srq with it; XRC senders name the SRQ so. */
+	if (init->srq_type == IB_SRQT_XRC)
+		ibsrq->ext.xrc.srq_num = srq->srqn;
 
 	err = xa_insert_bh(&ib->srq_xa, srq->srqn, srq, GFP_KERNEL);
 	if (err)
@@ -1170,6 +1271,9 @@ int uz_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 			     UZ_CMD_DESTROY_SRQ, srq->srqn, srq->uctx);
 	if (err == -EBUSY)
 		return err;	/* still used by a QP: the SRQ stays */
+	/* A poll of its CQ may have it from a CQE (uz_srq_recv_done). */
+	if (ibsrq->srq_type == IB_SRQT_XRC)
+		uz_cq_sync(ibsrq->ext.cq);
 	if (err) {
 		dev_err(&ib->uz->pdev->dev, "destroying SRQ %u failed: %d\n",
 			srq->srqn, err);

@@ -1575,7 +1575,8 @@ static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
     w->atomic.compare_add = cpu_to_le64(fz_u64(f));
     w->atomic.swap = cpu_to_le64(fz_u64(f));
     if (fz_chance(f, 10)) {
-        w->reserved[0] = fz_u64(f);         /* reserved: ignored */
+        w->xrc_srqn = g_rand_int(f->r);     /* RC: ignored */
+        w->reserved_448 = fz_u64(f);        /* reserved: ignored */
         w->reserved_8 = g_rand_int(f->r);
     }
 

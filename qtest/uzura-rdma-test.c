@@ -420,7 +420,7 @@ static void test_srq_and_qp_create(void)
     }
     g_assert_cmpint(obj_cmd(&t, UZ_CMD_DESTROY_SRQ, srqn, 0, NULL), ==,
                     UZ_CMD_BUSY);
-    g_assert_cmpint(create_qp(&t, 0x09, pdn, cqn, UZ_NO_SRQ, &qpn, NULL), ==,
+    g_assert_cmpint(create_qp(&t, 0x0b, pdn, cqn, UZ_NO_SRQ, &qpn, NULL), ==,
                     UZ_CMD_BAD_PARAM);
     g_assert_cmpint(create_qp(&t, UZ_QPT_UD, pdn, cqn, 77, &qpn, NULL), ==,
                     UZ_CMD_BAD_HANDLE);

@@ -146,6 +146,7 @@ typedef struct UzWr {
     uint64_t flush_length;      /* FLUSH: bytes from remote_addr */
     uint8_t flush_type;         /* FLUSH: UZ_FLUSH_GLOBAL, _PERSISTENT */
     uint8_t flush_level;        /* FLUSH: UZ_FLUSH_RANGE, UZ_FLUSH_MR */
+    uint32_t xrc_srqn;          /* XRC initiator: the peer's XRC SRQ */
 } UzWr;
 
 /* RC connection parameters; UZ_RC_OPTS_DEFAULT is what tests start from. */
@@ -1478,6 +1479,7 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
                                                   cpu_to_be32(wr->imm);
     w->rkey = cpu_to_le32(wr->rkey);
     w->remote_addr = cpu_to_le64(wr->remote_addr);
+    w->xrc_srqn = cpu_to_le32(wr->xrc_srqn);
     if (ud) {
         w->ud.ahn = cpu_to_le32(wr->ahn);
         w->ud.remote_qpn = cpu_to_le32(wr->remote_qpn);
@@ -1554,7 +1556,8 @@ static inline void uz_sq_ring(UzQp *qp)
 static inline void uz_sq_post(UzQp *qp, const UzWr *wr)
 {
     uint64_t buf[UZ_SQ_WQE_SIZE / 8];
-    size_t len = uz_wqe_build(wr, qp->type != UZ_QPT_RC, buf);
+    size_t len = uz_wqe_build(wr, qp->type == UZ_QPT_UD ||
+                              qp->type == UZ_QPT_GSI, buf);
 
     uz_sq_put(qp, buf, len);
 }

@@ -7,7 +7,8 @@
 # Every test that fails or errs is not ok unless docs/rdma-core-tests.md
 # lists it as a known failure, with the reason; the tests that cover the
 # extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
-# demand paging, memory windows, parent domains and multicast must pass.
+# demand paging, memory windows, parent domains, multicast and XRC must
+# pass.
 # Speaks TAP; the suite's own verbose log goes in as comments only for the
 # tests that did not pass.
 set -uo pipefail
@@ -72,6 +73,14 @@ must_pass=(
 	tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write
 	tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush
 	tests.test_qpex.QpExTestCase.test_qp_ex_rc_flush_type_violate
+	# XRC (device 0.14)
+	tests.test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add
+	tests.test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
+	tests.test_cqex.CqExTestCase.test_xrc_traffic_cq_ex
+	tests.test_odp.OdpTestCase.test_odp_xrc_traffic
+	tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send
+	tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm
+	tests.test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic
 )
 
 

@@ -38,6 +38,8 @@
 #define UZ_UC_SEND_OPS		(UZ_UD_SEND_OPS | \
 				 IBV_QP_EX_WITH_RDMA_WRITE | \
 				 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+/* XRC_SEND: RC's, but windows are bound on RC QPs only. */
+#define UZ_XRC_SEND_OPS		(UZ_RC_SEND_OPS & ~IBV_QP_EX_WITH_BIND_MW)
 
 /*
  * wr_flags the device has a WQE flag for; IBV_SEND_INLINE is allowed and
@@ -71,8 +73,8 @@ static struct uz_send_wqe *uz_wr_begin(struct uzura_qp *qp, uint8_t opcode)
 	struct uz_send_wqe *wqe;
 	bool signaled;
 
-	/* The previous WQE of a UD QP never got its address. */
-	if (qp->wr_need_ah)
+	/* The previous WQE never got its UD address or XRC SRQ. */
+	if (qp->wr_need_dest)
 		uz_wr_fail(qp, EINVAL);
 	if (qp->wr_err)
 		return NULL;
@@ -104,7 +106,10 @@ static struct uz_send_wqe *uz_wr_begin(struct uzura_qp *qp, uint8_t opcode)
 
 	qp->wr_pi = (qp->wr_pi + 1) & UZ_DB_PI_MASK;
 	qp->wr_wqe = wqe;
-	qp->wr_need_ah = qp->ibqp.qp_type == IBV_QPT_UD;
+	/* A LOCAL_INV goes nowhere. */
+	qp->wr_need_dest = qp->ibqp.qp_type == IBV_QPT_UD ||
+			   (qp->ibqp.qp_type == IBV_QPT_XRC_SEND &&
+			    opcode != UZ_WR_LOCAL_INV);
 	return wqe;
 }
 
@@ -317,7 +322,19 @@ static void uz_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 	wqe->ud.ahn = htole32(to_uah(ah)->ahn);
 	wqe->ud.remote_qpn = htole32(remote_qpn);
 	wqe->ud.remote_qkey = htole32(remote_qkey);
-	qp->wr_need_ah = false;
+	qp->wr_need_dest = false;
+}
+
+/* The peer's XRC SRQ the WQE is for (XRC_SEND QPs only). */
+static void uz_wr_set_xrc_srqn(struct ibv_qp_ex *ibqpx, uint32_t remote_srqn)
+{
+	struct uzura_qp *qp = qpx_to_uqp(ibqpx);
+	struct uz_send_wqe *wqe = uz_wr_cur(qp);
+
+	if (!wqe)
+		return;
+	wqe->xrc_srqn = htole32(remote_srqn);
+	qp->wr_need_dest = false;
 }
 
 static void uz_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
@@ -465,7 +482,7 @@ static void uz_wr_start(struct ibv_qp_ex *ibqpx)
 	qp->wr_pi = qp->sq.pi;
 	qp->wr_wqe = NULL;
 	qp->wr_err = 0;
-	qp->wr_need_ah = false;
+	qp->wr_need_dest = false;
 }
 
 static int uz_wr_complete(struct ibv_qp_ex *ibqpx)
@@ -474,7 +491,7 @@ static int uz_wr_complete(struct ibv_qp_ex *ibqpx)
 	struct uzura_wq *sq = &qp->sq;
 	int ret = qp->wr_err;
 
-	if (!ret && qp->wr_need_ah)
+	if (!ret && qp->wr_need_dest)
 		ret = EINVAL;
 	/* The device refuses doorbells of a QP in RESET. */
 	if (!ret && qp->state == IBV_QPS_RESET && qp->wr_pi != sq->pi)
@@ -505,7 +522,9 @@ static void uz_wr_abort(struct ibv_qp_ex *ibqpx)
 static void uz_qp_set_send_ops(struct uzura_qp *qp)
 {
 	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
-	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
+	bool xrc = qp->ibqp.qp_type == IBV_QPT_XRC_SEND;
+	/* RC's operations; XRC_SEND has them but for binding windows. */
+	bool rc = qp->ibqp.qp_type == IBV_QPT_RC || xrc;
 	bool write = rc || qp->ibqp.qp_type == IBV_QPT_UC;
 	bool placement = rc && (to_uctx(qp->ibqp.context)->caps &
 				UZ_CAP_PLACEMENT);
@@ -520,11 +539,11 @@ static void uz_qp_set_send_ops(struct uzura_qp *qp)
 				      uz_wr_no_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = rc ? uz_wr_atomic_fetch_add :
 					uz_wr_no_atomic_fetch_add;
-	qpx->wr_bind_mw = rc ? uz_wr_bind_mw : uz_wr_no_bind_mw;
+	qpx->wr_bind_mw = rc && !xrc ? uz_wr_bind_mw : uz_wr_no_bind_mw;
 	qpx->wr_local_inv = rc ? uz_wr_local_inv : uz_wr_no_rkey;
 	qpx->wr_send_inv = rc ? uz_wr_send_inv : uz_wr_no_rkey;
 	qpx->wr_send_tso = uz_wr_no_send_tso;
-	qpx->wr_set_xrc_srqn = uz_wr_no_rkey;
+	qpx->wr_set_xrc_srqn = xrc ? uz_wr_set_xrc_srqn : uz_wr_no_rkey;
 	qpx->wr_atomic_write = placement ? uz_wr_atomic_write :
 					   uz_wr_no_atomic_write;
 	qpx->wr_flush = placement ? uz_wr_flush : uz_wr_no_flush;
@@ -547,6 +566,9 @@ struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
 	uint64_t ops = 0;
 	struct uzura_qp *qp;
 
+	/* Made by the kernel alone, with no queues here (xrc.c). */
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return uzura_create_xrc_recv_qp(context, attr);
 	if (attr->comp_mask & ~UZ_QP_COMP_MASK ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags)) {
@@ -558,12 +580,15 @@ struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
 		return NULL;
 	}
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		uint64_t rc_ops = UZ_RC_SEND_OPS;
+		uint64_t rc_ops = UZ_RC_SEND_OPS, xrc_ops = UZ_XRC_SEND_OPS;
 
-		if (to_uctx(context)->caps & UZ_CAP_PLACEMENT)
+		if (to_uctx(context)->caps & UZ_CAP_PLACEMENT) {
 			rc_ops |= UZ_RC_PLACEMENT_OPS;
+			xrc_ops |= UZ_RC_PLACEMENT_OPS;
+		}
 		ops = attr->send_ops_flags;
 		if ((attr->qp_type == IBV_QPT_RC && ops & ~rc_ops) ||
+		    (attr->qp_type == IBV_QPT_XRC_SEND && ops & ~xrc_ops) ||
 		    (attr->qp_type == IBV_QPT_UC && ops & ~UZ_UC_SEND_OPS) ||
 		    (attr->qp_type == IBV_QPT_UD && ops & ~UZ_UD_SEND_OPS)) {
 			errno = EOPNOTSUPP;

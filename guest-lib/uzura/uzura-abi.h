@@ -21,7 +21,8 @@ DECLARE_DRV_CMD(uzv_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		uzura_resize_cq, uzura_resize_cq_resp);
 DECLARE_DRV_CMD(uzv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		uzura_create_qp, uzura_create_qp_resp);
-DECLARE_DRV_CMD(uzv_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
+/* Basic and XRC SRQs, with the same driver data. */
+DECLARE_DRV_CMD(uzv_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ,
 		uzura_create_srq, uzura_create_srq_resp);
 DECLARE_DRV_CMD(uzv_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
 		uzura_modify_srq, empty);

@@ -51,6 +51,11 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.query_srq = uzura_query_srq,
 	.destroy_srq = uzura_destroy_srq,
 	.post_srq_recv = uzura_post_srq_recv,
+	.create_srq_ex = uzura_create_srq_ex,
+	.get_srq_num = uzura_get_srq_num,
+	.open_xrcd = uzura_open_xrcd,
+	.close_xrcd = uzura_close_xrcd,
+	.open_qp = uzura_open_qp,
 	.create_ah = uzura_create_ah,
 	.destroy_ah = uzura_destroy_ah,
 	.attach_mcast = ibv_cmd_attach_mcast,
@@ -102,6 +107,9 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 	pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE);
 	for (i = 0; i < UZURA_QP_TABLE_SIZE; i++)
 		list_head_init(&ctx->qp_table[i]);
+	pthread_spin_init(&ctx->srq_table_lock, PTHREAD_PROCESS_PRIVATE);
+	for (i = 0; i < UZURA_SRQ_TABLE_SIZE; i++)
+		list_head_init(&ctx->srq_table[i]);
 
 	verbs_set_ops(&ctx->ibvctx, &uzura_ctx_ops);
 	/* CQ sizing (uzura_cq_ask) needs the device's limit. */
@@ -122,6 +130,7 @@ static void uzura_free_context(struct ibv_context *ibctx)
 
 	munmap(ctx->db_page, ctx->db_page_size);
 	pthread_spin_destroy(&ctx->qp_table_lock);
+	pthread_spin_destroy(&ctx->srq_table_lock);
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
 }

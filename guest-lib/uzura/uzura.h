@@ -31,6 +31,8 @@
 
 /* Buckets of the context's qpn -> QP table (poll_cq looks QPs up). */
 #define UZURA_QP_TABLE_SIZE	256
+/* Buckets of its srqn -> XRC SRQ table (XRC receives name their SRQ). */
+#define UZURA_SRQ_TABLE_SIZE	64
 
 struct uzura_device {
 	struct verbs_device vdev;
@@ -68,6 +70,8 @@ struct uzura_context {
 	uint32_t max_cqe;		/* the device's, 0 if unknown */
 	pthread_spinlock_t qp_table_lock;
 	struct list_head qp_table[UZURA_QP_TABLE_SIZE];
+	pthread_spinlock_t srq_table_lock;
+	struct list_head srq_table[UZURA_SRQ_TABLE_SIZE];
 };
 
 /* A CQ, SQ, RQ or SRQ ring mapped from the kernel. */
@@ -120,9 +124,13 @@ struct uzura_sq_slot {
 struct uzura_crw_table;			/* outstanding CRWs (uzuradv.c) */
 
 struct uzura_srq {
-	struct ibv_srq ibsrq;
+	union {
+		struct ibv_srq ibsrq;
+		struct verbs_srq vsrq;	/* ibv_create_srq_ex: XRC SRQs */
+	};
 	struct uzura_wq rq;
 	uint32_t srqn;
+	struct list_node entry;		/* XRC: in the context's srq_table */
 };
 
 struct uzura_qp {
@@ -130,6 +138,10 @@ struct uzura_qp {
 		struct ibv_qp ibqp;
 		struct verbs_qp vqp;	/* ibv_qp_ex: ibv_create_qp_ex */
 	};
+	/*
+	 * An XRC_SEND QP has no RQ, SRQ or receive CQ; an XRC_RECV QP
+	 * (created or opened) has no queues, CQs or PD here at all.
+	 */
 	struct uzura_wq sq;
 	struct uzura_wq rq;		/* unused with an SRQ */
 	struct uzura_sq_slot *slots;	/* one per SQ ring entry */
@@ -145,7 +157,8 @@ struct uzura_qp {
 	struct uz_send_wqe *wr_wqe;	/* the WQE being built, or NULL */
 	uint32_t wr_pi;			/* SQ index of the next WQE */
 	int wr_err;			/* first error since wr_start */
-	bool wr_need_ah;		/* UD WQE still without wr_set_ud_addr */
+	bool wr_need_dest;		/* WQE still without wr_set_ud_addr (UD)
+					 * or wr_set_xrc_srqn (XRC) */
 };
 
 struct uzura_ah {
@@ -338,12 +351,27 @@ void uzura_crw_reset(struct uzura_qp *qp);
 
 struct ibv_srq *uzura_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr);
+struct ibv_srq *uzura_srq_create(struct ibv_context *context,
+				 struct ibv_srq_init_attr_ex *attr);
+void uzura_srq_table_add(struct uzura_context *ctx, struct uzura_srq *srq);
 int uzura_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 		     int attr_mask);
 int uzura_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int uzura_destroy_srq(struct ibv_srq *srq);
 int uzura_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
+
+/* xrc.c: XRC domains, XRC SRQs, XRC target QPs. */
+struct ibv_xrcd *uzura_open_xrcd(struct ibv_context *context,
+				 struct ibv_xrcd_init_attr *attr);
+int uzura_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_srq *uzura_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int uzura_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *uzura_create_xrc_recv_qp(struct ibv_context *context,
+					struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *uzura_open_qp(struct ibv_context *context,
+			     struct ibv_qp_open_attr *attr);
 
 struct ibv_ah *uzura_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int uzura_destroy_ah(struct ibv_ah *ah);

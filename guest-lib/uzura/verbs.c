@@ -174,6 +174,41 @@ static struct uzura_qp *uz_qp_lookup(struct uzura_context *ctx, uint32_t qpn)
 	return found;
 }
 
+/*
+ * XRC SRQ table: a receive through an XRC target QP, which may be another
+ * process's, names the SRQ it consumed (uz_cqe.src_qp).  Like the QP
+ * table, looked up with the CQ lock held (the SRQ's CQ: an XRC SRQ's
+ * receives complete there only), and destroy_srq unlinks under that lock.
+ */
+static struct list_head *uz_srq_bucket(struct uzura_context *ctx,
+				       uint32_t srqn)
+{
+	return &ctx->srq_table[srqn % UZURA_SRQ_TABLE_SIZE];
+}
+
+void uzura_srq_table_add(struct uzura_context *ctx, struct uzura_srq *srq)
+{
+	pthread_spin_lock(&ctx->srq_table_lock);
+	list_add_tail(uz_srq_bucket(ctx, srq->srqn), &srq->entry);
+	pthread_spin_unlock(&ctx->srq_table_lock);
+}
+
+static struct uzura_srq *uz_srq_lookup(struct uzura_context *ctx,
+				       uint32_t srqn)
+{
+	struct uzura_srq *srq, *found = NULL;
+
+	pthread_spin_lock(&ctx->srq_table_lock);
+	list_for_each(uz_srq_bucket(ctx, srqn), srq, entry) {
+		if (srq->srqn == srqn) {
+			found = srq;
+			break;
+		}
+	}
+	pthread_spin_unlock(&ctx->srq_table_lock);
+	return found;
+}
+
 /* ---- CQ ---- */
 
 struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
@@ -421,32 +456,21 @@ static void uz_rq_complete(struct uzura_wq *wq)
 	pthread_spin_unlock(&wq->lock);
 }
 
-/* Fill wc from a CQE; false when its QP is gone (the CQE is dropped). */
-bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
-		      struct ibv_wc *wc)
+/* The fields of wc every CQE has; qp_num is the QP in uz_cqe.qpn. */
+static void uz_wc_fill(const struct uz_cqe *cqe, struct ibv_wc *wc)
 {
-	uint32_t qpn = le32toh(cqe->qpn) & 0xffffff;
-	struct uzura_qp *qp;
-
-	qp = uz_qp_lookup(ctx, qpn);
-	if (!qp)
-		return false;
-
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = le64toh(cqe->wr_id);
 	wc->status = cqe->status;
 	wc->opcode = uz_wc_opcode(cqe->opcode);
 	wc->vendor_err = cqe->vendor_err;
 	wc->byte_len = le32toh(cqe->byte_len);
-	wc->qp_num = qpn;
+	wc->qp_num = le32toh(cqe->qpn) & 0xffffff;
+}
 
-	if (cqe->opcode == UZ_WC_CRW)
-		return uzura_crw_complete(qp, cqe, wc);
-	if (!(cqe->opcode & UZ_WC_RECV)) {
-		uz_sq_complete(qp, cqe);
-		return true;
-	}
-	uz_rq_complete(qp->srq ? &qp->srq->rq : &qp->rq);
+/* The fields of a receive's wc. */
+static void uz_wc_recv(const struct uz_cqe *cqe, struct ibv_wc *wc)
+{
 	if (cqe->wc_flags & UZ_WC_F_IMM) {
 		/* Both the CQE and ibv_wc keep it in network order. */
 		wc->imm_data = (__force __be32)cqe->imm_data;
@@ -469,6 +493,54 @@ bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 	}
 	wc->src_qp = le32toh(cqe->src_qp) & 0xffffff;
 	wc->pkey_index = le16toh(cqe->pkey_index);
+}
+
+/*
+ * A receive through an XRC target QP, which may be another process's or
+ * the kernel's: qp_num is that QP, and src_qp the XRC SRQ whose WQE it
+ * consumed (as mlx4 reports it; the CQE does not carry the initiator's
+ * QP).  False when the SRQ is not this context's.
+ */
+static bool uz_xrc_convert(struct uzura_context *ctx,
+			   const struct uz_cqe *cqe, struct ibv_wc *wc)
+{
+	struct uzura_srq *srq;
+
+	srq = uz_srq_lookup(ctx, le32toh(cqe->src_qp) & 0xffffff);
+	if (!srq)
+		return false;
+	uz_wc_fill(cqe, wc);
+	uz_rq_complete(&srq->rq);
+	uz_wc_recv(cqe, wc);
+	return true;
+}
+
+/* Fill wc from a CQE; false when its QP is gone (the CQE is dropped). */
+bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
+		      struct ibv_wc *wc)
+{
+	struct uzura_wq *rq;
+	struct uzura_qp *qp;
+
+	if (cqe->wc_flags & UZ_WC_F_XRC)
+		return uz_xrc_convert(ctx, cqe, wc);
+	qp = uz_qp_lookup(ctx, le32toh(cqe->qpn) & 0xffffff);
+	if (!qp)
+		return false;
+
+	uz_wc_fill(cqe, wc);
+	if (cqe->opcode == UZ_WC_CRW)
+		return uzura_crw_complete(qp, cqe, wc);
+	if (!(cqe->opcode & UZ_WC_RECV)) {
+		uz_sq_complete(qp, cqe);
+		return true;
+	}
+	/* An XRC_SEND QP has no receive side to complete. */
+	rq = qp->srq ? &qp->srq->rq : &qp->rq;
+	if (!rq->ring)
+		return false;
+	uz_rq_complete(rq);
+	uz_wc_recv(cqe, wc);
 	return true;
 }
 
@@ -504,10 +576,11 @@ int uzura_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 /* ---- QP ---- */
 
+/* The CQs of a QP with an SQ; an XRC_SEND QP has no receive CQ. */
 static void uz_lock_cqs(struct ibv_qp *ibqp)
 {
 	struct uzura_cq *scq = to_ucq(ibqp->send_cq);
-	struct uzura_cq *rcq = to_ucq(ibqp->recv_cq);
+	struct uzura_cq *rcq = ibqp->recv_cq ? to_ucq(ibqp->recv_cq) : scq;
 
 	/* Address order, so that two destroys cannot deadlock. */
 	if (scq == rcq) {
@@ -524,7 +597,7 @@ static void uz_lock_cqs(struct ibv_qp *ibqp)
 static void uz_unlock_cqs(struct ibv_qp *ibqp)
 {
 	struct uzura_cq *scq = to_ucq(ibqp->send_cq);
-	struct uzura_cq *rcq = to_ucq(ibqp->recv_cq);
+	struct uzura_cq *rcq = ibqp->recv_cq ? to_ucq(ibqp->recv_cq) : scq;
 
 	pthread_spin_unlock(&scq->lock);
 	if (scq != rcq)
@@ -558,9 +631,26 @@ static int uz_qp_sizes(struct uzura_context *ctx,
 	return 0;
 }
 
+static bool uz_qp_type_ok(struct uzura_context *ctx, enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UD:
+		return true;
+	case IBV_QPT_UC:
+		return ctx->caps & UZ_CAP_UC;
+	case IBV_QPT_XRC_SEND:
+		return ctx->caps & UZ_CAP_XRC;
+	default:
+		return false;
+	}
+}
+
 /*
- * An RC or UD QP, for create_qp and create_qp_ex (which checks the rest of
- * attr); NULL with errno set.
+ * An RC, UC, UD or XRC_SEND QP, for create_qp and create_qp_ex (which
+ * checks the rest of attr); NULL with errno set.  An XRC_SEND QP is made
+ * like an RC QP with no receive side: the kernel gives it no RQ, and it
+ * keeps no receive CQ or SRQ (ib_core takes none for it either).
  */
 struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 				 struct ibv_qp_init_attr_ex *attr)
@@ -568,14 +658,18 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 	struct uzura_context *ctx = to_uctx(context);
 	struct uzv_create_qp_resp resp = {};
 	struct uzv_create_qp cmd = {};
+	bool xrc = attr->qp_type == IBV_QPT_XRC_SEND;
 	struct uzura_qp *qp;
 	uint32_t wqe;
 	int ret;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD &&
-	    (attr->qp_type != IBV_QPT_UC || !(ctx->caps & UZ_CAP_UC))) {
+	if (!uz_qp_type_ok(ctx, attr->qp_type)) {
 		errno = EOPNOTSUPP;
 		return NULL;
+	}
+	if (xrc) {
+		attr->cap.max_recv_wr = 0;
+		attr->cap.max_recv_sge = 0;
 	}
 	ret = uz_qp_sizes(ctx, attr, &cmd.drv_payload);
 	if (ret) {
@@ -593,7 +687,11 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 		goto err_free;
 	}
 
-	qp->srq = attr->srq ? to_usrq(attr->srq) : NULL;
+	if (xrc) {
+		qp->ibqp.recv_cq = NULL;
+		qp->ibqp.srq = NULL;
+	}
+	qp->srq = qp->ibqp.srq ? to_usrq(qp->ibqp.srq) : NULL;
 	qp->sig_all = attr->sq_sig_all;
 	qp->state = IBV_QPS_RESET;
 	ret = uz_wq_init(ctx, &qp->sq, resp.sq_mmap_key, resp.sq_size,
@@ -606,8 +704,10 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 			       sizeof(struct uz_sge));
 	qp->max_inline = min_t(uint32_t, ctx->max_inline,
 			       wqe - sizeof(struct uz_send_wqe));
-	if (!qp->srq) {
+	if (!qp->srq && !xrc) {
 		if (!resp.rq_mmap_key) {
+			verbs_err(&ctx->ibvctx, "uzura: QP %u without an RQ\n",
+				  qp->ibqp.qp_num);
 			ret = EINVAL;
 			goto err_sq;
 		}
@@ -680,22 +780,38 @@ static void uz_wq_reset(struct uzura_wq *wq)
 }
 
 /*
- * Drop the CQEs of @qp not polled yet from @cq, keeping the others in
- * order: a QP moved to RESET starts afresh, and completions (flushes,
- * mostly) from before must not be taken for its new work, as on other
- * verbs devices.  The CQEs the device has written are moved towards the
- * producer, over the dropped ones, each with the phase of its new slot;
- * the device writes only beyond them.  A dropped receive of an SRQ frees
- * its slot, as polling it would; CRW completions stay, since they alone
- * tell when a CRW's buffers are free (uzura_crw_reset marks them stale).
+ * Whether uz_cq_drop drops @c: a CQE of @qp other than a CRW completion,
+ * or a receive of XRC SRQ @xsrq (a receive through an XRC target QP is
+ * its XRC SRQ's, never @qp's).
  */
-static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
+static bool uz_cqe_dropped(const struct uz_cqe *c, const struct uzura_qp *qp,
+			   const struct uzura_srq *xsrq)
 {
-	uint32_t mask, n, i, dropped = 0, qpn = qp->ibqp.qp_num;
+	if (c->wc_flags & UZ_WC_F_XRC)
+		return xsrq && (le32toh(c->src_qp) & 0xffffff) == xsrq->srqn;
+	return qp && (le32toh(c->qpn) & 0xffffff) == qp->ibqp.qp_num &&
+	       c->opcode != UZ_WC_CRW;
+}
 
-	pthread_spin_lock(&cq->lock);
+/*
+ * Drop the CQEs not polled yet of @qp, or of XRC SRQ @xsrq, from @cq,
+ * keeping the others in order, with the CQ lock held.  A QP moved to
+ * RESET starts afresh, and completions (flushes, mostly) from before must
+ * not be taken for its new work, as on other verbs devices; a destroyed
+ * XRC SRQ's number may come back with a new one (as mlx4 does).  The CQEs
+ * the device has written are moved towards the producer, over the dropped
+ * ones, each with the phase of its new slot; the device writes only
+ * beyond them.  A dropped receive of @qp's SRQ frees its slot, as polling
+ * it would; CRW completions stay, since they alone tell when a CRW's
+ * buffers are free (uzura_crw_reset marks them stale).
+ */
+static void uz_cq_drop(struct uzura_cq *cq, struct uzura_qp *qp,
+		       struct uzura_srq *xsrq)
+{
+	uint32_t mask, n, i, dropped = 0;
+
 	if (cq->moving && uzura_cq_move(cq))
-		goto out;
+		return;
 	mask = (1u << cq->log_depth) - 1;
 	for (n = 0; n <= mask && uz_cq_written(cq, cq->ci + n); n++)
 		;
@@ -703,9 +819,8 @@ static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
 		struct uz_cqe *ring = cq->ring, *c = ring + ((cq->ci + i) & mask);
 		uint32_t to = cq->ci + i + dropped;
 
-		if ((le32toh(c->qpn) & 0xffffff) == qpn &&
-		    c->opcode != UZ_WC_CRW) {
-			if ((c->opcode & UZ_WC_RECV) && qp->srq)
+		if (uz_cqe_dropped(c, qp, xsrq)) {
+			if (qp && qp->srq && (c->opcode & UZ_WC_RECV))
 				uz_rq_complete(&qp->srq->rq);
 			dropped++;
 		} else if (dropped) {
@@ -717,7 +832,12 @@ static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
 	cq->ci = (cq->ci + dropped) & UZ_DB_CI_MASK;
 	/* The device must know the slots are free before they are used. */
 	uzura_cq_report(cq, true);
-out:
+}
+
+static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
+{
+	pthread_spin_lock(&cq->lock);
+	uz_cq_drop(cq, qp, NULL);
 	pthread_spin_unlock(&cq->lock);
 }
 
@@ -731,18 +851,20 @@ int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (ret)
 		return ret;
-	if (attr_mask & IBV_QP_STATE) {
-		if (attr->qp_state == IBV_QPS_RESET) {
-			uzura_cq_clean(to_ucq(ibqp->send_cq), qp);
-			if (ibqp->recv_cq != ibqp->send_cq)
-				uzura_cq_clean(to_ucq(ibqp->recv_cq), qp);
-			uz_wq_reset(&qp->sq);
-			uzura_crw_reset(qp);
-			if (!qp->srq)
-				uz_wq_reset(&qp->rq);
-		}
-		qp->state = attr->qp_state;
+	if (!(attr_mask & IBV_QP_STATE))
+		return 0;
+	/* An XRC_RECV QP has nothing here to start afresh. */
+	if (attr->qp_state == IBV_QPS_RESET &&
+	    ibqp->qp_type != IBV_QPT_XRC_RECV) {
+		uzura_cq_clean(to_ucq(ibqp->send_cq), qp);
+		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+			uzura_cq_clean(to_ucq(ibqp->recv_cq), qp);
+		uz_wq_reset(&qp->sq);
+		uzura_crw_reset(qp);
+		if (!qp->srq)
+			uz_wq_reset(&qp->rq);
 	}
+	qp->state = attr->qp_state;
 	return 0;
 }
 
@@ -770,6 +892,11 @@ int uzura_destroy_qp(struct ibv_qp *ibqp)
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
+	/* An XRC_RECV QP is in no table and holds no rings or PD here. */
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		free(qp);
+		return 0;
+	}
 
 	/* No poll_cq may hold the QP after this. */
 	uz_lock_cqs(ibqp);
@@ -798,6 +925,9 @@ static int uz_wr_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 	if (type == IBV_QPT_UC && op != IBV_WR_SEND &&
 	    op != IBV_WR_SEND_WITH_IMM && op != IBV_WR_RDMA_WRITE &&
 	    op != IBV_WR_RDMA_WRITE_WITH_IMM)
+		return -1;
+	/* XRC: RC's operations, but windows are bound on RC QPs only. */
+	if (type == IBV_QPT_XRC_SEND && op == IBV_WR_BIND_MW)
 		return -1;
 	switch (op) {
 	case IBV_WR_SEND:
@@ -852,6 +982,8 @@ static int uz_build_send(struct uzura_qp *qp, const struct ibv_send_wr *wr,
 	/* The key to invalidate, little-endian like every key. */
 	if (op == UZ_WR_SEND_INV || op == UZ_WR_LOCAL_INV)
 		wqe->imm_data = htole32(wr->invalidate_rkey);
+	if (qp->ibqp.qp_type == IBV_QPT_XRC_SEND)
+		wqe->xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn);
 
 	switch (op) {
 	case UZ_WR_LOCAL_INV:
@@ -928,6 +1060,11 @@ int uzura_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
+	/* An XRC_RECV QP has no SQ. */
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&sq->lock);
 	start = sq->pi;
 	/* The device refuses doorbells of a QP in RESET. */
@@ -1049,8 +1186,11 @@ int uzura_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 {
 	struct uzura_qp *qp = to_uqp(ibqp);
 
-	/* No RQ with an SRQ; the device refuses doorbells in RESET. */
-	if (qp->srq || qp->state == IBV_QPS_RESET) {
+	/*
+	 * No RQ with an SRQ or on an XRC QP; the device refuses doorbells in
+	 * RESET.
+	 */
+	if (qp->srq || !qp->rq.ring || qp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1059,54 +1199,97 @@ int uzura_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 /* ---- SRQ ---- */
 
-struct ibv_srq *uzura_create_srq(struct ibv_pd *pd,
-				 struct ibv_srq_init_attr *attr)
+/* log2 of the receive WQE size for @max_sge SGEs; 0 if the device has none. */
+static uint32_t uzura_srq_log_wqe(struct uzura_context *ctx, uint32_t max_sge)
 {
-	struct uzura_context *ctx = to_uctx(pd->context);
-	struct uzv_create_srq_resp resp = {};
-	struct uzv_create_srq cmd = {};
-	struct uzura_srq *srq;
-	uint32_t need;
+	uint32_t log_wqe;
+
+	if (max_sge > ctx->max_sge)
+		return 0;
+	log_wqe = max_t(uint32_t,
+			uz_log2_up(sizeof(struct uz_recv_wqe) +
+				   max_sge * sizeof(struct uz_sge)),
+			UZ_RQ_LOG_WQE_MIN);
+	return log_wqe <= ctx->rq_max_log_wqe ? log_wqe : 0;
+}
+
+/* Map the ring of an SRQ the kernel created; 0 or an errno. */
+static int uzura_srq_init(struct uzura_context *ctx, struct uzura_srq *srq,
+			  const struct uzura_create_srq_resp *resp)
+{
 	int ret;
 
-	if (attr->attr.max_sge > ctx->max_sge) {
-		errno = EINVAL;
-		return NULL;
-	}
-	need = sizeof(struct uz_recv_wqe) +
-	       attr->attr.max_sge * sizeof(struct uz_sge);
-	cmd.log_wqe = max_t(uint32_t, uz_log2_up(need), UZ_RQ_LOG_WQE_MIN);
-	if (cmd.log_wqe > ctx->rq_max_log_wqe) {
+	ret = uz_wq_init(ctx, &srq->rq, resp->ring_mmap_key, resp->ring_size,
+			 resp->log_depth, resp->log_wqe, resp->db_offset);
+	if (ret)
+		return ret;
+	srq->rq.max_sge = min_t(uint32_t, ctx->max_sge,
+				((1u << srq->rq.log_wqe) -
+				 sizeof(struct uz_recv_wqe)) /
+				sizeof(struct uz_sge));
+	srq->srqn = resp->srqn;
+	return 0;
+}
+
+/*
+ * A basic or an XRC SRQ (xrc.c checks the latter's domain and CQ): the
+ * kernel makes both with the same driver command and answer.
+ */
+struct ibv_srq *uzura_srq_create(struct ibv_context *context,
+				 struct ibv_srq_init_attr_ex *attr)
+{
+	struct uzura_context *ctx = to_uctx(context);
+	struct uzv_create_xsrq_resp resp = {};
+	struct uzv_create_xsrq cmd = {};
+	struct uzura_srq *srq;
+	int ret;
+
+	cmd.log_wqe = uzura_srq_log_wqe(ctx, attr->attr.max_sge);
+	if (!cmd.log_wqe) {
 		errno = EINVAL;
 		return NULL;
 	}
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
-	ret = ibv_cmd_create_srq(pd, &srq->ibsrq, attr, &cmd.ibv_cmd,
-				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
-	if (ret) {
-		errno = ret;
+	ret = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
 		goto err_free;
-	}
-	ret = uz_wq_init(ctx, &srq->rq, resp.ring_mmap_key, resp.ring_size,
-			 resp.log_depth, resp.log_wqe, resp.db_offset);
+	ret = uzura_srq_init(ctx, srq, &resp.drv_payload);
 	if (ret) {
+		verbs_err(&ctx->ibvctx, "uzura: cannot map SRQ %u: %s\n",
+			  resp.drv_payload.srqn, strerror(ret));
 		ibv_cmd_destroy_srq(&srq->ibsrq);
-		errno = ret;
 		goto err_free;
 	}
-	srq->rq.max_sge = min_t(uint32_t, ctx->max_sge,
-				((1u << srq->rq.log_wqe) -
-				 sizeof(struct uz_recv_wqe)) /
-				sizeof(struct uz_sge));
-	srq->srqn = resp.srqn;
-	uzura_pd_get(pd);
+	/* ibv_create_srq sets these for the SRQs of create_srq only. */
+	srq->ibsrq.pd = attr->pd;
+	srq->ibsrq.srq_context = attr->srq_context;
+	uzura_pd_get(attr->pd);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_XRC)
+		uzura_srq_table_add(ctx, srq);
 	return &srq->ibsrq;
 
 err_free:
 	free(srq);
+	errno = ret;
 	return NULL;
+}
+
+struct ibv_srq *uzura_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ex = {
+		.srq_context = attr->srq_context, .attr = attr->attr,
+		.comp_mask = IBV_SRQ_INIT_ATTR_PD, .pd = pd,
+	};
+	struct ibv_srq *srq = uzura_srq_create(pd->context, &ex);
+
+	if (srq)
+		attr->attr = ex.attr;
+	return srq;
 }
 
 /*
@@ -1161,12 +1344,24 @@ int uzura_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 int uzura_destroy_srq(struct ibv_srq *ibsrq)
 {
+	struct uzura_context *ctx = to_uctx(ibsrq->context);
 	struct uzura_srq *srq = to_usrq(ibsrq);
+	struct uzura_cq *cq;
 	int ret;
 
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
+	if (srq->vsrq.srq_type == IBV_SRQT_XRC) {
+		/* No poll_cq may hold the SRQ after this. */
+		cq = to_ucq(srq->vsrq.cq);
+		pthread_spin_lock(&cq->lock);
+		pthread_spin_lock(&ctx->srq_table_lock);
+		list_del(&srq->entry);
+		pthread_spin_unlock(&ctx->srq_table_lock);
+		uz_cq_drop(cq, NULL, srq);
+		pthread_spin_unlock(&cq->lock);
+	}
 	uzura_pd_put(ibsrq->pd);
 	uz_wq_fini(&srq->rq);
 	free(srq);

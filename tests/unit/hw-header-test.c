@@ -126,7 +126,7 @@ int main(void)
 	      offsetof(struct uz_cmd_resize_srq, limit) == 20 &&
 	      UZ_SRQ_RESIZE_LIMIT == 1);
 	/* Version 0.13: FLUSH and ATOMIC WRITE (spec 8.15). */
-	CHECK(UZ_VERSION_MINOR == 13 && UZ_CAP_PLACEMENT == 0x10000 &&
+	CHECK(UZ_CAP_PLACEMENT == 0x10000 &&
 	      UZ_WR_FLUSH == 0x0b && UZ_WR_ATOMIC_WRITE == 0x0c &&
 	      UZ_WC_FLUSH == 0x08 && UZ_WC_ATOMIC_WRITE == 0x09 &&
 	      UZ_ACCESS_FLUSH_GLOBAL == 0x100 &&
@@ -135,6 +135,18 @@ int main(void)
 	      offsetof(struct uz_send_wqe, flush.type) == 40 &&
 	      offsetof(struct uz_send_wqe, flush.level) == 41 &&
 	      UZ_MAX_MSG_SZ == 0x80000000u);
+	/* Version 0.14: XRC (spec 8.16). */
+	CHECK(UZ_VERSION_MINOR == 14 && UZ_CAP_XRC == 0x20000 &&
+	      UZ_CMD_ALLOC_XRCD == 0x2b && UZ_CMD_DEALLOC_XRCD == 0x2c &&
+	      UZ_QPT_XRC_INI == 9 && UZ_QPT_XRC_TGT == 10 &&
+	      UZ_SRQF_XRC == 1 && UZ_WC_F_XRC == 0x10 &&
+	      UZ_BTH_OP_XRC == 0xa0 && UZ_XRCETH_LEN == 4 &&
+	      offsetof(struct uz_send_wqe, xrc_srqn) == 48 &&
+	      offsetof(struct uz_cmd_create_srq, flags) == 22 &&
+	      offsetof(struct uz_cmd_create_srq, xrcd) == 24 &&
+	      offsetof(struct uz_cmd_create_srq, cqn) == 28 &&
+	      offsetof(struct uz_cmd_create_qp, xrcd) == 44 &&
+	      offsetof(struct uz_device_attr, max_xrcd) == 124);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

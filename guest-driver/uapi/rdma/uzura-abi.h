@@ -83,7 +83,7 @@ struct uzura_create_qp_resp {
 	__u32 comp_mask;
 	__u32 qpn;
 	__aligned_u64 sq_mmap_key;
-	__aligned_u64 rq_mmap_key;	/* 0 when the QP uses an SRQ */
+	__aligned_u64 rq_mmap_key;	/* 0 without an RQ: SRQ, XRC */
 	__u32 sq_size;			/* bytes to map */
 	__u32 rq_size;
 	__u8 sq_log_depth;

@@ -46,15 +46,17 @@ static bool uzura_cq_slot(UzuraCore *core, UzuraCq *cq, uint32_t pos,
 bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
                    bool solicited)
 {
-    UzuraCq *cq = &core->rdma.cq[cqn];
-    uint32_t size = 1u << cq->log_depth;
-    uint32_t pos = cq->pi & (size - 1);
+    UzuraCq *cq = cqn < core->rdma.lim.max_cq ? &core->rdma.cq[cqn] : NULL;
+    uint32_t size, pos;
     struct uz_cqe e = *cqe;
     uint64_t addr;
 
-    if (!cq->valid || cq->error) {
+    /* An XRC target QP without an SRQ names no CQ. */
+    if (!cq || !cq->valid || cq->error) {
         return false;
     }
+    size = 1u << cq->log_depth;
+    pos = cq->pi & (size - 1);
     if (uzura_ring_used(cq->pi, cq->ci) >= size) {
         uzura_guest_error(trace_uzura_cq_err_overflow(cqn),
                           "CQ %u overflowed; it stops", cqn);

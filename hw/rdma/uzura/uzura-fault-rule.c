@@ -79,7 +79,9 @@ static const char *const uzura_act_names[] = {
 /* What a rule can know of a frame. */
 typedef struct UzuraFrameClass {
     uint8_t kinds;              /* UZ_FK_* */
-    uint8_t opcode;
+    uint8_t opcode;             /* as on the wire, which rules name */
+    uint8_t rc_op;              /* an XRC opcode's RC twin: its headers */
+    bool xrc;
     uint32_t dqpn;
     uint32_t psn;
     size_t ip_len;              /* RoCE: IPv4 total length */
@@ -105,23 +107,24 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
     }
     c->kinds = UZ_FK_ROCE;
     c->opcode = bth[0];
+    c->rc_op = uzura_roce_rc_opcode(c->opcode, &c->xrc);
     c->dqpn = ldl_be_p(bth + 4) & UZ_PSN_MASK;
     c->psn = ldl_be_p(bth + 8) & UZ_PSN_MASK;
-    h = uzura_ops[c->opcode].hdrs;
-    if (c->opcode == UZ_BTH_OP_ACK) {
+    h = uzura_ops[c->rc_op].hdrs;
+    if (c->rc_op == UZ_BTH_OP_ACK) {
         /* The AETH syndrome tells an ACK from a NAK or RNR NAK. */
         if (FRAME_BTH + UZ_BTH_LEN < len) {
             c->kinds |= (bth[UZ_BTH_LEN] & UZ_AETH_TYPE_MASK) ?
                         UZ_FK_NAK : UZ_FK_ACK;
         }
-    } else if (c->opcode == UZ_BTH_OP_RC_SACK) {
+    } else if (c->rc_op == UZ_BTH_OP_RC_SACK) {
         c->kinds |= UZ_FK_NAK;
     } else if (h & (UZ_H_REQ | UZ_H_DETH)) {
         c->kinds |= UZ_FK_REQUEST;
         if (c->opcode == UZ_BTH_OP_RC_STCRW) {
             c->kinds |= UZ_FK_STCRW;
         }
-    } else if (uzura_ops[c->opcode].family) {
+    } else if (uzura_ops[c->rc_op].family) {
         c->kinds |= UZ_FK_RESPONSE;
     }
     end = FRAME_IP + c->ip_len - UZ_ICRC_LEN - ((bth[1] >> 4) & 3);
@@ -135,7 +138,7 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
 /* Whether corrupting @field of the frame means anything. */
 static bool uzura_field_fits(const UzuraFrameClass *c, uint8_t field)
 {
-    uint16_t h = uzura_ops[c->opcode].hdrs;
+    uint16_t h = uzura_ops[c->rc_op].hdrs;
 
     switch (field) {
     case UZ_FF_BIT:
@@ -245,9 +248,12 @@ void uzura_fault_corrupt(uint8_t *buf, size_t len, uint8_t field, uint64_t r)
         uzura_flip(bth + UZ_BTH_LEN, 8, r);
         break;
     case UZ_FF_RKEY:
-        /* So do the RETH (past a FETH) and AtomicETH: VA, then R_Key. */
-        uzura_flip(bth + UZ_BTH_LEN +
-                   (uzura_ops[c.opcode].hdrs & UZ_H_FETH ? 4 : 0) + 8, 32, r);
+        /*
+         * So do the RETH (past an XRCETH and a FETH) and AtomicETH: VA,
+         * then R_Key.
+         */
+        uzura_flip(bth + UZ_BTH_LEN + (c.xrc ? UZ_XRCETH_LEN : 0) +
+                   (uzura_ops[c.rc_op].hdrs & UZ_H_FETH ? 4 : 0) + 8, 32, r);
         break;
     case UZ_FF_PAYLOAD:
         buf[c.payload + (r >> 8) % c.paylen] ^= 1u << (r & 7);

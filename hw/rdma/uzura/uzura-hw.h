@@ -66,7 +66,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            13
+#define UZ_VERSION_MINOR            14
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -127,6 +127,8 @@
 #define UZ_CAP_SRQ_RESIZE           (1u << 15) /* UZ_CMD_RESIZE_SRQ */
 #define UZ_CAP_PLACEMENT            (1u << 16) /* UZ_WR_FLUSH,
                                                 * UZ_WR_ATOMIC_WRITE */
+#define UZ_CAP_XRC                  (1u << 17) /* XRC: ALLOC_XRCD, XRC SRQs,
+                                                * UZ_QPT_XRC_INI, _TGT */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -285,7 +287,8 @@ struct uz_device_attr {
 	uint32_t max_fast_reg_pages; /* page list of a UZ_MR_F_FAST MR */
 	uint32_t max_mcast_grp;     /* multicast groups (UZ_CAP_MCAST) */
 	uint32_t max_mcast_qp_attach; /* QPs attached to one group */
-	uint32_t reserved[9];
+	uint32_t max_xrcd;          /* XRC domains (UZ_CAP_XRC) */
+	uint32_t reserved[8];
 };
 UZ_ASSERT_SIZE(struct uz_device_attr, 160);
 
@@ -420,6 +423,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_ATTACH_MCAST         0x28 /* UD QP joins a multicast group */
 #define UZ_CMD_DETACH_MCAST         0x29
 #define UZ_CMD_RESIZE_SRQ           0x2a /* the SRQ continues in a new ring */
+#define UZ_CMD_ALLOC_XRCD           0x2b /* out0: xrcd (uz_cmd_obj) */
+#define UZ_CMD_DEALLOC_XRCD         0x2c
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -483,6 +488,7 @@ struct uz_cmd_create_qp {
 	uint8_t rq_log_wqe_size;    /* log2 bytes, 4 .. 8 (16 .. 256) */
 	uint8_t flags;              /* UZ_QPF_* */
 	uint16_t reserved_16;
+	uint32_t xrcd;              /* UZ_QPT_XRC_TGT: its XRC domain */
 };
 
 #define UZ_NO_SRQ                   0xffffffffu
@@ -492,6 +498,21 @@ struct uz_cmd_create_qp {
 #define UZ_QPT_UC                   0x03       /* unreliable connected */
 #define UZ_QPT_UD                   0x04
 #define UZ_QPT_GSI                  0x05       /* QP1, UD semantics */
+#define UZ_QPT_XRC_INI              0x09       /* XRC initiator: an SQ only */
+#define UZ_QPT_XRC_TGT              0x0a       /* XRC target: no queues */
+
+/*
+ * XRC (UZ_CAP_XRC).  An XRC domain (ALLOC_XRCD; it belongs to the device,
+ * not to a context, since processes share it) groups XRC SRQs and XRC
+ * target QPs.  An initiator QP is an RC requester with an SQ and a send
+ * CQ and no receive side (rq_*, recv_cqn and srqn are ignored); each of
+ * its WQEs names the XRC SRQ it is for (xrc_srqn).  A target QP is an RC
+ * responder with no rings, CQs, PD or SRQ of its own (only uctx, type and
+ * xrcd count): each request it takes uses the SRQ its XRCETH names, which
+ * must be an XRC SRQ of the target's domain, for its receive WQEs, its
+ * PD (the rkey checks) and its CQ.
+ */
+#define UZ_XRCD_MAX                 64
 
 /* MODIFY_QP: the attributes named in attr_mask are applied. */
 struct uz_cmd_modify_qp {
@@ -692,8 +713,19 @@ struct uz_cmd_create_srq {
 	uint32_t limit;             /* arm: UZ_EQE_SRQ_LIMIT below this */
 	uint8_t log_depth;
 	uint8_t log_wqe_size;       /* as rq_log_wqe_size */
-	uint16_t reserved_16;
+	uint8_t flags;              /* UZ_SRQF_* */
+	uint8_t reserved_8;
+	uint32_t xrcd;              /* UZ_SRQF_XRC: its XRC domain */
+	uint32_t cqn;               /* UZ_SRQF_XRC: CQ of its receives */
 };
+
+/*
+ * An XRC SRQ (UZ_SRQF_XRC, UZ_CAP_XRC) belongs to an XRC domain and has a
+ * CQ of its own: a message an XRC initiator sends to its number (in the
+ * XRCETH) through any XRC target QP of the same domain consumes one of
+ * its WQEs, is checked against its PD and completes into its CQ.
+ */
+#define UZ_SRQF_XRC                 (1u << 0)
 
 struct uz_cmd_modify_srq {
 	uint32_t srqn;
@@ -964,7 +996,9 @@ struct uz_send_wqe {
 			uint32_t reserved;
 		} crw;
 	};
-	uint64_t reserved[2];
+	uint32_t xrc_srqn;          /* XRC initiator: the peer's XRC SRQ */
+	uint32_t reserved_416;
+	uint64_t reserved_448;
 	/* followed by uz_sge[num_sge] or inline data */
 };
 UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
@@ -1076,6 +1110,9 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_WC_F_INV                 (1u << 1)
 #define UZ_WC_F_GRH                 (1u << 2)  /* UD: 40-byte GRH first */
 #define UZ_WC_F_IPV4                (1u << 3)  /* GRH holds an IPv4 hdr */
+#define UZ_WC_F_XRC                 (1u << 4)  /* a receive through an XRC
+                                                * target QP (qpn): src_qp
+                                                * is the XRC SRQ's number */
 
 /* Completion status: the InfiniBand work completion status values. */
 #define UZ_WC_STATUS_SUCCESS        0
@@ -1154,6 +1191,13 @@ UZ_ASSERT_SIZE(struct uz_cqe, 32);
 #define UZ_BTH_OP_ATOMIC_WRITE      0x1d /* RETH, 8 bytes of payload */
 /* UC: the SEND and WRITE opcodes of RC (0x00..0x0b) with bit 5 set. */
 #define UZ_BTH_OP_UC                0x20
+/*
+ * XRC: the RC opcodes 0x00..0x1d with bits 7:5 = 101; every request
+ * carries an XRCETH (8 reserved bits, the 24-bit number of the XRC SRQ it
+ * is for) right after the BTH.
+ */
+#define UZ_BTH_OP_XRC               0xa0
+#define UZ_XRCETH_LEN               4
 #define UZ_BTH_OP_UD_SEND_ONLY      0x64
 #define UZ_BTH_OP_UD_SEND_ONLY_IMM  0x65
 #define UZ_BTH_OP_RC_STCRW          0xc0

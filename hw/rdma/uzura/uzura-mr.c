@@ -180,8 +180,10 @@ static void uzura_mr_odp_wake(UzuraCore *core, uint32_t uctx)
     UzuraRdma *r = &core->rdma;
     uint32_t i;
 
+    /* XRC targets (the kernel's) serve every context's SRQs' PDs. */
     for (i = 0; i < r->lim.max_qp; i++) {
-        if (r->qp[i].valid && r->qp[i].x && r->qp[i].uctx == uctx) {
+        if (r->qp[i].valid && r->qp[i].x &&
+            (r->qp[i].uctx == uctx || r->qp[i].type == UZ_QPT_XRC_TGT)) {
             uzura_req_fault_resume(core, &r->qp[i]);
         }
     }

@@ -60,6 +60,7 @@ void uzura_rdma_reset(UzuraCore *core)
     memset(r->mr, 0, r->lim.max_mr * sizeof(*r->mr));
     memset(r->ah, 0, r->lim.max_ah * sizeof(*r->ah));
     memset(r->mcast, 0, sizeof(r->mcast));
+    memset(r->xrcd, 0, sizeof(r->xrcd));
 }
 
 void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
@@ -84,13 +85,14 @@ void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
     attr->max_fast_reg_pages = cpu_to_le32(l->max_fast_reg_pages);
     attr->max_mcast_grp = cpu_to_le32(UZ_MCAST_MAX_GRP);
     attr->max_mcast_qp_attach = cpu_to_le32(UZ_MCAST_MAX_QP_ATTACH);
+    attr->max_xrcd = cpu_to_le32(UZ_XRCD_MAX);
     /* Pages of 4 KiB up to 1 GiB. */
     attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
 }
 
 /* ---- contexts and lookups ---- */
 
-static bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx)
+bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx)
 {
     return uctx == 0 ||
            (uctx <= core->rdma.lim.max_uctx && core->rdma.uctx[uctx].valid);
@@ -454,15 +456,22 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
     const struct uz_cmd_create_srq *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), limit = le32_to_cpu(c->limit), db;
     uint64_t ring = le64_to_cpu(c->ring_addr);
+    bool xrc = c->flags & UZ_SRQF_XRC;
     UzuraRdma *r = &core->rdma;
+    UzuraXrcd *xrcd = NULL;
+    UzuraCq *cq = NULL;
     UzuraPd *pd;
     int64_t i;
 
     pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
-    if (!pd) {
+    if (xrc) {
+        xrcd = uzura_xrcd_lookup(core, le32_to_cpu(c->xrcd));
+        cq = uzura_cq_lookup(core, le32_to_cpu(c->cqn), uctx);
+    }
+    if (!pd || (xrc && (!xrcd || !cq))) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if (c->log_depth < 1 || c->log_depth > 16 ||
+    if ((c->flags & ~UZ_SRQF_XRC) || c->log_depth < 1 || c->log_depth > 16 ||
         (1u << c->log_depth) > r->lim.max_srq_wr ||
         c->log_wqe_size < 4 || c->log_wqe_size > 8 ||
         limit >= (1u << c->log_depth)) {
@@ -477,11 +486,17 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
         return UZ_CMD_NO_RESOURCES;
     }
     r->srq[i] = (UzuraSrq) {
-        .valid = true, .uctx = uctx, .pdn = le32_to_cpu(c->pdn),
+        .valid = true, .xrc = xrc, .uctx = uctx, .pdn = le32_to_cpu(c->pdn),
+        .xrcd = xrc ? le32_to_cpu(c->xrcd) : 0,
+        .cqn = xrc ? le32_to_cpu(c->cqn) : 0,
         .ring_addr = ring, .log_depth = c->log_depth,
         .log_wqe_size = c->log_wqe_size, .limit = limit, .db_offset = db,
     };
     pd->users++;
+    if (xrc) {
+        xrcd->users++;
+        cq->users++;
+    }
     uzura_uctx_get(core, uctx);
     cqe->out0 = cpu_to_le32(i);
     cqe->out1 = cpu_to_le32(db);
@@ -560,6 +575,11 @@ static uint8_t uzura_cmd_destroy_srq(UzuraCore *core,
         return UZ_CMD_BUSY;
     }
     core->rdma.pd[srq->pdn].users--;
+    if (srq->xrc) {
+        core->rdma.xrcd[srq->xrcd].users--;
+        core->rdma.cq[srq->cqn].users--;
+        uzura_xrc_srq_gone(core, le32_to_cpu(c->handle));
+    }
     uzura_db_free(core, srq->db_offset);
     uzura_uctx_put(core, srq->uctx);
     srq->valid = false;
@@ -638,6 +658,20 @@ static uint8_t uzura_cmd_detach_mcast(UzuraCore *core,
     return uzura_mcast_detach(core, (const void *)cmd->raw);
 }
 
+static uint8_t uzura_cmd_alloc_xrcd(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    return uzura_xrcd_alloc(core, cqe);
+}
+
+static uint8_t uzura_cmd_dealloc_xrcd(UzuraCore *core,
+                                      const struct uz_admin_cmd *cmd,
+                                      struct uz_admin_cqe *cqe)
+{
+    return uzura_xrcd_dealloc(core, (const void *)cmd->raw);
+}
+
 static uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
                                          const struct uz_admin_cmd *cmd,
                                          struct uz_admin_cqe *cqe)
@@ -703,6 +737,8 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_PAGE_RESUME] = uzura_cmd_page_resume,
     [UZ_CMD_ATTACH_MCAST] = uzura_cmd_attach_mcast,
     [UZ_CMD_DETACH_MCAST] = uzura_cmd_detach_mcast,
+    [UZ_CMD_ALLOC_XRCD] = uzura_cmd_alloc_xrcd,
+    [UZ_CMD_DEALLOC_XRCD] = uzura_cmd_dealloc_xrcd,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

@@ -31,47 +31,81 @@
 /* UC: RC's path without the READ and RNR parts, and no ACK timer. */
 #define A_UC_PATH   (UZ_QP_ATTR_AV | UZ_QP_ATTR_PATH_MTU | \
                      UZ_QP_ATTR_DEST_QPN | UZ_QP_ATTR_RQ_PSN)
+/* XRC target: a responder, whose RTS needs no send attributes but these. */
+#define A_XT_SEND   (UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_SQ_PSN)
+#define A_RTS_OPT   (UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER)
+#define A_SQD_RC    (A_RTS_OPT | UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_RETRY_CNT | \
+                     UZ_QP_ATTR_RNR_RETRY | UZ_QP_ATTR_MAX_QP_RD_ATOMIC | \
+                     UZ_QP_ATTR_MAX_DEST_RD_ATOMIC)
 
-enum { QPK_RC, QPK_UD, QPK_UC, QPK_NUM };
+/* XRC initiators and targets: RC's columns, as ib_core has them. */
+enum { QPK_RC, QPK_UD, QPK_UC, QPK_XI, QPK_XT, QPK_NUM };
 
 typedef struct UzuraQpTransition {
-    uint32_t req[QPK_NUM];      /* required: RC, UD (and GSI), UC */
+    uint32_t req[QPK_NUM];      /* required: RC, UD (and GSI), UC, XI, XT */
     uint32_t opt[QPK_NUM];      /* optional */
     bool valid;
 } UzuraQpTransition;
 
-#define T(r_rc, r_ud, r_uc, o_rc, o_ud, o_uc) \
-    { .req = { (r_rc), (r_ud), (r_uc) }, .opt = { (o_rc), (o_ud), (o_uc) }, \
-      .valid = true }
+#define K(rc, ud, uc, xi, xt)   { (rc), (ud), (uc), (xi), (xt) }
+#define T(r, o)                 { .req = r, .opt = o, .valid = true }
 
 /* [from][to]; the moves to RESET and ERR are legal from everywhere. */
 static const UzuraQpTransition uzura_qp_fsm[UZ_QPS_ERR + 1][UZ_QPS_ERR + 1] = {
-    [UZ_QPS_RESET][UZ_QPS_INIT] = T(A_INIT_RC, A_INIT_UD, A_INIT_RC, 0, 0, 0),
-    [UZ_QPS_INIT][UZ_QPS_INIT] = T(0, 0, 0, A_INIT_RC, A_INIT_UD, A_INIT_RC),
-    [UZ_QPS_INIT][UZ_QPS_RTR] = T(A_RC_PATH, 0, A_UC_PATH,
-                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
-                                  UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_QKEY,
-                                  UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX),
-    [UZ_QPS_RTR][UZ_QPS_RTS] = T(A_RC_SEND, UZ_QP_ATTR_SQ_PSN,
-                                 UZ_QP_ATTR_SQ_PSN,
-                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
-                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
-    [UZ_QPS_RTS][UZ_QPS_RTS] = T(0, 0, 0,
-                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
-                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
-    [UZ_QPS_RTS][UZ_QPS_SQD] = T(0, 0, 0, 0, 0, 0),
-    [UZ_QPS_SQD][UZ_QPS_SQD] = T(0, 0, 0,
-                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER |
-                                 UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_RETRY_CNT |
-                                 UZ_QP_ATTR_RNR_RETRY |
-                                 UZ_QP_ATTR_MAX_QP_RD_ATOMIC |
-                                 UZ_QP_ATTR_MAX_DEST_RD_ATOMIC,
-                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
-    [UZ_QPS_SQD][UZ_QPS_RTS] = T(0, 0, 0,
-                                 UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_MIN_RNR_TIMER,
-                                 UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS),
-    [UZ_QPS_SQE][UZ_QPS_RTS] = T(0, 0, 0, 0, UZ_QP_ATTR_QKEY, 0),
+    [UZ_QPS_RESET][UZ_QPS_INIT] =
+        T(K(A_INIT_RC, A_INIT_UD, A_INIT_RC, A_INIT_RC, A_INIT_RC),
+          K(0, 0, 0, 0, 0)),
+    [UZ_QPS_INIT][UZ_QPS_INIT] =
+        T(K(0, 0, 0, 0, 0),
+          K(A_INIT_RC, A_INIT_UD, A_INIT_RC, A_INIT_RC, A_INIT_RC)),
+    [UZ_QPS_INIT][UZ_QPS_RTR] =
+        T(K(A_RC_PATH, 0, A_UC_PATH, A_UC_PATH, A_RC_PATH),
+          K(UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
+            UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_QKEY,
+            UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
+            UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
+            UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX)),
+    [UZ_QPS_RTR][UZ_QPS_RTS] =
+        T(K(A_RC_SEND, UZ_QP_ATTR_SQ_PSN, UZ_QP_ATTR_SQ_PSN, A_RC_SEND,
+            A_XT_SEND),
+          K(A_RTS_OPT, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS, UZ_QP_ATTR_ACCESS,
+            A_RTS_OPT)),
+    [UZ_QPS_RTS][UZ_QPS_RTS] =
+        T(K(0, 0, 0, 0, 0),
+          K(A_RTS_OPT, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS, UZ_QP_ATTR_ACCESS,
+            A_RTS_OPT)),
+    [UZ_QPS_RTS][UZ_QPS_SQD] = T(K(0, 0, 0, 0, 0), K(0, 0, 0, 0, 0)),
+    [UZ_QPS_SQD][UZ_QPS_SQD] =
+        T(K(0, 0, 0, 0, 0),
+          K(A_SQD_RC, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS,
+            A_SQD_RC & ~(UZ_QP_ATTR_MIN_RNR_TIMER |
+                         UZ_QP_ATTR_MAX_DEST_RD_ATOMIC),
+            A_RTS_OPT | UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_MAX_DEST_RD_ATOMIC)),
+    [UZ_QPS_SQD][UZ_QPS_RTS] =
+        T(K(0, 0, 0, 0, 0),
+          K(A_RTS_OPT, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS, UZ_QP_ATTR_ACCESS,
+            A_RTS_OPT)),
+    [UZ_QPS_SQE][UZ_QPS_RTS] =
+        T(K(0, 0, 0, 0, 0), K(0, UZ_QP_ATTR_QKEY, 0, 0, 0)),
 };
+
+/* The column of the transition table a QP's type reads. */
+static int uzura_qp_kind(const UzuraQp *qp)
+{
+    switch (qp->type) {
+    case UZ_QPT_UD:
+    case UZ_QPT_GSI:
+        return QPK_UD;
+    case UZ_QPT_UC:
+        return QPK_UC;
+    case UZ_QPT_XRC_INI:
+        return QPK_XI;
+    case UZ_QPT_XRC_TGT:
+        return QPK_XT;
+    default:
+        return QPK_RC;
+    }
+}
 
 static const uint8_t zero_mac[6];
 
@@ -297,6 +331,10 @@ static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
     int n;
 
     /* A WQE the QP took from its SRQ and holds is the QP's to flush. */
+    if (x->have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
+        !uzura_xrc_adopt(core, qp, x->xrc_srqn)) {
+        x->have_rwqe = false;
+    }
     if (x->have_rwqe && qp->srqn != UZ_NO_SRQ) {
         struct uz_cqe cqe = {
             .wr_id = cpu_to_le64(x->rwqe.wr_id),
@@ -305,14 +343,17 @@ static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
         };
 
         x->have_rwqe = false;
+        uzura_xrc_cqe(qp, &cqe);
         trace_uzura_qp_flush(qpn, false, 0, x->rwqe.wr_id);
         uzura_cq_post(core, qp->recv_cqn, &cqe, false);
     }
 
     for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
-        if (!uzura_qp_flush_one(core, qpn, qp, true) &&
-            (qp->srqn != UZ_NO_SRQ ||
-             !uzura_qp_flush_one(core, qpn, qp, false))) {
+        if (uzura_qp_has_sq(qp) && uzura_qp_flush_one(core, qpn, qp, true)) {
+            continue;
+        }
+        if (!uzura_qp_has_rq(qp) ||
+            !uzura_qp_flush_one(core, qpn, qp, false)) {
             /* Parked CRWs last: their SQ WQEs completed long ago. */
             uzura_crw_flush(core, qp);
             return false;
@@ -391,7 +432,7 @@ void uzura_qp_fail(UzuraCore *core, UzuraQp *qp)
     uzura_req_reset(core, qp);
     uzura_qp_flush_later(core);
     uzura_eq_post_async(core, UZ_EQE_QP_FATAL, qpn, 0);
-    if (qp->srqn != UZ_NO_SRQ) {
+    if (qp->srqn != UZ_NO_SRQ && !uzura_qp_is_xrc(qp)) {
         uzura_eq_post_async(core, UZ_EQE_QP_LAST_WQE, qpn, 0);
     }
 }
@@ -439,7 +480,7 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
                           qpn, from, to);
         return UZ_CMD_BAD_STATE;
     }
-    k = uzura_qp_is_ud(qp) ? QPK_UD : uzura_qp_is_uc(qp) ? QPK_UC : QPK_RC;
+    k = uzura_qp_kind(qp);
     mask &= ~UZ_QP_ATTR_STATE;
     if ((mask & t->req[k]) != t->req[k] ||
         (mask & ~(t->req[k] | t->opt[k])) ||
@@ -513,40 +554,58 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
 {
     UzuraRdma *r = &core->rdma;
     uint32_t uctx = le32_to_cpu(c->uctx), pdn = le32_to_cpu(c->pdn);
-    uint32_t srqn = le32_to_cpu(c->srqn), sq_db, rq_db = 0;
+    uint32_t srqn = le32_to_cpu(c->srqn), sq_db = 0, rq_db = 0;
     uint64_t sq = le64_to_cpu(c->sq_addr), rq = le64_to_cpu(c->rq_addr);
-    bool has_srq = srqn != UZ_NO_SRQ;
-    UzuraPd *pd;
-    UzuraCq *scq, *rcq;
+    bool tgt = c->type == UZ_QPT_XRC_TGT, ini = c->type == UZ_QPT_XRC_INI;
+    bool has_srq, has_rq;
+    UzuraPd *pd = NULL;
+    UzuraCq *scq = NULL, *rcq = NULL;
     UzuraSrq *srq = NULL;
+    UzuraXrcd *xrcd = NULL;
     int64_t qpn = -1, i;
 
-    pd = uzura_pd_lookup(core, pdn, uctx);
-    scq = uzura_cq_lookup(core, le32_to_cpu(c->send_cqn), uctx);
-    rcq = uzura_cq_lookup(core, le32_to_cpu(c->recv_cqn), uctx);
-    if (has_srq) {
-        srq = uzura_srq_lookup(core, srqn);
-        if (srq && srq->uctx != uctx) {
-            srq = NULL;
+    /* XRC: an initiator has no receive side, a target no queue at all. */
+    if (tgt || ini) {
+        srqn = UZ_NO_SRQ;
+    }
+    has_srq = srqn != UZ_NO_SRQ;
+    has_rq = !has_srq && !tgt && !ini;
+    if (tgt) {
+        xrcd = uzura_xrcd_lookup(core, le32_to_cpu(c->xrcd));
+        if (!xrcd || !uzura_uctx_ok(core, uctx)) {
+            return UZ_CMD_BAD_HANDLE;
+        }
+    } else {
+        pd = uzura_pd_lookup(core, pdn, uctx);
+        scq = uzura_cq_lookup(core, le32_to_cpu(c->send_cqn), uctx);
+        if (!ini) {
+            rcq = uzura_cq_lookup(core, le32_to_cpu(c->recv_cqn), uctx);
+        }
+        if (has_srq) {
+            srq = uzura_srq_lookup(core, srqn);
+            if (srq && (srq->uctx != uctx || srq->xrc)) {
+                srq = NULL;
+            }
+        }
+        if (!pd || !scq || (!ini && !rcq) || (has_srq && !srq)) {
+            return UZ_CMD_BAD_HANDLE;
         }
     }
-    if (!pd || !scq || !rcq || (has_srq && !srq)) {
-        return UZ_CMD_BAD_HANDLE;
-    }
     if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UC &&
-         c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI) ||
+         c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI && !tgt && !ini) ||
         (c->flags & ~UZ_QPF_SIG_ALL) ||
-        c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
-        (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
-        c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9 ||
-        (!has_srq && (c->rq_log_depth < 1 || c->rq_log_depth > 16 ||
-                      (1u << c->rq_log_depth) > r->lim.max_qp_wr ||
-                      c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 8))) {
+        (!tgt && (c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
+                  (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
+                  c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9)) ||
+        (has_rq && (c->rq_log_depth < 1 || c->rq_log_depth > 16 ||
+                    (1u << c->rq_log_depth) > r->lim.max_qp_wr ||
+                    c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 8))) {
         return UZ_CMD_BAD_PARAM;
     }
-    if (!uzura_dma_ok(core, sq, (uint64_t)1 << (c->sq_log_depth +
-                                                c->sq_log_wqe_size), false) ||
-        (!has_srq &&
+    if ((!tgt &&
+         !uzura_dma_ok(core, sq, (uint64_t)1 << (c->sq_log_depth +
+                                                 c->sq_log_wqe_size), false)) ||
+        (has_rq &&
          !uzura_dma_ok(core, rq, (uint64_t)1 << (c->rq_log_depth +
                                                  c->rq_log_wqe_size), false))) {
         return UZ_CMD_BAD_ADDR;
@@ -568,29 +627,38 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
             return UZ_CMD_NO_RESOURCES;
         }
     }
-    if (!uzura_db_alloc(core, uctx, UZ_DBK_SQ, qpn, &sq_db)) {
+    if (!tgt && !uzura_db_alloc(core, uctx, UZ_DBK_SQ, qpn, &sq_db)) {
         return UZ_CMD_NO_RESOURCES;
     }
-    if (!has_srq && !uzura_db_alloc(core, uctx, UZ_DBK_RQ, qpn, &rq_db)) {
+    if (has_rq && !uzura_db_alloc(core, uctx, UZ_DBK_RQ, qpn, &rq_db)) {
         uzura_db_free(core, sq_db);
         return UZ_CMD_NO_RESOURCES;
     }
     r->qp[qpn] = (UzuraQp) {
         .valid = true, .type = c->type, .flags = c->flags, .uctx = uctx,
-        .pdn = pdn, .send_cqn = le32_to_cpu(c->send_cqn),
-        .recv_cqn = le32_to_cpu(c->recv_cqn), .srqn = srqn,
-        .sq_addr = sq, .rq_addr = has_srq ? 0 : rq,
-        .sq_log_depth = c->sq_log_depth,
-        .rq_log_depth = has_srq ? 0 : c->rq_log_depth,
-        .sq_log_wqe_size = c->sq_log_wqe_size,
-        .rq_log_wqe_size = has_srq ? 0 : c->rq_log_wqe_size,
+        .pdn = tgt ? UINT32_MAX : pdn,
+        .send_cqn = tgt ? UINT32_MAX : le32_to_cpu(c->send_cqn),
+        .recv_cqn = rcq ? le32_to_cpu(c->recv_cqn) : UINT32_MAX,
+        .srqn = srqn, .xrcd = tgt ? le32_to_cpu(c->xrcd) : 0,
+        .sq_addr = tgt ? 0 : sq, .rq_addr = has_rq ? rq : 0,
+        .sq_log_depth = tgt ? 0 : c->sq_log_depth,
+        .rq_log_depth = has_rq ? c->rq_log_depth : 0,
+        .sq_log_wqe_size = tgt ? 0 : c->sq_log_wqe_size,
+        .rq_log_wqe_size = has_rq ? c->rq_log_wqe_size : 0,
         .sq_db = sq_db, .rq_db = rq_db,
     };
-    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, c->sq_log_depth,
+    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, tgt ? 0 : c->sq_log_depth,
                                      c->type == UZ_QPT_RC);
-    pd->users++;
-    scq->users++;
-    rcq->users++;
+    r->qp[qpn].x->xrc_srqn = UZ_NO_SRQ;
+    if (tgt) {
+        xrcd->users++;
+    } else {
+        pd->users++;
+        scq->users++;
+    }
+    if (rcq) {
+        rcq->users++;
+    }
     if (srq) {
         srq->users++;
     }
@@ -610,15 +678,23 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    uzura_db_free(core, qp->sq_db);
-    if (qp->srqn == UZ_NO_SRQ) {
+    if (uzura_qp_has_sq(qp)) {
+        uzura_db_free(core, qp->sq_db);
+    }
+    if (uzura_qp_has_rq(qp)) {
         uzura_db_free(core, qp->rq_db);
-    } else {
+    } else if (!uzura_qp_is_xrc(qp)) {
         r->srq[qp->srqn].users--;
     }
-    r->pd[qp->pdn].users--;
-    r->cq[qp->send_cqn].users--;
-    r->cq[qp->recv_cqn].users--;
+    if (qp->type == UZ_QPT_XRC_TGT) {
+        r->xrcd[qp->xrcd].users--;
+    } else {
+        r->pd[qp->pdn].users--;
+        r->cq[qp->send_cqn].users--;
+    }
+    if (!uzura_qp_is_xrc(qp)) {
+        r->cq[qp->recv_cqn].users--;
+    }
     uzura_uctx_put(core, qp->uctx);
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
     /* Parked CRWs have no SQ WQE left to find them by: complete them. */

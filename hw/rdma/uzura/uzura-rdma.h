@@ -64,8 +64,11 @@ typedef struct UzuraCq {
 
 typedef struct UzuraSrq {
     bool valid;
+    bool xrc;                   /* an XRC SRQ: xrcd and cqn are its own */
     uint32_t uctx;
     uint32_t pdn;
+    uint32_t xrcd;
+    uint32_t cqn;
     uint64_t ring_addr;
     uint32_t log_depth;
     uint32_t log_wqe_size;
@@ -99,6 +102,7 @@ typedef struct UzuraQp {
     uint32_t rq_ci;
     struct uz_qp_attr attr;     /* current attributes, host order */
     uint32_t mw_count;          /* type 2 windows it bound */
+    uint32_t xrcd;              /* XRC target: its domain */
     UzuraXfer *x;               /* transport state */
 } UzuraQp;
 
@@ -147,6 +151,12 @@ typedef struct UzuraMcastGroup {
     uint32_t qpn[UZ_MCAST_MAX_QP_ATTACH];
 } UzuraMcastGroup;
 
+/* An XRC domain; its SRQs and target QPs count as users. */
+typedef struct UzuraXrcd {
+    bool valid;
+    uint32_t users;
+} UzuraXrcd;
+
 typedef struct UzuraRdma {
     UzuraLimits lim;
     UzuraUctx *uctx;
@@ -157,6 +167,7 @@ typedef struct UzuraRdma {
     UzuraMr *mr;
     UzuraAh *ah;
     UzuraMcastGroup mcast[UZ_MCAST_MAX_GRP];
+    UzuraXrcd xrcd[UZ_XRCD_MAX];
     bool flush_owed;            /* a QP in ERR may hold WQEs */
     UzuraXlatEntry *xlat;       /* xlat_cache_entries */
     uint32_t xlat_gen;
@@ -181,6 +192,31 @@ static inline bool uzura_qp_is_ud(const UzuraQp *qp)
 static inline bool uzura_qp_is_uc(const UzuraQp *qp)
 {
     return qp->type == UZ_QPT_UC;
+}
+
+static inline bool uzura_qp_is_xrc(const UzuraQp *qp)
+{
+    return qp->type == UZ_QPT_XRC_INI || qp->type == UZ_QPT_XRC_TGT;
+}
+
+/* Queues of its own: an XRC target has none, an XRC initiator no RQ. */
+static inline bool uzura_qp_has_sq(const UzuraQp *qp)
+{
+    return qp->type != UZ_QPT_XRC_TGT;
+}
+
+static inline bool uzura_qp_has_rq(const UzuraQp *qp)
+{
+    return qp->srqn == UZ_NO_SRQ && !uzura_qp_is_xrc(qp);
+}
+
+/* A receive through an XRC target names the SRQ it came from. */
+static inline void uzura_xrc_cqe(const UzuraQp *qp, struct uz_cqe *cqe)
+{
+    if (qp->type == UZ_QPT_XRC_TGT) {
+        cqe->wc_flags |= UZ_WC_F_XRC;
+        cqe->src_qp = cpu_to_le32(qp->srqn);
+    }
 }
 
 /* A QP takes packets from RTR until the error state. */
@@ -209,6 +245,7 @@ static inline bool uzura_in_range(uint64_t addr, uint64_t len, uint64_t base,
     })
 
 /* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs */
+bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx);
 void uzura_uctx_get(UzuraCore *core, uint32_t uctx);
 void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
 UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
@@ -247,6 +284,13 @@ void uzura_mw_qp_gone(UzuraCore *core, uint32_t qpn);
 uint8_t uzura_rkey_check(UzuraCore *core, UzuraQp *qp, uint32_t key,
                          uint64_t addr, uint64_t len, uint32_t access,
                          UzuraMr **out);
+
+/* uzura-xrc.c: XRC domains and the target side's SRQ */
+uint8_t uzura_xrcd_alloc(UzuraCore *core, struct uz_admin_cqe *cqe);
+uint8_t uzura_xrcd_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraXrcd *uzura_xrcd_lookup(UzuraCore *core, uint32_t xrcd);
+bool uzura_xrc_adopt(UzuraCore *core, UzuraQp *qp, uint32_t srqn);
+void uzura_xrc_srq_gone(UzuraCore *core, uint32_t srqn);
 
 /* uzura-mcast.c: UD multicast groups */
 bool uzura_mcast_gid(const uint8_t *gid);

@@ -77,6 +77,7 @@ static uint8_t uzura_sq_load(UzuraCore *core, UzuraQp *qp, uint32_t idx,
     h->inline_len = le32_to_cpu(h->inline_len);
     h->rkey = le32_to_cpu(h->rkey);
     h->remote_addr = le64_to_cpu(h->remote_addr);
+    h->xrc_srqn = le32_to_cpu(h->xrc_srqn);
     /* The union, as the QP type and opcode say. */
     if (uzura_qp_is_ud(qp)) {
         h->ud.ahn = le32_to_cpu(h->ud.ahn);
@@ -167,6 +168,12 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         if (uzura_qp_is_uc(qp) && h->opcode != UZ_WR_SEND &&
             h->opcode != UZ_WR_SEND_IMM && h->opcode != UZ_WR_RDMA_WRITE &&
             h->opcode != UZ_WR_RDMA_WRITE_IMM) {
+            return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        }
+        /* XRC: no CRW, and neither windows nor fast-reg (spec 8.16). */
+        if (qp->type == UZ_QPT_XRC_INI &&
+            (h->opcode == UZ_WR_CRW || h->opcode == UZ_WR_STCRW ||
+             h->opcode == UZ_WR_BIND_MW || h->opcode == UZ_WR_REG_MR)) {
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         }
         switch (h->opcode) {
@@ -649,6 +656,9 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
                            a->traffic_class, x->qpn);
         pkt.opcode = uzura_req_opcode(h->opcode, first, last);
         pkt.dqpn = a->dest_qpn;
+        /* XRC: RC's packets, for the SRQ the WQE names. */
+        pkt.xrc = qp->type == UZ_QPT_XRC_INI;
+        pkt.xrc_srqn = h->xrc_srqn;
         if (uzura_qp_is_uc(qp)) {
             /* The same SEND and WRITE packets, unanswered. */
             pkt.opcode |= UZ_BTH_OP_UC;

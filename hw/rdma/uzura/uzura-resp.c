@@ -29,6 +29,7 @@ void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
     uzura_roce_fill_av(pkt, a->dmac, a->sgid, a->dgid, a->hop_limit,
                        a->traffic_class, qp->x->qpn);
     pkt->opcode = opcode;
+    pkt->xrc = qp->type == UZ_QPT_XRC_TGT;
     pkt->dqpn = a->dest_qpn;
     pkt->psn = psn & UZ_PSN_MASK;
     pkt->msn = qp->x->msn;
@@ -129,6 +130,7 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
 
     cqe->wr_id = cpu_to_le64(x->rwqe.wr_id);
     cqe->qpn = cpu_to_le32(x->qpn);
+    uzura_xrc_cqe(qp, cqe);
     uzura_cq_post(core, qp->recv_cqn, cqe, solicited);
     trace_uzura_resp_complete(x->qpn, le32_to_cpu(cqe->byte_len),
                               cqe->status);
@@ -152,6 +154,11 @@ static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
                       "QP %u: request at PSN %u refused (NAK 0x%x, "
                       "detail %u)", x->qpn, x->err_psn, x->err_syndrome,
                       x->err_verr);
+    /* An XRC target's WQE in hand is of its message's SRQ. */
+    if (x->have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
+        !uzura_xrc_adopt(core, qp, x->xrc_srqn)) {
+        x->have_rwqe = false;
+    }
     if (x->have_rwqe) {
         struct uz_cqe cqe = {
             .status = x->err_status ? x->err_status :
@@ -553,6 +560,7 @@ static void uzura_resp_keep(UzuraCore *core, UzuraQp *qp,
     qp->x->rd_head = (qp->x->rd_head + 1) % core->rdma.lim.max_qp_rd_atom;
     a.valid = true;
     a.opcode = pkt->opcode;
+    a.xrc_srqn = qp->x->xrc_srqn;
     a.pending = true;
     a.psn = pkt->psn;
     *s = a;
@@ -815,6 +823,25 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
     }
 }
 
+/*
+ * An XRC target serves each request from the XRC SRQ its XRCETH names
+ * (spec 8.16): one of the target's domain, the same for all the packets
+ * of a message; else the request is invalid.
+ */
+static bool uzura_resp_xrc(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+
+    if ((x->in_msg && pkt->xrc_srqn != x->xrc_srqn) ||
+        !uzura_xrc_adopt(core, qp, pkt->xrc_srqn)) {
+        uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
+                         UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+        return false;
+    }
+    x->xrc_srqn = pkt->xrc_srqn;
+    return true;
+}
+
 /* An RC request for this QP: execute it, keep it, or drop it. */
 void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
@@ -851,6 +878,9 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     x->nak_seq_sent = false;
+    if (qp->type == UZ_QPT_XRC_TGT && !uzura_resp_xrc(core, qp, pkt)) {
+        return;
+    }
     /* Packets of one message come in order, First to Last. */
     if (x->in_msg ? (fam != x->in_msg || (h & UZ_H_FIRST)) :
                     !(h & UZ_H_FIRST)) {
@@ -1006,6 +1036,14 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
     UzuraPkt pkt = { 0 };
     uint8_t verr;
 
+    /* An XRC target reads through the PD of the request's SRQ. */
+    if (qp->type == UZ_QPT_XRC_TGT &&
+        !uzura_xrc_adopt(core, qp, s->xrc_srqn)) {
+        s->pending = false;
+        uzura_resp_error(core, qp, s->psn + s->sent, UZ_AETH_NAK_REM_OP, 0,
+                         0);
+        return;
+    }
     if (s->opcode == UZ_BTH_OP_CMP_SWP || s->opcode == UZ_BTH_OP_FETCH_ADD) {
         uzura_resp_fill(qp, &pkt, UZ_BTH_OP_ATOMIC_ACK, s->psn);
         pkt.orig = s->orig;
@@ -1086,6 +1124,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->ack_owed = false;
     x->in_msg = 0;
     x->have_rwqe = false;
+    x->xrc_srqn = UZ_NO_SRQ;
     x->resp_fault_wait = false;
     x->err_owed = false;
     x->rd_head = 0;

@@ -118,10 +118,25 @@ uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
     return crc;
 }
 
+/*
+ * The RC opcode an XRC opcode is the twin of (spec 9.9), with *xrc set;
+ * any other opcode as it is.
+ */
+uint8_t uzura_roce_rc_opcode(uint8_t opcode, bool *xrc)
+{
+    uint8_t rc = opcode & ~UZ_BTH_OP_XRC;
+
+    *xrc = (opcode & 0xe0) == UZ_BTH_OP_XRC && uzura_ops[rc].family;
+    return *xrc ? rc : opcode;
+}
+
 /* Bytes of the extended headers after the BTH of @opcode. */
 unsigned uzura_roce_hdrs_len(uint8_t opcode)
 {
-    return uzura_ext_len(uzura_ops[opcode].hdrs);
+    bool xrc;
+    uint16_t h = uzura_ops[uzura_roce_rc_opcode(opcode, &xrc)].hdrs;
+
+    return uzura_ext_len(h) + (xrc && (h & UZ_H_REQ) ? UZ_XRCETH_LEN : 0);
 }
 
 /*
@@ -200,7 +215,7 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     stw_be_p(f + 12, ETHERTYPE_IPV4);
 
     /* BTH */
-    p[0] = pkt->opcode;
+    p[0] = pkt->opcode | (pkt->xrc ? UZ_BTH_OP_XRC : 0);
     p[1] = (pkt->se ? 0x80 : 0) | pad << 4;
     stw_be_p(p + 2, 0xffff);
     stl_be_p(p + 4, pkt->dqpn & UZ_PSN_MASK);
@@ -213,6 +228,10 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         stl_be_p(p, pkt->qkey);
         stl_be_p(p + 4, pkt->sqpn & UZ_PSN_MASK);
         p += DETH_LEN;
+    }
+    if (pkt->xrc && (h & UZ_H_REQ)) {
+        stl_be_p(p, pkt->xrc_srqn & UZ_PSN_MASK);
+        p += UZ_XRCETH_LEN;
     }
     if (h & UZ_H_FETH) {
         stl_be_p(p, pkt->flush_level << UZ_FETH_LEVEL_SHIFT |
@@ -329,7 +348,7 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
     uint8_t pad;
 
     memset(pkt, 0, sizeof(*pkt));
-    pkt->opcode = bth[0];
+    pkt->opcode = uzura_roce_rc_opcode(bth[0], &pkt->xrc);
     h = uzura_ops[pkt->opcode].hdrs;
     if (!uzura_ops[pkt->opcode].family || (bth[1] & 0x0f) ||
         lduw_be_p(bth + 2) != 0xffff) {
@@ -341,7 +360,7 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
     pkt->ack_req = bth[8] & 0x80;
     pkt->sr = bth[8] & UZ_BTH_B8_SR;
     pkt->psn = ldl_be_p(bth + 8) & UZ_PSN_MASK;
-    ext = uzura_ext_len(h);
+    ext = uzura_roce_hdrs_len(bth[0]);
     if (len < UZ_BTH_LEN + ext + pad ||
         (!(h & UZ_H_PAYLOAD) && len != UZ_BTH_LEN + ext + pad)) {
         return false;
@@ -350,6 +369,10 @@ static bool uzura_roce_parse(UzuraPkt *pkt, const uint8_t *bth,
         pkt->qkey = ldl_be_p(p);
         pkt->sqpn = ldl_be_p(p + 4) & UZ_PSN_MASK;
         p += DETH_LEN;
+    }
+    if (pkt->xrc && (h & UZ_H_REQ)) {
+        pkt->xrc_srqn = ldl_be_p(p) & UZ_PSN_MASK;
+        p += UZ_XRCETH_LEN;
     }
     if (h & UZ_H_FETH) {
         pkt->flush_type = ldl_be_p(p) & UZ_FETH_TYPE_MASK;
@@ -453,8 +476,11 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     }
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
+    /* Each transport's opcodes reach its own QPs; XRC's by direction. */
     if (!qp || !uzura_qp_receives(qp) || uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
-        uzura_qp_is_uc(qp) != !!(h & UZ_H_UC)) {
+        uzura_qp_is_uc(qp) != !!(h & UZ_H_UC) ||
+        uzura_qp_is_xrc(qp) != pkt.xrc ||
+        (pkt.xrc && (qp->type == UZ_QPT_XRC_TGT) != !!(h & UZ_H_REQ))) {
         trace_uzura_roce_rx_drop("no QP to receive");
         core->counters.rx_no_qp++;
         return;

@@ -71,7 +71,9 @@ extern const UzuraOpInfo uzura_ops[256];
 
 /* A RoCEv2 packet, parsed or to be built; header fields in host order. */
 typedef struct UzuraPkt {
-    uint8_t opcode;
+    uint8_t opcode;             /* XRC's as RC's, with xrc set */
+    bool xrc;                   /* an XRC opcode (UZ_BTH_OP_XRC) */
+    uint32_t xrc_srqn;          /* XRCETH, of an XRC request */
     bool se;
     bool ack_req;
     bool sr;                    /* BTH: the requester takes SACKs */
@@ -113,6 +115,7 @@ typedef bool (*UzuraGather)(UzuraCore *core, void *opaque, uint8_t *dst,
 
 bool uzura_roce_is_roce(const uint8_t *buf, size_t size);
 void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+uint8_t uzura_roce_rc_opcode(uint8_t opcode, bool *xrc);
 unsigned uzura_roce_hdrs_len(uint8_t opcode);
 size_t uzura_roce_ip_len(const uint8_t *frame, size_t size);
 void uzura_roce_reseal(uint8_t *frame, size_t size);
@@ -228,6 +231,7 @@ typedef struct UzuraRdAtom {
     uint32_t len;
     uint64_t orig;              /* atomic: the value returned */
     uint32_t sent;              /* response packets sent so far */
+    uint32_t xrc_srqn;          /* XRC target: the request's SRQ */
 } UzuraRdAtom;
 
 /* Loss recovery (9.6): the property "recovery". */
@@ -310,6 +314,7 @@ typedef struct UzuraXfer {
     uint8_t in_msg;             /* 0, UZ_FAM_SEND or UZ_FAM_WRITE */
     bool have_rwqe;
     UzuraRecvWr rwqe;
+    uint32_t xrc_srqn;          /* XRC target: the message's SRQ */
     uint32_t recv_off;
     uint64_t wr_va;             /* multi-packet WRITE in progress */
     uint32_t wr_rkey;

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: XRC (spec 8.16): domains, and the SRQ an XRC target QP
+ * serves a request from.
+ *
+ * An XRC target QP has no receive queue, PD or CQ of its own: each
+ * request names (XRCETH) an XRC SRQ of the target's domain, which gives
+ * the receive WQE, the PD that rkeys are checked against and the CQ.  The
+ * QP's srqn, pdn and recv_cqn are those of the SRQ it last took, and the
+ * responder takes one before each use: a request its SRQ, an answer the
+ * SRQ of its request, a failure or flush the SRQ of the message in hand.
+ */
+#include "qemu/osdep.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+UzuraXrcd *uzura_xrcd_lookup(UzuraCore *core, uint32_t xrcd)
+{
+    return xrcd < UZ_XRCD_MAX && core->rdma.xrcd[xrcd].valid ?
+           &core->rdma.xrcd[xrcd] : NULL;
+}
+
+/* A domain belongs to the device: processes share it through the kernel. */
+uint8_t uzura_xrcd_alloc(UzuraCore *core, struct uz_admin_cqe *cqe)
+{
+    int64_t i = UZ_FIND_FREE(core->rdma.xrcd, UZ_XRCD_MAX, 0);
+
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    core->rdma.xrcd[i] = (UzuraXrcd) { .valid = true };
+    trace_uzura_xrc_xrcd(i, true);
+    cqe->out0 = cpu_to_le32(i);
+    return UZ_CMD_OK;
+}
+
+uint8_t uzura_xrcd_dealloc(UzuraCore *core, const struct uz_cmd_obj *c)
+{
+    UzuraXrcd *d = uzura_xrcd_lookup(core, le32_to_cpu(c->handle));
+
+    if (!d) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (d->users) {
+        return UZ_CMD_BUSY;
+    }
+    d->valid = false;
+    trace_uzura_xrc_xrcd(le32_to_cpu(c->handle), false);
+    return UZ_CMD_OK;
+}
+
+/*
+ * Make XRC SRQ @srqn the target QP's: false, changing nothing, unless it
+ * is an XRC SRQ of the QP's domain.
+ */
+bool uzura_xrc_adopt(UzuraCore *core, UzuraQp *qp, uint32_t srqn)
+{
+    UzuraSrq *srq = uzura_srq_lookup(core, srqn);
+
+    if (!srq || !srq->xrc || srq->xrcd != qp->xrcd) {
+        trace_uzura_xrc_err_srq(qp->x->qpn, srqn);
+        return false;
+    }
+    qp->srqn = srqn;
+    qp->pdn = srq->pdn;
+    qp->recv_cqn = srq->cqn;
+    return true;
+}
+
+/*
+ * XRC SRQ @srqn is destroyed: a target QP that holds one of its WQEs
+ * drops it (the SRQ's WQEs go with it), and no target QP keeps it.
+ */
+void uzura_xrc_srq_gone(UzuraCore *core, uint32_t srqn)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        UzuraQp *qp = &r->qp[i];
+
+        if (!qp->valid || qp->type != UZ_QPT_XRC_TGT) {
+            continue;
+        }
+        if (qp->x->xrc_srqn == srqn) {
+            qp->x->have_rwqe = false;
+        }
+        if (qp->srqn == srqn) {
+            qp->srqn = UZ_NO_SRQ;
+            qp->pdn = UINT32_MAX;
+            qp->recv_cqn = UINT32_MAX;
+        }
+    }
+}
