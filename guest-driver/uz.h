@@ -233,6 +233,7 @@ struct uz_cq {
 	u32 uctx;
 	u32 db;				/* BAR 4 offset of the doorbell */
 	u32 log_depth;
+	u32 cqe_size;			/* 32, or 64: UZ_CQF_TIMESTAMP */
 	u32 ci;				/* kernel CQs: next CQE to read */
 	spinlock_t lock;		/* kernel CQs: poll and arm */
 	struct mutex resize_mutex;	/* one resize at a time */

@@ -7,7 +7,9 @@
  * in the process; the kernel polls its own CQs here, frees the SQ/RQ slots
  * of kernel QPs as their completions come in, and reports its consumer
  * index through the CQ doorbell (the device refuses to overwrite entries
- * not yet consumed, spec 8.5).
+ * not yet consumed, spec 8.5).  A user CQ that asks for completion
+ * timestamps has 64-byte entries (struct uz_cqe_ts, UZ_CQF_TIMESTAMP),
+ * which only the provider reads; kernel CQs never have them.
  */
 #include <linux/dma-mapping.h>
 #include <rdma/ib_verbs.h>
@@ -15,6 +17,16 @@
 #include <rdma/uzura-abi.h>
 
 #include "uz.h"
+
+/* The device's CQ flags for @cq's ring (CREATE_CQ, RESIZE_CQ). */
+static u8 uz_cq_flags(const struct uz_cq *cq)
+{
+	u8 flags = UZ_CQF_PAGE_LIST;
+
+	if (cq->cqe_size == sizeof(struct uz_cqe_ts))
+		flags |= UZ_CQF_TIMESTAMP;
+	return flags;
+}
 
 int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		 struct uverbs_attr_bundle *attrs)
@@ -28,13 +40,24 @@ int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	u32 max_cqe = le32_to_cpu(uz->attr.max_cqe);
 	struct uzura_create_cq_resp resp = {};
 	struct uz_admin_cqe cqe;
+	bool ts = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 	u64 key = 0;
 	u32 depth;
 	int err;
 
-	if (attr->flags) {
+	/* uverbs takes TIMESTAMP_COMPLETION and IGNORE_OVERRUN: no overruns. */
+	if (attr->flags & ~IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION) {
 		ibdev_dbg(ibcq->device, "CQ flags 0x%x not supported\n",
 			  attr->flags);
+		return -EOPNOTSUPP;
+	}
+	if (ts && !(uz->caps & UZ_CAP_TIMESTAMP)) {
+		ibdev_dbg(ibcq->device,
+			  "CQ timestamps: the device has no clock\n");
+		return -EOPNOTSUPP;
+	}
+	if (ts && !udata) {
+		ibdev_dbg(ibcq->device, "CQ timestamps: not for kernel CQs\n");
 		return -EOPNOTSUPP;
 	}
 	if (!uz_udata_known(ibcq->device, udata, 0, "CQ"))
@@ -53,16 +76,17 @@ int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	cq->log_depth = ilog2(depth);
+	cq->cqe_size = ts ? sizeof(struct uz_cqe_ts) : sizeof(struct uz_cqe);
 	cq->uctx = uz_udata_uctx(udata);
 	spin_lock_init(&cq->lock);
 	mutex_init(&cq->resize_mutex);
 	uz_obj_ref_init(&cq->ref);
 
-	err = uz_pring_alloc(uz, &cq->ring, depth * sizeof(struct uz_cqe));
+	err = uz_pring_alloc(uz, &cq->ring, (size_t)depth * cq->cqe_size);
 	if (err)
 		return err;
 	c->ring_addr = cpu_to_le64(cq->ring.pbl.dma);
-	c->flags = UZ_CQF_PAGE_LIST;
+	c->flags = uz_cq_flags(cq);
 	resp.ring_size = cq->ring.size;
 	if (udata) {
 		cq->mmap = uz_pring_mmap(uz, udata, &cq->ring, &key);
@@ -92,6 +116,7 @@ int uz_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		resp.ring_mmap_key = key;
 		resp.log_depth = cq->log_depth;
 		resp.db_offset = uz_db_page_off(cq->db);
+		resp.cqe_size = cq->cqe_size;
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -137,7 +162,10 @@ int uz_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 
 static struct uz_cqe *uz_cq_next(struct uz_cq *cq);
 
-/* Kernel CQ: copy the @kept CQEs from @ci on to the new ring's start. */
+/*
+ * Kernel CQ (32-byte CQEs): copy the @kept CQEs from @ci on to the new
+ * ring's start.
+ */
 static void uz_cq_move(struct uz_cq *cq, struct uz_pring *nr, u32 ci,
 		       u32 kept)
 {
@@ -204,7 +232,8 @@ int uz_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *udata)
 	}
 
 	mutex_lock(&cq->resize_mutex);
-	err = uz_pring_alloc(uz, &ring, depth * sizeof(struct uz_cqe));
+	/* A timestamped CQ keeps its 64-byte CQEs (UZ_CQF_TIMESTAMP). */
+	err = uz_pring_alloc(uz, &ring, (size_t)depth * cq->cqe_size);
 	if (err)
 		goto out;
 	if (udata) {
@@ -226,7 +255,7 @@ int uz_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *udata)
 	c->uctx = cpu_to_le32(cq->uctx);
 	c->ci = cpu_to_le32(req.ci);
 	c->log_depth = ilog2(depth);
-	c->flags = UZ_CQF_PAGE_LIST;
+	c->flags = uz_cq_flags(cq);
 	err = uz_admin_exec(uz, &cmd, &cqe);
 	if (err == -ETIMEDOUT) {
 		/* The device may still move: the CQ stays stopped, the ring kept. */
@@ -285,6 +314,7 @@ out:
 	return err;
 }
 
+/* Kernel CQ (32-byte CQEs): the CQE at the consumer index, if written. */
 static struct uz_cqe *uz_cq_next(struct uz_cq *cq)
 {
 	struct uz_cqe *cqe;

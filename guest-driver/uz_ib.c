@@ -205,6 +205,14 @@ static int uz_query_device(struct ib_device *ibdev,
 		props->max_total_mcast_qp_attach =
 			props->max_mcast_grp * props->max_mcast_qp_attach;
 	}
+	/*
+	 * CQE timestamps and the clock the provider reads in its doorbell
+	 * page: nanoseconds, 64 bits that never wrap in practice.
+	 */
+	if (uz->caps & UZ_CAP_TIMESTAMP) {
+		props->timestamp_mask = ~0ULL;
+		props->hca_core_clock = UZ_CLOCK_KHZ;
+	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
 	return 0;

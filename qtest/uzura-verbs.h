@@ -67,6 +67,8 @@ typedef struct UzCq {
     uint64_t list;              /* ... and their list as the device reads it */
     uint32_t log_depth;
     uint32_t ci;
+    uint32_t cqe_size;          /* 32, or 64 with UZ_CQF_TIMESTAMP */
+    uint64_t ts;                /* the timestamp of the last CQE polled */
 } UzCq;
 
 typedef struct UzMr {
@@ -385,50 +387,42 @@ static inline uint64_t uz_pbl_put(UzNode *n, const uint64_t *pages,
     return list;
 }
 
-static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
-{
-    UzCq *cq = uz_own(n, sizeof(*cq));
-    struct uz_cmd_create_cq c = { .uctx = cpu_to_le32(n->uctx) };
-    struct uz_admin_cqe cqe;
-
-    cq->n = n;
-    cq->log_depth = log_depth;
-    cq->ring = uz_alloc(&n->d, sizeof(struct uz_cqe) << log_depth);
-    c.ring_addr = cpu_to_le64(cq->ring);
-    c.eqn = cpu_to_le32(n->comp_eq.eqn);
-    c.log_depth = log_depth;
-    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_CQ, &c, sizeof(c), &cqe), ==,
-                    UZ_CMD_OK);
-    cq->cqn = le32_to_cpu(cqe.out0);
-    cq->db = le32_to_cpu(cqe.out1);
-    return cq;
-}
-
 /*
- * A CQ whose ring the device reaches through a page list
- * (UZ_CQF_PAGE_LIST), its pages taken from the allocator in reverse so no
- * two neighbours in the ring are neighbours in memory.
+ * A CQ of 2^@log_depth CQEs with @flags: UZ_CQF_TIMESTAMP gives 64-byte
+ * CQEs; with UZ_CQF_PAGE_LIST the device reaches the ring through a page
+ * list, its pages taken from the allocator in reverse so no two
+ * neighbours in the ring are neighbours in memory.
  */
-static inline UzCq *uz_cq_create_paged(UzNode *n, uint32_t log_depth)
+static inline UzCq *uz_cq_create_flags(UzNode *n, uint32_t log_depth,
+                                       uint8_t flags)
 {
     UzCq *cq = uz_own(n, sizeof(*cq));
-    uint32_t npages = MAX(1, (sizeof(struct uz_cqe) << log_depth) /
-                             UZ_PAGE_SIZE);
     struct uz_cmd_create_cq c = { .uctx = cpu_to_le32(n->uctx) };
     struct uz_admin_cqe cqe;
+    uint64_t bytes;
     uint32_t i;
 
     cq->n = n;
     cq->log_depth = log_depth;
-    cq->pages = uz_own(n, npages * sizeof(uint64_t));
-    for (i = npages; i-- > 0;) {
-        cq->pages[i] = uz_alloc_pages(n, 1);
+    cq->cqe_size = flags & UZ_CQF_TIMESTAMP ? sizeof(struct uz_cqe_ts) :
+                                              sizeof(struct uz_cqe);
+    bytes = (uint64_t)cq->cqe_size << log_depth;
+    if (flags & UZ_CQF_PAGE_LIST) {
+        uint32_t npages = MAX(1, bytes / UZ_PAGE_SIZE);
+
+        cq->pages = uz_own(n, npages * sizeof(uint64_t));
+        for (i = npages; i-- > 0;) {
+            cq->pages[i] = uz_alloc_pages(n, 1);
+        }
+        cq->list = uz_pbl_put(n, cq->pages, npages);
+        c.ring_addr = cpu_to_le64(cq->list);
+    } else {
+        cq->ring = uz_alloc(&n->d, bytes);
+        c.ring_addr = cpu_to_le64(cq->ring);
     }
-    cq->list = uz_pbl_put(n, cq->pages, npages);
-    c.ring_addr = cpu_to_le64(cq->list);
     c.eqn = cpu_to_le32(n->comp_eq.eqn);
     c.log_depth = log_depth;
-    c.flags = UZ_CQF_PAGE_LIST;
+    c.flags = flags;
     g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_CQ, &c, sizeof(c), &cqe), ==,
                     UZ_CMD_OK);
     cq->cqn = le32_to_cpu(cqe.out0);
@@ -436,15 +430,31 @@ static inline UzCq *uz_cq_create_paged(UzNode *n, uint32_t log_depth)
     return cq;
 }
 
-/* Where CQE slot @pos of @cq lies in guest memory. */
-static inline uint64_t uz_cq_slot(UzCq *cq, uint32_t pos)
+static inline UzCq *uz_cq_create(UzNode *n, uint32_t log_depth)
 {
-    uint64_t off = (uint64_t)pos * sizeof(struct uz_cqe);
+    return uz_cq_create_flags(n, log_depth, 0);
+}
+
+static inline UzCq *uz_cq_create_paged(UzNode *n, uint32_t log_depth)
+{
+    return uz_cq_create_flags(n, log_depth, UZ_CQF_PAGE_LIST);
+}
+
+/* Where entry @pos of @cq starts in guest memory. */
+static inline uint64_t uz_cq_entry(UzCq *cq, uint32_t pos)
+{
+    uint64_t off = (uint64_t)pos * cq->cqe_size;
 
     if (!cq->pages) {
         return cq->ring + off;
     }
     return cq->pages[off / UZ_PAGE_SIZE] + off % UZ_PAGE_SIZE;
+}
+
+/* Where the struct uz_cqe of slot @pos lies: the end of its entry. */
+static inline uint64_t uz_cq_slot(UzCq *cq, uint32_t pos)
+{
+    return uz_cq_entry(cq, pos) + cq->cqe_size - sizeof(struct uz_cqe);
 }
 
 /*
@@ -457,18 +467,21 @@ static inline uint64_t uz_cq_slot(UzCq *cq, uint32_t pos)
 static inline uint8_t uz_cq_resize_to(UzCq *cq, uint32_t log_depth,
                                       bool paged)
 {
-    UzCq nc = { .n = cq->n, .log_depth = log_depth };
+    UzCq nc = { .n = cq->n, .log_depth = log_depth,
+                .cqe_size = cq->cqe_size };
+    bool ts = cq->cqe_size == sizeof(struct uz_cqe_ts);
     struct uz_cmd_resize_cq c = {
         .cqn = cpu_to_le32(cq->cqn), .uctx = cpu_to_le32(cq->n->uctx),
         .ci = cpu_to_le32(cq->ci), .log_depth = log_depth,
+        .flags = ts ? UZ_CQF_TIMESTAMP : 0,
     };
+    uint64_t bytes = (uint64_t)cq->cqe_size << log_depth;
     struct uz_admin_cqe cqe;
     uint32_t n, i;
     uint8_t st;
 
     if (paged) {
-        uint32_t npages = MAX(1, (sizeof(struct uz_cqe) << log_depth) /
-                                 UZ_PAGE_SIZE);
+        uint32_t npages = MAX(1, bytes / UZ_PAGE_SIZE);
 
         nc.pages = uz_own(cq->n, npages * sizeof(uint64_t));
         for (i = npages; i-- > 0;) {
@@ -476,9 +489,9 @@ static inline uint8_t uz_cq_resize_to(UzCq *cq, uint32_t log_depth,
         }
         nc.list = uz_pbl_put(cq->n, nc.pages, npages);
         c.ring_addr = cpu_to_le64(nc.list);
-        c.flags = UZ_CQF_PAGE_LIST;
+        c.flags |= UZ_CQF_PAGE_LIST;
     } else {
-        nc.ring = uz_alloc(&cq->n->d, sizeof(struct uz_cqe) << log_depth);
+        nc.ring = uz_alloc(&cq->n->d, bytes);
         c.ring_addr = cpu_to_le64(nc.ring);
     }
     st = uz_cmd(cq->n, UZ_CMD_RESIZE_CQ, &c, sizeof(c), &cqe);
@@ -488,11 +501,12 @@ static inline uint8_t uz_cq_resize_to(UzCq *cq, uint32_t log_depth,
     n = le32_to_cpu(cqe.out0);
     for (i = 0; i < n; i++) {
         uint32_t pos = (cq->ci + i) & ((1u << cq->log_depth) - 1);
-        struct uz_cqe e;
+        struct uz_cqe_ts e;
 
-        qtest_memread(cq->n->d.qts, uz_cq_slot(cq, pos), &e, sizeof(e));
-        e.flags |= UZ_CQE_PHASE;
-        qtest_memwrite(cq->n->d.qts, uz_cq_slot(&nc, i), &e, sizeof(e));
+        /* The whole entry, its timestamp too. */
+        qtest_memread(cq->n->d.qts, uz_cq_entry(cq, pos), &e, cq->cqe_size);
+        ((uint8_t *)&e)[cq->cqe_size - 1] |= UZ_CQE_PHASE;
+        qtest_memwrite(cq->n->d.qts, uz_cq_entry(&nc, i), &e, cq->cqe_size);
     }
     cq->ring = nc.ring;
     cq->pages = nc.pages;
@@ -538,6 +552,9 @@ static inline bool uz_cq_poll(UzCq *cq, struct uz_cqe *cqe)
     if ((cqe->flags & UZ_CQE_PHASE) != phase) {
         return false;
     }
+    if (cq->cqe_size == sizeof(struct uz_cqe_ts)) {
+        cq->ts = qtest_readq(cq->n->d.qts, uz_cq_entry(cq, pos));
+    }
     uz_cqe_to_host(cqe);
     cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
     uz_ring(&cq->n->d, cq->db, cq->ci);
@@ -558,6 +575,14 @@ static inline int uz_cq_poll_many(UzCq *cq, struct uz_cqe *out, int max)
     int n = MIN(MIN(max, (int)ARRAY_SIZE(buf)), (int)(size - pos));
     int got;
 
+    /* Entries with timestamps are not packed: one at a time. */
+    if (cq->cqe_size != sizeof(struct uz_cqe)) {
+        got = 0;
+        while (got < max && uz_cq_poll(cq, &out[got])) {
+            got++;
+        }
+        return got;
+    }
     if (cq->pages) {
         /* One read stays within one page of a paged ring. */
         n = MIN(n, (int)((UZ_PAGE_SIZE - uz_cq_slot(cq, pos) % UZ_PAGE_SIZE) /

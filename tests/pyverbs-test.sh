@@ -7,8 +7,8 @@
 # Every test that fails or errs is not ok unless docs/rdma-core-tests.md
 # lists it as a known failure, with the reason; the tests that cover the
 # extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
-# demand paging, memory windows, parent domains, multicast and XRC must
-# pass.
+# demand paging, memory windows, parent domains, multicast, XRC and
+# completion timestamps must pass.
 # Speaks TAP; the suite's own verbose log goes in as comments only for the
 # tests that did not pass.
 set -uo pipefail
@@ -81,6 +81,8 @@ must_pass=(
 	tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send
 	tests.test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm
 	tests.test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic
+	# completion timestamps (device 0.15): the wallclock one needs no mlx5dv
+	tests.test_mlx5_timestamp.TimeStampTest.test_timestamp_real_time_rc_traffic
 )
 
 

@@ -6,8 +6,12 @@
  * well.  start_poll takes the CQ lock and end_poll releases it; each CQE
  * taken is converted to the ibv_wc that ibv_poll_cq would return (which
  * also retires SQ and RQ slots), and the read_* callbacks return its
- * fields.  The device gives no timestamps, VLANs, flow tags or tag
- * matching: CQs asking for them are refused with EOPNOTSUPP.
+ * fields.  On a device with UZ_CAP_TIMESTAMP a CQ asking for completion
+ * timestamps (device clock or wallclock: either) gets 64-byte CQEs that
+ * carry the device clock, which read_completion_wallclock_ns converts
+ * with the context's clock offset (clock.c).  The device gives no VLANs,
+ * flow tags or tag matching: CQs asking for them, or for timestamps
+ * without the clock, are refused with EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +20,9 @@
 
 /* What a CQE holds (SLID, SL and DLID path bits read as 0 on RoCE). */
 #define UZ_CQ_WC_FLAGS		IBV_WC_STANDARD_FLAGS
+/* With UZ_CAP_TIMESTAMP */
+#define UZ_CQ_WC_FLAGS_TS	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+				 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 #define UZ_CQ_COMP_MASK		(IBV_CQ_INIT_ATTR_MASK_FLAGS | \
 				 IBV_CQ_INIT_ATTR_MASK_PD)
 #define UZ_CQ_FLAGS		IBV_CREATE_CQ_ATTR_SINGLE_THREADED
@@ -33,6 +40,8 @@ static int uz_cqx_fetch(struct uzura_cq *cq)
 	bool reported;
 
 	while ((cqe = uzura_cq_next(cq))) {
+		if (cq->cqe_size == sizeof(struct uz_cqe_ts))
+			cq->cur_ts = uz_cqe_timestamp(cqe);
 		reported = uzura_cq_convert(ctx, cqe, &cq->cur);
 		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
 		if (reported) {
@@ -127,20 +136,40 @@ static uint8_t uz_read_dlid_path_bits(struct ibv_cq_ex *ibcqx)
 	return cqx_to_ucq(ibcqx)->cur.dlid_path_bits;
 }
 
+/* Device clock ticks: ns (hca_core_clock is UZ_CLOCK_KHZ). */
+static uint64_t uz_read_completion_ts(struct ibv_cq_ex *ibcqx)
+{
+	return cqx_to_ucq(ibcqx)->cur_ts;
+}
+
+/* The device clock moved to CLOCK_REALTIME by the context's offset. */
+static uint64_t uz_read_completion_wallclock_ns(struct ibv_cq_ex *ibcqx)
+{
+	struct uzura_cq *cq = cqx_to_ucq(ibcqx);
+	struct uzura_context *ctx = to_uctx(cq->ibcq.context);
+
+	return cq->cur_ts + atomic_load_explicit(&ctx->clock_offset,
+						 memory_order_relaxed);
+}
+
 struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)
 {
 	struct uzura_context *ctx = to_uctx(context);
 	struct uzv_create_cq_ex_resp resp = {};
 	struct uzv_create_cq_ex cmd = {};
+	uint64_t wc_flags = UZ_CQ_WC_FLAGS;
 	struct ibv_cq_init_attr_ex ask;
 	struct ibv_cq_ex *cqx;
 	struct uzura_cq *cq;
+	bool ts;
 	int ret;
 
-	/* No timestamps, ignoring overruns, ... */
+	if (ctx->caps & UZ_CAP_TIMESTAMP)
+		wc_flags |= UZ_CQ_WC_FLAGS_TS;
+	/* No timestamps without the clock, ignoring overruns, ... */
 	if (attr->comp_mask & ~UZ_CQ_COMP_MASK ||
-	    attr->wc_flags & ~UZ_CQ_WC_FLAGS ||
+	    attr->wc_flags & ~wc_flags ||
 	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS &&
 	     attr->flags & ~UZ_CQ_FLAGS)) {
 		errno = EOPNOTSUPP;
@@ -153,9 +182,11 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	ts = attr->wc_flags & UZ_CQ_WC_FLAGS_TS;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
+	/* The kernel makes 64-byte CQEs for either timestamp flag. */
 	ask = *attr;
 	ask.cqe = uzura_cq_ask(ctx, attr->cqe);
 	/* The kernel has no use for the domain. */
@@ -167,7 +198,7 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 		errno = ret;
 		goto err_free;
 	}
-	ret = uzura_cq_init(ctx, cq, &resp.drv_payload, attr->cqe);
+	ret = uzura_cq_init(ctx, cq, &resp.drv_payload, attr->cqe, ts);
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->ibcq);
 		errno = ret;
@@ -193,6 +224,11 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 	cqx->read_slid = uz_read_slid;
 	cqx->read_sl = uz_read_sl;
 	cqx->read_dlid_path_bits = uz_read_dlid_path_bits;
+	if (ts) {
+		cqx->read_completion_ts = uz_read_completion_ts;
+		cqx->read_completion_wallclock_ns =
+			uz_read_completion_wallclock_ns;
+	}
 	return cqx;
 
 err_free:

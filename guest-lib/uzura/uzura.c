@@ -21,6 +21,7 @@ static const struct verbs_match_ent uzura_table[] = {
 static const struct verbs_context_ops uzura_ctx_ops = {
 	.query_device_ex = uzura_query_device_ex,
 	.query_port = uzura_query_port,
+	.query_rt_values = uzura_query_rt_values,
 	.alloc_pd = uzura_alloc_pd,
 	.dealloc_pd = uzura_dealloc_pd,
 	.alloc_td = uzura_alloc_td,
@@ -96,9 +97,12 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 	ctx->max_crw_tags = resp.max_crw_tags;
 	ctx->caps = resp.caps;
 
-	/* The kernel maps the page uncached; doorbells are 32-bit stores. */
-	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_WRITE, MAP_SHARED,
-			    cmd_fd, resp.db_mmap_key);
+	/*
+	 * The kernel maps the page uncached; doorbells are 32-bit stores,
+	 * the clock (UZ_DB_CLOCK) a load.
+	 */
+	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, cmd_fd, resp.db_mmap_key);
 	if (ctx->db_page == MAP_FAILED) {
 		verbs_err(&ctx->ibvctx, "uzura: cannot map doorbells: %m\n");
 		goto err_free;
@@ -116,6 +120,9 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 	if (!uzura_query_device_ex(&ctx->ibvctx.context, NULL, &attr,
 				   sizeof(attr)))
 		ctx->max_cqe = attr.orig_attr.max_cqe;
+	/* The wallclock of completion timestamps. */
+	if (ctx->caps & UZ_CAP_TIMESTAMP)
+		uzura_clock_sync(ctx);
 	return &ctx->ibvctx;
 
 err_free:

@@ -68,6 +68,11 @@ struct uzura_context {
 	uint32_t max_crw_tags;		/* 0: no CRW */
 	uint32_t caps;
 	uint32_t max_cqe;		/* the device's, 0 if unknown */
+	/*
+	 * UZ_CAP_TIMESTAMP: CLOCK_REALTIME minus the device clock, in ns,
+	 * measured at open and by each ibv_query_rt_values_ex (clock.c).
+	 */
+	_Atomic(int64_t) clock_offset;
 	pthread_spinlock_t qp_table_lock;
 	struct list_head qp_table[UZURA_QP_TABLE_SIZE];
 	pthread_spinlock_t srq_table_lock;
@@ -96,6 +101,7 @@ struct uzura_cq {
 	void *ring;
 	size_t map_size;
 	uint32_t log_depth;
+	uint32_t cqe_size;		/* 32, or 64: struct uz_cqe_ts */
 	uint32_t ci;			/* free running, UZ_DB_CI_MASK */
 	uint32_t ci_reported;		/* the ci the device last heard of */
 	uint32_t report_every;		/* report ci after this many CQEs */
@@ -112,6 +118,7 @@ struct uzura_cq {
 	uint32_t move_cqe;
 	/* ibv_cq_ex polling (cq_ex.c): the completion the read_* return */
 	struct ibv_wc cur;
+	uint64_t cur_ts;		/* its timestamp, device clock ns */
 };
 
 struct uzura_sq_slot {
@@ -197,11 +204,45 @@ static inline uint8_t uz_cq_phase(const struct uzura_cq *cq, uint32_t idx)
 	return ((idx >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
 }
 
+/*
+ * The entry of ring slot @idx (free running): cq->cqe_size bytes, which
+ * moving a CQE copies whole.
+ */
+static inline void *uz_cq_entry(const struct uzura_cq *cq, uint32_t idx)
+{
+	return (uint8_t *)cq->ring +
+	       (size_t)(idx & ((1u << cq->log_depth) - 1)) * cq->cqe_size;
+}
+
+/*
+ * The struct uz_cqe in @entry, an entry of @cq's size: the whole entry,
+ * or the last 32 bytes of a struct uz_cqe_ts, whose phase is the entry's
+ * last byte.
+ */
+static inline struct uz_cqe *uz_cq_entry_cqe(const struct uzura_cq *cq,
+					     void *entry)
+{
+	return (struct uz_cqe *)((uint8_t *)entry + cq->cqe_size -
+				 sizeof(struct uz_cqe));
+}
+
+/* The struct uz_cqe of ring slot @idx (free running). */
+static inline struct uz_cqe *uz_cq_slot(const struct uzura_cq *cq,
+					uint32_t idx)
+{
+	return uz_cq_entry_cqe(cq, uz_cq_entry(cq, idx));
+}
+
+/* The device clock when it wrote @cqe, of a CQ with timestamps. */
+static inline uint64_t uz_cqe_timestamp(const struct uz_cqe *cqe)
+{
+	return le64toh(container_of(cqe, struct uz_cqe_ts, cqe)->timestamp);
+}
+
 /* The CQE at index @idx if the device has written it, or NULL. */
 static inline struct uz_cqe *uz_cq_written(struct uzura_cq *cq, uint32_t idx)
 {
-	struct uz_cqe *cqe = (struct uz_cqe *)cq->ring +
-			     (idx & ((1u << cq->log_depth) - 1));
+	struct uz_cqe *cqe = uz_cq_slot(cq, idx);
 
 	if ((atomic_load_explicit((_Atomic(uint8_t) *)&cqe->flags,
 				  memory_order_relaxed) &
@@ -275,6 +316,12 @@ int uzura_query_device_ex(struct ibv_context *context,
 int uzura_query_port(struct ibv_context *context, uint8_t port,
 		     struct ibv_port_attr *attr);
 
+/* clock.c: the device clock (UZ_CAP_TIMESTAMP). */
+uint64_t uzura_read_clock(struct uzura_context *ctx);
+uint64_t uzura_clock_sync(struct uzura_context *ctx);
+int uzura_query_rt_values(struct ibv_context *context,
+			  struct ibv_values_ex *values);
+
 struct ibv_pd *uzura_alloc_pd(struct ibv_context *context);
 int uzura_dealloc_pd(struct ibv_pd *pd);
 struct ibv_td *uzura_alloc_td(struct ibv_context *context,
@@ -302,7 +349,8 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr);
 uint32_t uzura_cq_ask(struct uzura_context *ctx, uint32_t cqe);
 int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
-		  const struct uzura_create_cq_resp *resp, uint32_t cqe);
+		  const struct uzura_create_cq_resp *resp, uint32_t cqe,
+		  bool ts);
 struct uz_cqe *uzura_cq_next(struct uzura_cq *cq);
 bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 		      struct ibv_wc *wc);

@@ -232,7 +232,7 @@ struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
 		errno = ret;
 		goto err_free;
 	}
-	ret = uzura_cq_init(ctx, cq, &resp.drv_payload, cqe);
+	ret = uzura_cq_init(ctx, cq, &resp.drv_payload, cqe, false);
 	if (ret) {
 		ibv_cmd_destroy_cq(&cq->ibcq);
 		errno = ret;
@@ -254,15 +254,23 @@ uint32_t uzura_cq_ask(struct uzura_context *ctx, uint32_t cqe)
 /*
  * Map the ring of a CQ the kernel created for @cqe completions; 0 or an
  * errno.  A ring of at least twice that reports its consumer index every
- * half ring (uzura_cq_report) and offers half its depth.
+ * half ring (uzura_cq_report) and offers half its depth.  Its entries
+ * are of the size the kernel says, struct uz_cqe_ts for a CQ with
+ * timestamps (@ts), struct uz_cqe otherwise (a kernel from before
+ * timestamps says 0).
  */
 int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
-		  const struct uzura_create_cq_resp *resp, uint32_t cqe)
+		  const struct uzura_create_cq_resp *resp, uint32_t cqe,
+		  bool ts)
 {
 	uint32_t depth = 1u << resp->log_depth;
+	uint32_t cqe_size = resp->cqe_size ? resp->cqe_size :
+					     sizeof(struct uz_cqe);
 
 	if (resp->db_offset + 4 > ctx->db_page_size ||
-	    resp->ring_size < (sizeof(struct uz_cqe) << resp->log_depth))
+	    cqe_size != (ts ? sizeof(struct uz_cqe_ts) :
+			      sizeof(struct uz_cqe)) ||
+	    resp->ring_size < ((uint64_t)cqe_size << resp->log_depth))
 		return EINVAL;
 	cq->ring = uz_map(&ctx->ibvctx.context, resp->ring_size,
 			  resp->ring_mmap_key);
@@ -270,6 +278,7 @@ int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
 		return errno;
 	cq->map_size = resp->ring_size;
 	cq->log_depth = resp->log_depth;
+	cq->cqe_size = cqe_size;
 	cq->cqn = resp->cqn;
 	cq->db = (uint8_t *)ctx->db_page + resp->db_offset;
 	cq->report_every = 1;
@@ -285,19 +294,22 @@ int uzura_cq_init(struct uzura_context *ctx, struct uzura_cq *cq,
  * Finish a resize: map the new ring, copy the CQEs not polled yet to its
  * first slots, which the device left to us, with the phase of its first
  * pass (device spec 8.5.1), and poll it from index 0.  0 or an errno;
- * until it succeeds the CQ shows no completions, and loses none.
+ * until it succeeds the CQ shows no completions, and loses none.  The
+ * entries keep their size (and timestamps).
  */
 static int uzura_cq_move(struct uzura_cq *cq)
 {
 	uint32_t i, depth = 1u << cq->move_log;
-	struct uz_cqe *old = cq->ring, *new;
+	uint8_t *new;
 
 	new = uz_map(cq->ibcq.context, cq->move_size, cq->move_key);
 	if (!new)
 		return errno;
 	for (i = 0; i < cq->move_kept; i++) {
-		new[i] = old[(cq->ci + i) & ((1u << cq->log_depth) - 1)];
-		new[i].flags |= UZ_CQE_PHASE;
+		void *to = new + (size_t)i * cq->cqe_size;
+
+		memcpy(to, uz_cq_entry(cq, cq->ci + i), cq->cqe_size);
+		uz_cq_entry_cqe(cq, to)->flags |= UZ_CQE_PHASE;
 	}
 	munmap(cq->ring, cq->map_size);
 	cq->ring = new;
@@ -816,7 +828,7 @@ static void uz_cq_drop(struct uzura_cq *cq, struct uzura_qp *qp,
 	for (n = 0; n <= mask && uz_cq_written(cq, cq->ci + n); n++)
 		;
 	for (i = n; i-- > 0;) {
-		struct uz_cqe *ring = cq->ring, *c = ring + ((cq->ci + i) & mask);
+		struct uz_cqe *c = uz_cq_slot(cq, cq->ci + i);
 		uint32_t to = cq->ci + i + dropped;
 
 		if (uz_cqe_dropped(c, qp, xsrq)) {
@@ -824,9 +836,11 @@ static void uz_cq_drop(struct uzura_cq *cq, struct uzura_qp *qp,
 				uz_rq_complete(&qp->srq->rq);
 			dropped++;
 		} else if (dropped) {
-			ring[to & mask] = *c;
-			ring[to & mask].flags = (c->flags & ~UZ_CQE_PHASE) |
-						uz_cq_phase(cq, to);
+			/* The whole entry: a timestamp goes with its CQE. */
+			memcpy(uz_cq_entry(cq, to), uz_cq_entry(cq, cq->ci + i),
+			       cq->cqe_size);
+			uz_cq_slot(cq, to)->flags =
+				(c->flags & ~UZ_CQE_PHASE) | uz_cq_phase(cq, to);
 		}
 	}
 	cq->ci = (cq->ci + dropped) & UZ_DB_CI_MASK;

@@ -63,21 +63,6 @@ struct node {
 	int gidx;
 };
 
-static struct ibv_context *open_uzura(void)
-{
-	struct ibv_context *ctx = NULL;
-	struct ibv_device **list;
-	int i, num;
-
-	list = ibv_get_device_list(&num);
-	for (i = 0; list && i < num; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "uzura0"))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
-
 static uint64_t counter(const char *name)
 {
 	char path[128];

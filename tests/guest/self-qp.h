@@ -8,9 +8,26 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+/* A context of uzura0, or NULL. */
+static inline struct ibv_context *open_uzura(void)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_device **list;
+	int i, num;
+
+	list = ibv_get_device_list(&num);
+	for (i = 0; list && i < num; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "uzura0"))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
 
 /* The port's RoCE v2 GID for IPv4 (::ffff:a.b.c.d), or -1. */
 static inline int ipv4_gid_index(struct ibv_context *ctx)

@@ -32,8 +32,12 @@
  *    IBV_WR_BIND_MW of a type 1 window, EINVAL; a bound window lets a
  *    WRITE in where its MR does not, and LOCAL_INV takes that back;
  *    dereg_mr of an MR with a window bound is EBUSY (the IB rule).
+ *  - completion timestamps (the provider's clock.c, the device's
+ *    UZ_CAP_TIMESTAMP): a CQ asking for them and ibv_query_rt_values_ex
+ *    are EOPNOTSUPP without the clock; an unknown rt_values comp_mask
+ *    bit is EINVAL; timestamps survive the provider's moves of CQEs.
  *  - extended verbs (the provider's qp_ex.c and cq_ex.c): a CQ asking for
- *    completion timestamps or IGNORE_OVERRUN, a QP asking for send ops the
+ *    IGNORE_OVERRUN, a QP asking for send ops the
  *    device lacks (RDMA and windows on UD) or create flags:
  *    EOPNOTSUPP; cqe > max_cqe: EINVAL (the driver).  ibv_wr_complete
  *    fails the whole batch, posting nothing: EINVAL in RESET, for inline
@@ -60,6 +64,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -589,6 +594,245 @@ static struct ibv_cq_ex *make_cq_ex(struct ibv_context *ctx, int cqe,
 	return cq;
 }
 
+/* The device clock through ibv_query_rt_values_ex, in ns; 0 if it fails. */
+static uint64_t raw_clock_ns(struct ibv_context *ctx)
+{
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+
+	if (ibv_query_rt_values_ex(ctx, &v) ||
+	    v.comp_mask != IBV_VALUES_MASK_RAW_CLOCK ||
+	    v.raw_clock.tv_nsec >= 1000000000)
+		return 0;
+	return v.raw_clock.tv_sec * 1000000000ull + v.raw_clock.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+/*
+ * Poll @n completions of @cqx with ibv_start_poll: the WRITEs @id,
+ * @id + 1, ..., with their device and wallclock timestamps.
+ */
+static bool poll_ts(struct ibv_cq_ex *cqx, int n, uint64_t id, uint64_t *ts,
+		    uint64_t *wall)
+{
+	struct ibv_poll_cq_attr pa = {};
+	int got = 0, i, ret;
+	bool ok = true;
+
+	for (i = 0; i < 500 && got < n && ok; i++) {
+		ret = ibv_start_poll(cqx, &pa);
+		if (ret) {
+			if (ret != ENOENT)
+				return false;
+			usleep(10000);
+			continue;
+		}
+		do {
+			ok = cqx->status == IBV_WC_SUCCESS &&
+			     cqx->wr_id == id + got;
+			if (!ok) {
+				printf("# wr_id %llu status %d, wanted %llu\n",
+				       (unsigned long long)cqx->wr_id,
+				       (int)cqx->status,
+				       (unsigned long long)(id + got));
+				break;
+			}
+			ts[got] = ibv_wc_read_completion_ts(cqx);
+			wall[got] = ibv_wc_read_completion_wallclock_ns(cqx);
+			got++;
+		} while (got < n && !ibv_next_poll(cqx));
+		ibv_end_poll(cqx);
+	}
+	if (ok && got != n)
+		printf("# %d of %d completions\n", got, n);
+	return ok && got == n;
+}
+
+/*
+ * Are @n timestamps in order and within [@lo, @hi], their wallclocks
+ * within 50 ms of [@rlo, @rhi] (realtime read beside @lo and @hi)?
+ */
+static bool ts_within(const uint64_t *ts, const uint64_t *wall, int n,
+		      uint64_t lo, uint64_t hi, uint64_t rlo, uint64_t rhi)
+{
+	const uint64_t slack = 50000000;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (ts[i] < lo || ts[i] > hi || (i && ts[i] < ts[i - 1]) ||
+		    wall[i] + slack < rlo || wall[i] > rhi + slack) {
+			printf("# %d: ts %llu in [%llu, %llu]? wallclock %llu "
+			       "in [%llu, %llu]?\n", i,
+			       (unsigned long long)ts[i],
+			       (unsigned long long)lo, (unsigned long long)hi,
+			       (unsigned long long)wall[i],
+			       (unsigned long long)rlo, (unsigned long long)rhi);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Completion timestamps and the device clock (UZ_CAP_TIMESTAMP, device
+ * 0.15; guest-lib/README.md).  Without them a CQ asking for either
+ * timestamp and ibv_query_rt_values_ex are EOPNOTSUPP.  With them the
+ * clock is 1 GHz and moves on; an unknown comp_mask bit is EINVAL; the
+ * WRITEs of RC QPs to themselves complete in a CQ of 64-byte CQEs with
+ * timestamps in order between the clock readings around them, and
+ * wallclocks near CLOCK_REALTIME; the CQEs keep their timestamps when
+ * the provider moves them: through a resize with CQEs outstanding (into
+ * a ring of 4 pages, which 80 WRITEs go round) and when a QP moved to
+ * RESET takes its CQEs out from after another QP's.
+ */
+static void check_timestamps(struct ibv_context *ctx, struct ibv_pd *pd,
+			     char *buf)
+{
+	const uint64_t both = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			      IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	uint64_t ts[20], wall[20], t0, t1, r0, r1;
+	int gidx = ipv4_gid_index(ctx), err, ret, k;
+	struct ibv_qp *qp = NULL, *qp2 = NULL;
+	struct ibv_device_attr_ex dx;
+	struct ibv_cq_ex *cqx;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	ret = ibv_query_device_ex(ctx, NULL, &dx);
+	check_ret(ret, 0, "query_device_ex");
+	if (ret)
+		return;
+	if (!dx.completion_timestamp_mask) {
+		cqx = make_cq_ex(ctx, 16, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+				 0, &err);
+		check_null(cqx, err, EOPNOTSUPP, "no clock: create_cq_ex with "
+			   "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP");
+		cqx = make_cq_ex(ctx, 16,
+				 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+				 0, &err);
+		check_null(cqx, err, EOPNOTSUPP, "no clock: create_cq_ex with "
+			   "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK");
+		check_ret(ibv_query_rt_values_ex(ctx, &v), EOPNOTSUPP,
+			  "no clock: query_rt_values_ex");
+		return;
+	}
+	check(dx.completion_timestamp_mask == ~0ull &&
+	      dx.hca_core_clock == 1000000,
+	      "query_device_ex: timestamp mask ~0, clock 1000000 kHz (%#llx, "
+	      "%llu)", (unsigned long long)dx.completion_timestamp_mask,
+	      (unsigned long long)dx.hca_core_clock);
+	t0 = raw_clock_ns(ctx);
+	usleep(10000);
+	t1 = raw_clock_ns(ctx);
+	check(t0 && t1 >= t0 + 10000000,
+	      "query_rt_values_ex: the clock moves with time (%llu, %llu)",
+	      (unsigned long long)t0, (unsigned long long)t1);
+	v.comp_mask = IBV_VALUES_MASK_RAW_CLOCK | IBV_VALUES_MASK_RESERVED;
+	check_ret(ibv_query_rt_values_ex(ctx, &v), EINVAL,
+		  "query_rt_values_ex with an unknown comp_mask bit");
+	v.comp_mask = 0;
+	check(!ibv_query_rt_values_ex(ctx, &v) && !v.comp_mask,
+	      "query_rt_values_ex asking for nothing gets nothing");
+
+	for (k = 0; k < 2; k++) {
+		uint64_t f = k ? IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK :
+				 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+
+		cqx = make_cq_ex(ctx, 16, f, 0, &err);
+		check(cqx && cqx->read_completion_ts &&
+		      cqx->read_completion_wallclock_ns,
+		      "create_cq_ex with %s (errno %d)", k ?
+		      "TIMESTAMP_WALLCLOCK" : "TIMESTAMP", cqx ? 0 : err);
+		if (cqx)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+	}
+
+	cqx = make_cq_ex(ctx, 4, IBV_WC_STANDARD_FLAGS | both, 0, &err);
+	mr = ibv_reg_mr(pd, buf, 128, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	if (cqx) {
+		qp = make_qp(pd, ibv_cq_ex_to_cq(cqx), IBV_QPT_RC, 32, 1, 4,
+			     &err);
+		qp2 = make_qp(pd, ibv_cq_ex_to_cq(cqx), IBV_QPT_RC, 32, 1, 4,
+			      &err);
+	}
+	check(qp && qp2 && mr && gidx >= 0 &&
+	      !connect_self(ctx, qp, gidx, IBV_ACCESS_REMOTE_WRITE) &&
+	      !connect_self(ctx, qp2, gidx, IBV_ACCESS_REMOTE_WRITE),
+	      "a CQ of 4 with both timestamps, two RC QPs connected to "
+	      "themselves");
+	if (!qp || !qp2 || !mr || gidx < 0)
+		goto out;
+
+	/* Three CQEs outstanding move to the new ring, each whole. */
+	t0 = raw_clock_ns(ctx);
+	r0 = realtime_ns();
+	ret = self_writes(qp, mr, buf, 3, 100);
+	usleep(200000);
+	ret = ret ? ret : ibv_resize_cq(ibv_cq_ex_to_cq(cqx), 100);
+	check(!ret, "3 WRITEs, resize_cq to 100 before they are polled");
+	ret = ret ? ret : self_writes(qp, mr, buf, 3, 103);
+	usleep(100000);
+	t1 = raw_clock_ns(ctx);
+	r1 = realtime_ns();
+	check(!ret && poll_ts(cqx, 6, 100, ts, wall) &&
+	      ts_within(ts, wall, 6, t0, t1, r0, r1),
+	      "3 more: the 6 completions carry timestamps in order, between "
+	      "the clock's readings, and wallclocks near CLOCK_REALTIME");
+
+	/* 80 more go round the pages of the new ring (64 CQEs a page). */
+	for (k = 0; k < 4; k++) {
+		t0 = raw_clock_ns(ctx);
+		r0 = realtime_ns();
+		ret = self_writes(qp, mr, buf, 20, 200 + 20 * k);
+		usleep(50000);
+		t1 = raw_clock_ns(ctx);
+		r1 = realtime_ns();
+		if (ret || !poll_ts(cqx, 20, 200 + 20 * k, ts, wall) ||
+		    !ts_within(ts, wall, 20, t0, t1, r0, r1))
+			break;
+	}
+	check(k == 4, "80 WRITEs in 4 batches, all with timestamps (%d "
+	      "batches)", k);
+
+	/*
+	 * qp2's CQEs, older than qp's, move over qp's when qp goes to
+	 * RESET: their timestamps, before t1, move with them.
+	 */
+	t0 = raw_clock_ns(ctx);
+	r0 = realtime_ns();
+	ret = self_writes(qp2, mr, buf, 2, 400);
+	usleep(100000);
+	t1 = raw_clock_ns(ctx);
+	r1 = realtime_ns();
+	ret = ret ? ret : self_writes(qp, mr, buf, 2, 500);
+	usleep(100000);
+	ret = ret ? ret : ibv_modify_qp(qp, &reset, IBV_QP_STATE);
+	check(!ret && poll_ts(cqx, 2, 400, ts, wall) &&
+	      ts_within(ts, wall, 2, t0, t1, r0, r1) &&
+	      ibv_poll_cq(ibv_cq_ex_to_cq(cqx), 1, &wc) == 0,
+	      "a QP moved to RESET takes its CQEs out; the other QP's, "
+	      "older, keep their timestamps (before %llu)",
+	      (unsigned long long)t1);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (qp2)
+		ibv_destroy_qp(qp2);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+}
+
 static int to_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
@@ -643,14 +887,7 @@ static void check_ex_verbs(struct ibv_context *ctx, struct ibv_pd *pd,
 
 	memset(big, 0x5a, sizeof(big));
 
-	/* CQs */
-	cqx = make_cq_ex(ctx, 16, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, &err);
-	check_null(cqx, err, EOPNOTSUPP,
-		   "create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP");
-	cqx = make_cq_ex(ctx, 16, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
-			 0, &err);
-	check_null(cqx, err, EOPNOTSUPP,
-		   "create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK");
+	/* CQs (timestamps: check_timestamps) */
 	cqx = make_cq_ex(ctx, 16, 0, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, &err);
 	check_null(cqx, err, EOPNOTSUPP,
 		   "create_cq_ex with IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN");
@@ -1262,6 +1499,7 @@ int main(void)
 	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
 	check_qp_fatal(ctx, pd, mr, buf);
 	check_cq_resize(ctx, pd, buf + 1024);
+	check_timestamps(ctx, pd, buf + 2048);
 	check_rereg(ctx, pd);
 	check_mw(ctx, pd);
 	check_domains(ctx, pd, mr, buf);

@@ -25,6 +25,8 @@ int main(void)
 	CHECK(offsetof(struct uzura_alloc_ucontext_resp, db_mmap_key) % 8 == 0);
 	CHECK_SIZE(struct uzura_create_cq_resp, 32);
 	CHECK(offsetof(struct uzura_create_cq_resp, ring_mmap_key) % 8 == 0);
+	/* Where 0.14's kernels left a reserved 0 (0 = 32-byte CQEs). */
+	CHECK(offsetof(struct uzura_create_cq_resp, cqe_size) == 28);
 	CHECK_SIZE(struct uzura_create_qp, 16);
 	CHECK_SIZE(struct uzura_create_qp_resp, 48);
 	CHECK(offsetof(struct uzura_create_qp_resp, sq_mmap_key) % 8 == 0);

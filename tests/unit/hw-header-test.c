@@ -136,7 +136,7 @@ int main(void)
 	      offsetof(struct uz_send_wqe, flush.level) == 41 &&
 	      UZ_MAX_MSG_SZ == 0x80000000u);
 	/* Version 0.14: XRC (spec 8.16). */
-	CHECK(UZ_VERSION_MINOR == 14 && UZ_CAP_XRC == 0x20000 &&
+	CHECK(UZ_CAP_XRC == 0x20000 &&
 	      UZ_CMD_ALLOC_XRCD == 0x2b && UZ_CMD_DEALLOC_XRCD == 0x2c &&
 	      UZ_QPT_XRC_INI == 9 && UZ_QPT_XRC_TGT == 10 &&
 	      UZ_SRQF_XRC == 1 && UZ_WC_F_XRC == 0x10 &&
@@ -147,6 +147,12 @@ int main(void)
 	      offsetof(struct uz_cmd_create_srq, cqn) == 28 &&
 	      offsetof(struct uz_cmd_create_qp, xrcd) == 44 &&
 	      offsetof(struct uz_device_attr, max_xrcd) == 124);
+	/* Version 0.15: the device clock, CQE timestamps (spec 8.5.2). */
+	CHECK(UZ_VERSION_MINOR == 15 && UZ_CAP_TIMESTAMP == 0x40000 &&
+	      UZ_CQF_TIMESTAMP == 2 && UZ_DB_CLOCK == 0xff8 &&
+	      UZ_CLOCK_KHZ == 1000000 && sizeof(struct uz_cqe_ts) == 64 &&
+	      offsetof(struct uz_cqe_ts, timestamp) == 0 &&
+	      offsetof(struct uz_cqe_ts, cqe) == 32);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -34,9 +34,13 @@ struct uzura_alloc_ucontext_resp {
 };
 
 /*
- * create_cq: the ring holds 2^log_depth struct uz_cqe (at least the
- * number of CQEs asked for); db_offset is the CQ doorbell's byte offset
- * in the context's doorbell page.
+ * create_cq: the ring holds 2^log_depth CQEs of cqe_size bytes (at least
+ * the number of CQEs asked for); db_offset is the CQ doorbell's byte
+ * offset in the context's doorbell page.  A CQ created with
+ * IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION has 64-byte entries, struct
+ * uz_cqe_ts (the struct uz_cqe last, after the timestamp), and keeps them
+ * through resize_cq; otherwise they are struct uz_cqe.  A kernel from
+ * before timestamps leaves cqe_size 0, meaning 32.
  */
 struct uzura_create_cq_resp {
 	__u32 comp_mask;
@@ -45,14 +49,15 @@ struct uzura_create_cq_resp {
 	__u32 ring_size;		/* bytes to map */
 	__u32 log_depth;
 	__u32 db_offset;
-	__u32 reserved;
+	__u32 cqe_size;			/* bytes per CQE: 32 or 64 (0: 32) */
 };
 
 /*
  * resize_cq: the provider gives its consumer index; the kernel answers
- * with the new ring, as create_cq does, and the number of CQEs the
- * provider copies from the old ring, from that index on, to the start of
- * the new one before it polls it from index 0 (device spec 8.5.1).
+ * with the new ring, as create_cq does (of CQEs of the CQ's cqe_size),
+ * and the number of CQEs the provider copies from the old ring, from that
+ * index on, to the start of the new one before it polls it from index 0
+ * (device spec 8.5.1).
  */
 struct uzura_resize_cq {
 	__u32 comp_mask;

@@ -9,8 +9,18 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/bitops.h"
+#include "qemu/timer.h"
 #include "uzura-core.h"
 #include "trace.h"
+
+/*
+ * The device clock (UZ_DB_CLOCK): the virtual clock, which runs with the
+ * guest's own (under -icount, with its instructions) and stops with it.
+ */
+uint64_t uzura_clock_ns(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
 
 /*
  * The address of CQE slot pos.  A paged ring's page address is read from
@@ -19,7 +29,8 @@
 static bool uzura_cq_slot(UzuraCore *core, UzuraCq *cq, uint32_t pos,
                           uint64_t *addr)
 {
-    uint64_t off = (uint64_t)pos * sizeof(struct uz_cqe);
+    uint64_t off = (uint64_t)pos * (cq->ts ? sizeof(struct uz_cqe_ts) :
+                                             sizeof(struct uz_cqe));
     uint32_t page = off >> UZ_CQ_PAGE_SHIFT;
     uint64_t pa;
 
@@ -48,8 +59,10 @@ bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
 {
     UzuraCq *cq = cqn < core->rdma.lim.max_cq ? &core->rdma.cq[cqn] : NULL;
     uint32_t size, pos;
-    struct uz_cqe e = *cqe;
+    struct uz_cqe_ts t = { .cqe = *cqe };
+    struct uz_cqe *e = &t.cqe;
     uint64_t addr;
+    bool written;
 
     /* An XRC target QP without an SRQ names no CQ. */
     if (!cq || !cq->valid || cq->error) {
@@ -64,19 +77,27 @@ bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
         uzura_eq_post_async(core, UZ_EQE_CQ_ERROR, cqn, 0);
         return false;
     }
-    e.flags = ((cq->pi >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
-    if (!uzura_cq_slot(core, cq, pos, &addr) ||
-        !uzura_dma_write_entry(core, addr, &e, sizeof(e))) {
+    e->flags = ((cq->pi >> cq->log_depth) & 1) ? 0 : UZ_CQE_PHASE;
+    if (!uzura_cq_slot(core, cq, pos, &addr)) {
+        written = false;
+    } else if (cq->ts) {
+        t.timestamp = cpu_to_le64(uzura_clock_ns());
+        written = uzura_dma_write_entry(core, addr, &t, sizeof(t));
+    } else {
+        written = uzura_dma_write_entry(core, addr, e, sizeof(*e));
+    }
+    if (!written) {
         uzura_guest_error(trace_uzura_cq_err_dma(cqn, cq->ring_addr),
                           "CQ %u ring not accessible; it stops", cqn);
         cq->error = true;
         uzura_eq_post_async(core, UZ_EQE_CQ_ERROR, cqn, 0);
         return false;
     }
-    trace_uzura_cq_post(cqn, cq->pi, le32_to_cpu(e.qpn), e.opcode, e.status);
+    trace_uzura_cq_post(cqn, cq->pi, le32_to_cpu(e->qpn), e->opcode,
+                        e->status);
     cq->pi = (cq->pi + 1) & UZ_IDX_MASK;
     core->counters.cqes++;
-    if (e.status != UZ_WC_STATUS_SUCCESS) {
+    if (e->status != UZ_WC_STATUS_SUCCESS) {
         core->counters.cqes_error++;
     }
     if (cq->arm == (UZ_DB_ARM >> 24) ||

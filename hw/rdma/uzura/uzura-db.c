@@ -31,7 +31,8 @@ bool uzura_db_alloc(UzuraCore *core, uint32_t page, UzuraDbKind kind,
         return false;
     }
     slots = core->db_map + page * UZ_DB_SLOTS_PER_PAGE;
-    for (i = 0; i < UZ_DB_SLOTS_PER_PAGE; i++) {
+    /* The last two slots of a page are the clock's. */
+    for (i = 0; i < UZ_DB_CLOCK / 4; i++) {
         if (!slots[i]) {
             slots[i] = UZ_DB_ENTRY(kind, index);
             *offset = page * UZ_DB_PAGE_SIZE + i * 4;
@@ -94,8 +95,21 @@ void uzura_db_write(UzuraCore *core, hwaddr addr, uint64_t val,
     }
 }
 
+/*
+ * The clock in the last 8 bytes of every page (UZ_DB_CLOCK): whole, or
+ * its low and high words.  Every other load is a guest error.
+ */
 uint64_t uzura_db_read(UzuraCore *core, hwaddr addr, unsigned size)
 {
+    hwaddr off = addr & (UZ_DB_PAGE_SIZE - 1);
+
+    if ((size == 8 && off == UZ_DB_CLOCK) ||
+        (size == 4 && (off == UZ_DB_CLOCK || off == UZ_DB_CLOCK + 4))) {
+        uint64_t now = uzura_clock_ns();
+
+        return size == 8 ? now : off == UZ_DB_CLOCK ? (uint32_t)now :
+                                                      now >> 32;
+    }
     uzura_guest_error(trace_uzura_db_err_read(addr),
                       "doorbells are write-only (load at 0x%" HWADDR_PRIx ")",
                       addr);

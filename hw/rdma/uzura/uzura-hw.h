@@ -50,6 +50,16 @@
 #define UZ_DB_MAX_PAGES             1024
 #define UZ_DB_ADMIN                 0x000 /* page 0, slot 0 */
 
+/*
+ * The device clock (UZ_CAP_TIMESTAMP): the nanoseconds of the machine's
+ * virtual clock, which also times CQEs (UZ_CQF_TIMESTAMP).  The last two
+ * slots of every doorbell page are no queue's: an aligned 8-byte load at
+ * UZ_DB_CLOCK reads the clock, a 4-byte load there its low and at
+ * UZ_DB_CLOCK + 4 its high 32 bits.  Stores to them are guest errors.
+ */
+#define UZ_DB_CLOCK                 0xff8 /* in every page */
+#define UZ_CLOCK_KHZ                1000000 /* ticks are nanoseconds */
+
 /* Queue doorbell values. */
 #define UZ_DB_PI_MASK               0x00ffffffu /* SQ/RQ/SRQ/ETH: new PI */
 #define UZ_DB_CI_MASK               0x00ffffffu /* CQ/EQ: new CI */
@@ -66,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            14
+#define UZ_VERSION_MINOR            15
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -129,6 +139,8 @@
                                                 * UZ_WR_ATOMIC_WRITE */
 #define UZ_CAP_XRC                  (1u << 17) /* XRC: ALLOC_XRCD, XRC SRQs,
                                                 * UZ_QPT_XRC_INI, _TGT */
+#define UZ_CAP_TIMESTAMP            (1u << 18) /* the clock (UZ_DB_CLOCK),
+                                                * UZ_CQF_TIMESTAMP */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -449,13 +461,15 @@ struct uz_cmd_resize_cq {
 	uint32_t uctx;
 	uint32_t ci;                /* the driver's consumer index */
 	uint8_t log_depth;
-	uint8_t flags;              /* UZ_CQF_PAGE_LIST */
+	uint8_t flags;              /* UZ_CQF_PAGE_LIST, UZ_CQF_TIMESTAMP */
 	uint16_t reserved_16;
 };
 
 struct uz_cmd_create_cq {
-	uint64_t ring_addr;         /* 2^log_depth entries of uz_cqe, or the
-				     * ring's page list (UZ_CQF_PAGE_LIST) */
+	uint64_t ring_addr;         /* 2^log_depth entries of uz_cqe (of
+				     * uz_cqe_ts with UZ_CQF_TIMESTAMP), or
+				     * the ring's page list
+				     * (UZ_CQF_PAGE_LIST) */
 	uint32_t uctx;
 	uint32_t eqn;               /* EQ for completion events */
 	uint8_t log_depth;          /* 1 .. log2(max_cqe), at most 22 */
@@ -470,6 +484,7 @@ struct uz_cmd_create_cq {
  * A large CQ needs no physically contiguous memory.
  */
 #define UZ_CQF_PAGE_LIST            (1u << 0)
+#define UZ_CQF_TIMESTAMP            (1u << 1)
 #define UZ_CQ_PAGE_SHIFT            12
 #define UZ_CQ_LOG_DEPTH_MAX         22
 
@@ -1090,6 +1105,19 @@ struct uz_cqe {
 UZ_ASSERT_SIZE(struct uz_cqe, 32);
 
 #define UZ_CQE_PHASE                (1u << 0)
+
+/*
+ * The 64-byte CQE of a CQ with UZ_CQF_TIMESTAMP (UZ_CAP_TIMESTAMP): the
+ * device clock (UZ_DB_CLOCK) when the device wrote it, then the CQE, last
+ * so that its phase stays in the entry's last byte.  RESIZE_CQ keeps the
+ * size: its flags must have UZ_CQF_TIMESTAMP exactly when the CQ has.
+ */
+struct uz_cqe_ts {
+	uint64_t timestamp;
+	uint64_t reserved[3];
+	struct uz_cqe cqe;
+};
+UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 
 #define UZ_WC_SEND                  0x00
 #define UZ_WC_RDMA_WRITE            0x01

@@ -271,9 +271,9 @@ UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx)
 
 /* Every page of a paged CQ ring is aligned and writable. */
 static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
-                              uint8_t log_depth)
+                              uint8_t log_depth, uint8_t flags)
 {
-    uint64_t bytes = sizeof(struct uz_cqe) << log_depth;
+    uint64_t bytes = (uint64_t)uzura_cqe_size(flags) << log_depth;
     uint32_t n = MAX(1, bytes >> UZ_CQ_PAGE_SHIFT);
     uint32_t page = MIN(bytes, 1u << UZ_CQ_PAGE_SHIFT);
     uint64_t pa[64];
@@ -306,14 +306,15 @@ static uint8_t uzura_cq_ring_check(UzuraCore *core, uint64_t ring,
 {
     if (log_depth < 1 || log_depth > UZ_CQ_LOG_DEPTH_MAX ||
         (1u << log_depth) > core->rdma.lim.max_cqe ||
-        (flags & ~UZ_CQF_PAGE_LIST)) {
+        (flags & ~(UZ_CQF_PAGE_LIST | UZ_CQF_TIMESTAMP))) {
         return UZ_CMD_BAD_PARAM;
     }
     if (flags & UZ_CQF_PAGE_LIST) {
-        if (!uzura_cq_pages_ok(core, ring, log_depth)) {
+        if (!uzura_cq_pages_ok(core, ring, log_depth, flags)) {
             return UZ_CMD_BAD_ADDR;
         }
-    } else if (!uzura_dma_ok(core, ring, sizeof(struct uz_cqe) << log_depth,
+    } else if (!uzura_dma_ok(core, ring,
+                             (uint64_t)uzura_cqe_size(flags) << log_depth,
                              true)) {
         return UZ_CMD_BAD_ADDR;
     }
@@ -352,6 +353,7 @@ static uint8_t uzura_cmd_create_cq(UzuraCore *core,
     r->cq[i] = (UzuraCq) {
         .valid = true, .uctx = uctx, .eqn = eqn, .ring_addr = ring,
         .paged = c->flags & UZ_CQF_PAGE_LIST, .page_addr = UZ_CQ_NO_PAGE,
+        .ts = c->flags & UZ_CQF_TIMESTAMP,
         .log_depth = c->log_depth, .db_offset = db,
     };
     uzura_uctx_get(core, uctx);
@@ -383,6 +385,10 @@ static uint8_t uzura_cmd_resize_cq(UzuraCore *core,
     st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
     if (st != UZ_CMD_OK) {
         return st;
+    }
+    /* The CQEs keep their size, which the consumer copies across. */
+    if (!(c->flags & UZ_CQF_TIMESTAMP) != !cq->ts) {
+        return UZ_CMD_BAD_PARAM;
     }
     /* The consumer cannot be ahead of the device, nor a ring behind. */
     n = uzura_ring_used(cq->pi, ci);

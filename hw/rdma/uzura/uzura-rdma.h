@@ -53,6 +53,7 @@ typedef struct UzuraCq {
     uint32_t eqn;
     uint64_t ring_addr;         /* the ring, or its page list (paged) */
     bool paged;
+    bool ts;                    /* UZ_CQF_TIMESTAMP: 64-byte CQEs */
     uint32_t page;              /* ring page whose address is cached */
     uint64_t page_addr;         /* ... or UZ_CQ_NO_PAGE */
     uint32_t log_depth;
@@ -312,7 +313,13 @@ void uzura_qp_fail(UzuraCore *core, UzuraQp *qp);
 void uzura_qp_free_all(UzuraCore *core);
 uint8_t uzura_wr_to_wc(uint8_t wr_opcode);
 
-/* uzura-cq.c: completions */
+/* uzura-cq.c: completions and the device clock */
+uint64_t uzura_clock_ns(void);
+static inline uint32_t uzura_cqe_size(uint8_t cq_flags)
+{
+    return cq_flags & UZ_CQF_TIMESTAMP ? sizeof(struct uz_cqe_ts) :
+                                         sizeof(struct uz_cqe);
+}
 bool uzura_cq_post(UzuraCore *core, uint32_t cqn, const struct uz_cqe *cqe,
                    bool solicited);
 
