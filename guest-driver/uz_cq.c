@@ -365,6 +365,9 @@ static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
 	 * target QP, which has no CQ to sync with, is only named in wc.
 	 */
 	qp = xa_load(&ib->qp_xa, qpn);
+	/* An XRC receive frees its SRQ's slot whatever became of the QP. */
+	if ((cqe->opcode & UZ_WC_RECV) && (cqe->wc_flags & UZ_WC_F_XRC))
+		uz_srq_recv_done(ib, le32_to_cpu(cqe->src_qp) & 0xffffff);
 	if (!qp)
 		return false;
 
@@ -381,9 +384,7 @@ static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
 		uz_qp_send_done(qp, cqe);
 		return true;
 	}
-	if (cqe->wc_flags & UZ_WC_F_XRC)
-		uz_srq_recv_done(ib, le32_to_cpu(cqe->src_qp) & 0xffffff);
-	else
+	if (!(cqe->wc_flags & UZ_WC_F_XRC))
 		uz_qp_recv_done(qp);
 	if (cqe->wc_flags & UZ_WC_F_IMM) {
 		wc->ex.imm_data = cqe->imm_data;	/* network order */
@@ -400,9 +401,8 @@ static bool uz_cq_convert(struct uz_ibdev *ib, const struct uz_cqe *cqe,
 			wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 		}
 	}
-	/* Through an XRC target QP src_qp is the XRC SRQ's: not a sender. */
-	if (!(cqe->wc_flags & UZ_WC_F_XRC))
-		wc->src_qp = le32_to_cpu(cqe->src_qp) & 0xffffff;
+	/* Through an XRC target QP: the XRC SRQ's, as the provider says. */
+	wc->src_qp = le32_to_cpu(cqe->src_qp) & 0xffffff;
 	wc->pkey_index = le16_to_cpu(cqe->pkey_index);
 	return true;
 }

@@ -90,7 +90,7 @@ static u32 uz_wq_map_size(const struct uz_wq *wq)
 /* Every QP but an XRC target has an SQ and a send CQ. */
 static bool uz_qp_has_sq(const struct uz_qp *qp)
 {
-	return qp->type != UZ_QPT_XRC_TGT;
+	return uz_qpt_has_sq(qp->type);
 }
 
 /*
@@ -99,7 +99,7 @@ static bool uz_qp_has_sq(const struct uz_qp *qp)
  */
 static bool uz_qp_receives(const struct uz_qp *qp)
 {
-	return qp->type != UZ_QPT_XRC_INI && qp->type != UZ_QPT_XRC_TGT;
+	return uz_qpt_receives(qp->type);
 }
 
 /* A QP with an RQ of its own. */

@@ -482,6 +482,51 @@ static void test_limits(void)
     uz_machine_stop(&m);
 }
 
+/*
+ * A window unbound in the middle of a WRITE through it: what arrived
+ * before stays, the rest of the message is refused (a remote access
+ * error), and no byte reaches the MR through the dead key.
+ */
+static void test_unbound_mid(void)
+{
+    g_autofree uint8_t *data = g_malloc(MSG_LEN);
+    uint64_t naks;
+    uint32_t mw, k;
+    struct uz_cqe c;
+    UzSge s;
+    UzWr wr;
+    Pair p;
+
+    pair_start_bindable(&p);
+    mw = mw_alloc(&p.n[1], p.n[1].pdn, UZ_MW_TYPE_2);
+    k = bind_ok(p.qb, mw, 0x31, p.mb, WIN_OFF, WIN_LEN, RW);
+    uz_mr_fill(p.mb, WIN_OFF, UZ_GUARD, MSG_LEN);
+    uz_pattern(data, MSG_LEN, 0x31);
+    uz_mr_write(p.ma, 0, data, MSG_LEN);
+    naks = uz_counter(&p.m, 1, "nak_seq_sent");
+    /* The middle packet is lost until the window is gone. */
+    rules_set(&p, 0, "kind=request psn=0x101 drop");
+    s = uz_mr_sge(p.ma, 0, MSG_LEN);
+    wr = (UzWr) { .wr_id = 0x3b01, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(p.mb, WIN_OFF), .rkey = k };
+    uz_post_send(p.qa, &wr);
+    uz_counter_wait(&p.n[1], "nak_seq_sent", naks + 1);
+    wr = (UzWr) { .wr_id = 0x1b1, .opcode = UZ_WR_LOCAL_INV,
+                  .flags = UZ_WQE_F_SIGNALED, .imm = k };
+    uz_post_send(p.qb, &wr);
+    uz_sq_done(p.qb, 0x1b1, UZ_WC_LOCAL_INV, 0);
+    rules_set(&p, 0, "");
+    uz_cq_wait_clock(p.qa->scq, &c, STEP_NS, 100);
+    uz_cqe_expect(&c, 0x3b01, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_REM_ACCESS_ERR,
+                  0, p.qa->qpn);
+    uz_assert_mr(p.mb, WIN_OFF, data, 1024, "the packet before the unbind");
+    uz_assert_mr_fill(p.mb, WIN_OFF + 1024, UZ_GUARD, MSG_LEN - 1024,
+                      "the packets after it");
+    g_assert_cmpint(uz_qp_state(p.qb), ==, UZ_QPS_ERR);
+    pair_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -489,5 +534,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/mw/type2", test_type2);
     qtest_add_func("/uzura/mw/bad", test_bad);
     qtest_add_func("/uzura/mw/limits", test_limits);
+    qtest_add_func("/uzura/mw/unbound-mid", test_unbound_mid);
     return g_test_run();
 }

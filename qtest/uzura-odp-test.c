@@ -443,6 +443,85 @@ static void test_more(void)
     pair_stop(&p);
 }
 
+#define STORM_QPS   4
+
+/*
+ * A fault storm into a full async EQ: four QPs WRITE into four ODP MRs at
+ * once, and the responder's EQ holds two events, so faults are lost
+ * (eq_overflows).  A lost fault is no fault outstanding: the requester's
+ * next try after the RNR NAK raises it again, and every WRITE lands once
+ * its page is served.
+ */
+static void test_storm_full_eq(void)
+{
+    g_autofree uint8_t *data = g_malloc(4096);
+    UzQp *a[STORM_QPS], *b[STORM_QPS];
+    UzMr *mr[STORM_QPS], *src;
+    UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+    int i, k, done = 0, faults = 0;
+    bool ok[STORM_QPS] = { false };
+    struct uz_eqe eqe;
+    struct uz_cqe c;
+    UzMachine m;
+    UzNode n[2];
+
+    uz_machine_start(&m, 2, NULL);
+    uz_node_start(&n[0], &m, 0);
+    uz_node_start_eq(&n[1], &m, 1, 1);
+    src = uz_mr_reg(&n[0], STORM_QPS * 4096, UZ_ACCESS_ALL);
+    for (i = 0; i < STORM_QPS; i++) {
+        a[i] = uz_qp_create(&n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+        b[i] = uz_qp_create(&n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
+        uz_rc_connect(a[i], b[i], &o);
+        mr[i] = uz_mr_reg_odp(&n[1], 1);
+        uz_pattern(data, 4096, 40 + i);
+        uz_mr_write(src, i * 4096, data, 4096);
+    }
+    for (i = 0; i < STORM_QPS; i++) {
+        UzSge s = uz_mr_sge(src, i * 4096, 4096);
+        UzWr wr = { .wr_id = 0x5700 + i, .opcode = UZ_WR_RDMA_WRITE,
+                    .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                    .remote_addr = mr[i]->iova, .rkey = mr[i]->key };
+
+        uz_post_send(a[i], &wr);
+    }
+    for (k = 0; k < 2000 && done < STORM_QPS; k++) {
+        while (uz_eq_next(&n[1].d, &n[1].async_eq, &eqe)) {
+            uz_ring(&n[1].d, n[1].async_eq.db, n[1].async_eq.ci);
+            if (eqe.type == UZ_EQE_EQ_OVERFLOW) {
+                continue;
+            }
+            g_assert_cmpint(eqe.type, ==, UZ_EQE_PAGE_FAULT);
+            for (i = 0; i < STORM_QPS; i++) {
+                if (mr[i]->key == le32_to_cpu(eqe.handle)) {
+                    uz_odp_serve(mr[i], le32_to_cpu(eqe.data), false);
+                    faults++;
+                }
+            }
+        }
+        for (i = 0; i < STORM_QPS; i++) {
+            if (!ok[i] && uz_cq_poll(a[i]->scq, &c)) {
+                uz_cqe_expect(&c, 0x5700 + i, UZ_WC_RDMA_WRITE,
+                              UZ_WC_STATUS_SUCCESS, 0, a[i]->qpn);
+                ok[i] = true;
+                done++;
+            }
+        }
+        qtest_clock_step(n[0].d.qts, MS);
+    }
+    g_assert_cmpint(done, ==, STORM_QPS);
+    g_assert_cmpuint(uz_counter(&m, 1, "eq_overflows"), >, 0);
+    g_assert_cmpint(faults, >=, STORM_QPS);
+    for (i = 0; i < STORM_QPS; i++) {
+        uz_pattern(data, 4096, 40 + i);
+        uz_assert_mr(mr[i], 0, data, 4096, "the WRITE of the storm");
+        g_assert_cmpint(uz_qp_state(b[i]), ==, UZ_QPS_RTS);
+    }
+    uz_node_stop(&n[0]);
+    uz_node_stop(&n[1]);
+    uz_machine_stop(&m);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -451,5 +530,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/odp/slow-and-gone", test_slow_and_gone);
     qtest_add_func("/uzura/odp/bad", test_bad);
     qtest_add_func("/uzura/odp/more", test_more);
+    qtest_add_func("/uzura/odp/storm-full-eq", test_storm_full_eq);
     return g_test_run();
 }

@@ -231,15 +231,17 @@ static inline void uz_node_gid(int idx, uint8_t *gid)
     uz_node_ip(idx, gid + 12);
 }
 
-static inline void uz_node_start(UzNode *n, UzMachine *m, int idx)
+/* A node whose async EQ holds 2^@async_log events. */
+static inline void uz_node_start_eq(UzNode *n, UzMachine *m, int idx,
+                                    uint32_t async_log)
 {
     memset(n, 0, sizeof(*n));
     n->m = m;
     n->idx = idx;
     uz_dev_init(&n->d, m, idx);
     uz_admin_start(&n->d, 6);
-    g_assert_cmpint(uz_create_eq(&n->d, &n->async_eq, 10, 1, UZ_EQ_F_ASYNC),
-                    ==, UZ_CMD_OK);
+    g_assert_cmpint(uz_create_eq(&n->d, &n->async_eq, async_log, 1,
+                                 UZ_EQ_F_ASYNC), ==, UZ_CMD_OK);
     g_assert_cmpint(uz_create_eq(&n->d, &n->comp_eq, 8, 2, 0), ==,
                     UZ_CMD_OK);
     n->attr_buf = uz_alloc(&n->d, UZ_PAGE_SIZE);
@@ -249,6 +251,11 @@ static inline void uz_node_start(UzNode *n, UzMachine *m, int idx)
     n->mrs = g_ptr_array_new();
     n->owned = g_ptr_array_new_with_free_func(g_free);
     n->pdn = uz_pd_alloc(n);
+}
+
+static inline void uz_node_start(UzNode *n, UzMachine *m, int idx)
+{
+    uz_node_start_eq(n, m, idx, 10);
 }
 
 static inline void uz_node_stop(UzNode *n)

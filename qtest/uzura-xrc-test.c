@@ -316,6 +316,115 @@ static void test_loss(void)
     pair_stop(&x.p);
 }
 
+/*
+ * Selective repeat: the target keeps what follows a lost packet and asks
+ * for the hole with a SACK (uzura's opcode, which has no XRC twin), which
+ * reaches the initiator.
+ */
+static void test_sr(void)
+{
+    g_autofree uint8_t *data = g_malloc(5000);
+    uint64_t sacks;
+    struct uz_cqe c;
+    UzSge r;
+    Xrc x;
+
+    xrc_start(&x);
+    pair_set_str(&x.p, 0, "recovery", "sr", true);
+    pair_set_str(&x.p, 1, "recovery", "sr", true);
+    sacks = uz_counter(&x.p.m, 0, "sacks_rcvd");
+    r = uz_mr_sge(x.p.mb, 0, 8192);
+    uz_srq_post(x.srq[1], 0x9401, &r, 1);
+    rules_set(&x.p, 0, "kind=request nth=2 drop");
+    xrc_post(&x, UZ_WR_SEND, 5000, 0x31, x.srq[1]->srqn, 0);
+    uz_cq_wait_clock(x.ini->scq, &c, STEP_NS, 100);
+    uz_expect_sq(&c, 0x3c31, UZ_WC_SEND, x.ini, 5000);
+    g_assert_cmpuint(uz_counter(&x.p.m, 0, "sacks_rcvd"), >, sacks);
+    xrc_received(&x, 1, 0x9401, UZ_WC_RECV, 5000, 0, 0);
+    uz_pattern(data, 5000, 0x31);
+    uz_assert_mr(x.p.mb, 0, data, 5000, "the SEND repaired by SACK");
+    pair_stop(&x.p);
+}
+
+/*
+ * Start a SEND of three packets to SRQ 1 whose middle packet is lost
+ * until the rule goes: the target holds SRQ 1's WQE @wr_id in the middle
+ * of the message.
+ */
+static void xrc_stall(Xrc *x, uint64_t wr_id)
+{
+    uint64_t naks = uz_counter(&x->p.m, 1, "nak_seq_sent");
+    UzSge r = uz_mr_sge(x->p.mb, 0, 4096);
+
+    uz_srq_post(x->srq[1], wr_id, &r, 1);
+    rules_set(&x->p, 0, "kind=request psn=0xabd drop");
+    xrc_post(x, UZ_WR_SEND, MSG_LEN, 0x60, x->srq[1]->srqn, 0);
+    /* The Last found the hole: the First has taken the WQE. */
+    uz_counter_wait(&x->p.n[1], "nak_seq_sent", naks + 1);
+}
+
+/*
+ * An SRQ destroyed in the middle of a message, and a new one given its
+ * number: the rest of the message reaches neither the new SRQ nor the
+ * WQE the target held, but fails (invalid request); the new SRQ's WQE
+ * and CQ are untouched.
+ */
+static void test_srq_reused(void)
+{
+    UzNode *n1;
+    UzSrq *old;
+    struct uz_cqe c;
+    UzSge r;
+    Xrc x;
+
+    xrc_start(&x);
+    n1 = &x.p.n[1];
+    xrc_stall(&x, 0x9501);
+    old = x.srq[1];
+    g_assert_cmpint(obj_destroy(n1, UZ_CMD_DESTROY_SRQ, old->srqn), ==,
+                    UZ_CMD_OK);
+    x.srq[1] = xrc_srq(n1, x.xrcd, x.cq[1], n1->pdn);
+    g_assert_cmpuint(x.srq[1]->srqn, ==, old->srqn);
+    r = uz_mr_sge(x.p.mb, 8192, 4096);
+    uz_srq_post(x.srq[1], 0x9601, &r, 1);
+    rules_set(&x.p, 0, "");
+    uz_cq_wait_clock(x.ini->scq, &c, STEP_NS, 100);
+    uz_cqe_expect(&c, 0x3c60, UZ_WC_SEND, UZ_WC_STATUS_REM_INV_REQ_ERR, 0,
+                  x.ini->qpn);
+    uz_cq_assert_empty(x.cq[1], 8);
+
+    xrc_fresh(&x);
+    xrc_post(&x, UZ_WR_SEND, 64, 0x61, x.srq[1]->srqn, 0);
+    uz_sq_done(x.ini, 0x3c61, UZ_WC_SEND, 64);
+    xrc_received(&x, 1, 0x9601, UZ_WC_RECV, 64, 0, 0);
+    pair_stop(&x.p);
+}
+
+/*
+ * A target moved to RESET in the middle of a message completes the WQE
+ * it held into that SRQ's CQ, flushed: it is a process's, and no Last WQE
+ * Reached would tell it.
+ */
+static void test_reset_held(void)
+{
+    struct uz_cqe c;
+    Xrc x;
+
+    xrc_start(&x);
+    xrc_stall(&x, 0x9701);
+    uz_qp_set_state(x.tgt, UZ_QPS_RESET);
+    uz_cq_wait(x.cq[1], &c);
+    uz_cqe_expect(&c, 0x9701, UZ_WC_RECV, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
+                  x.tgt->qpn);
+    g_assert_cmphex(c.wc_flags, ==, UZ_WC_F_XRC);
+    g_assert_cmpuint(c.src_qp, ==, x.srq[1]->srqn);
+    uz_qp_set_state(x.ini, UZ_QPS_ERR);
+    rules_set(&x.p, 0, "");
+    xrc_fresh(&x);
+    exchange(&x.p, UZ_WR_SEND, 3000);
+    pair_stop(&x.p);
+}
+
 /* The initiator's request fails at the target: both QPs end in ERR. */
 static void xrc_refused(Xrc *x, uint8_t op, uint32_t srqn, uint8_t status)
 {
@@ -580,6 +689,9 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/xrc/traffic", test_traffic);
     qtest_add_func("/uzura/xrc/loss", test_loss);
+    qtest_add_func("/uzura/xrc/sr", test_sr);
+    qtest_add_func("/uzura/xrc/srq-reused", test_srq_reused);
+    qtest_add_func("/uzura/xrc/reset-held", test_reset_held);
     qtest_add_func("/uzura/xrc/bad", test_bad);
     qtest_add_func("/uzura/xrc/wire", test_wire);
     qtest_add_func("/uzura/xrc/cmds", test_cmds);

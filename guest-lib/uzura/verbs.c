@@ -186,10 +186,14 @@ static struct list_head *uz_srq_bucket(struct uzura_context *ctx,
 	return &ctx->srq_table[srqn % UZURA_SRQ_TABLE_SIZE];
 }
 
+/*
+ * Newest first: an SRQ another thread destroys may still be linked when
+ * the device gives its number to a new one, whose receives are then found.
+ */
 void uzura_srq_table_add(struct uzura_context *ctx, struct uzura_srq *srq)
 {
 	pthread_spin_lock(&ctx->srq_table_lock);
-	list_add_tail(uz_srq_bucket(ctx, srq->srqn), &srq->entry);
+	list_add(uz_srq_bucket(ctx, srq->srqn), &srq->entry);
 	pthread_spin_unlock(&ctx->srq_table_lock);
 }
 

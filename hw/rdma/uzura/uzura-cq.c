@@ -29,8 +29,8 @@ uint64_t uzura_clock_ns(void)
 static bool uzura_cq_slot(UzuraCore *core, UzuraCq *cq, uint32_t pos,
                           uint64_t *addr)
 {
-    uint64_t off = (uint64_t)pos * (cq->ts ? sizeof(struct uz_cqe_ts) :
-                                             sizeof(struct uz_cqe));
+    uint64_t off = (uint64_t)pos *
+                   uzura_cqe_size(cq->ts ? UZ_CQF_TIMESTAMP : 0);
     uint32_t page = off >> UZ_CQ_PAGE_SHIFT;
     uint64_t pa;
 

@@ -529,6 +529,17 @@ struct uz_cmd_create_qp {
  */
 #define UZ_XRCD_MAX                 64
 
+/* The queues a QP type has of its own, for device and driver alike. */
+static inline int uz_qpt_has_sq(uint8_t type)
+{
+	return type != UZ_QPT_XRC_TGT;
+}
+
+static inline int uz_qpt_receives(uint8_t type)
+{
+	return type != UZ_QPT_XRC_INI && type != UZ_QPT_XRC_TGT;
+}
+
 /* MODIFY_QP: the attributes named in attr_mask are applied. */
 struct uz_cmd_modify_qp {
 	uint64_t buf_addr;          /* struct uz_qp_attr in host memory */

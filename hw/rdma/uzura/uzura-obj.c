@@ -382,13 +382,13 @@ static uint8_t uzura_cmd_resize_cq(UzuraCore *core,
     if (!cq) {
         return UZ_CMD_BAD_HANDLE;
     }
-    st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
-    if (st != UZ_CMD_OK) {
-        return st;
-    }
     /* The CQEs keep their size, which the consumer copies across. */
     if (!(c->flags & UZ_CQF_TIMESTAMP) != !cq->ts) {
         return UZ_CMD_BAD_PARAM;
+    }
+    st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
+    if (st != UZ_CMD_OK) {
+        return st;
     }
     /* The consumer cannot be ahead of the device, nor a ring behind. */
     n = uzura_ring_used(cq->pi, ci);

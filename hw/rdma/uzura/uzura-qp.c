@@ -234,9 +234,35 @@ static void uzura_qp_attr_apply(UzuraQp *qp, const struct uz_qp_attr *a,
     }
 }
 
+/* A WQE the QP took from its SRQ and holds is the QP's to flush. */
+static void uzura_qp_flush_held(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    if (uzura_xrc_held(core, qp) && qp->srqn != UZ_NO_SRQ) {
+        struct uz_cqe cqe = {
+            .wr_id = cpu_to_le64(x->rwqe.wr_id),
+            .status = UZ_WC_STATUS_WR_FLUSH_ERR,
+            .qpn = cpu_to_le32(x->qpn), .opcode = UZ_WC_RECV,
+        };
+
+        x->have_rwqe = false;
+        uzura_xrc_cqe(qp, &cqe);
+        trace_uzura_qp_flush(x->qpn, false, 0, x->rwqe.wr_id);
+        uzura_cq_post(core, qp->recv_cqn, &cqe, false);
+    }
+}
+
 /* Back to RESET: the attributes and the queues start over, silently. */
 static void uzura_qp_to_reset(UzuraCore *core, UzuraQp *qp)
 {
+    /*
+     * An XRC target's WQE is another QP's SRQ's (a process's, maybe), and
+     * no Last WQE Reached tells of it: it completes, flushed.
+     */
+    if (qp->type == UZ_QPT_XRC_TGT) {
+        uzura_qp_flush_held(core, qp);
+    }
     uzura_req_reset(core, qp);
     uzura_crw_flush(core, qp);
     uzura_resp_init(core, qp);
@@ -327,26 +353,9 @@ static bool uzura_qp_flush_one(UzuraCore *core, uint32_t qpn, UzuraQp *qp,
 /* Flush a QP in the error state; true when it has more to flush. */
 static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
 {
-    UzuraXfer *x = qp->x;
     int n;
 
-    /* A WQE the QP took from its SRQ and holds is the QP's to flush. */
-    if (x->have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
-        !uzura_xrc_adopt(core, qp, x->xrc_srqn)) {
-        x->have_rwqe = false;
-    }
-    if (x->have_rwqe && qp->srqn != UZ_NO_SRQ) {
-        struct uz_cqe cqe = {
-            .wr_id = cpu_to_le64(x->rwqe.wr_id),
-            .status = UZ_WC_STATUS_WR_FLUSH_ERR,
-            .qpn = cpu_to_le32(qpn), .opcode = UZ_WC_RECV,
-        };
-
-        x->have_rwqe = false;
-        uzura_xrc_cqe(qp, &cqe);
-        trace_uzura_qp_flush(qpn, false, 0, x->rwqe.wr_id);
-        uzura_cq_post(core, qp->recv_cqn, &cqe, false);
-    }
+    uzura_qp_flush_held(core, qp);
 
     for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
         if (uzura_qp_has_sq(qp) && uzura_qp_flush_one(core, qpn, qp, true)) {
@@ -696,6 +705,9 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
         r->cq[qp->recv_cqn].users--;
     }
     uzura_uctx_put(core, qp->uctx);
+    if (qp->type == UZ_QPT_XRC_TGT) {
+        uzura_qp_flush_held(core, qp);     /* as at RESET */
+    }
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
     /* Parked CRWs have no SQ WQE left to find them by: complete them. */
     uzura_crw_flush(core, qp);

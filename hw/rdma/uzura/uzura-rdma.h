@@ -203,12 +203,12 @@ static inline bool uzura_qp_is_xrc(const UzuraQp *qp)
 /* Queues of its own: an XRC target has none, an XRC initiator no RQ. */
 static inline bool uzura_qp_has_sq(const UzuraQp *qp)
 {
-    return qp->type != UZ_QPT_XRC_TGT;
+    return uz_qpt_has_sq(qp->type);
 }
 
 static inline bool uzura_qp_has_rq(const UzuraQp *qp)
 {
-    return qp->srqn == UZ_NO_SRQ && !uzura_qp_is_xrc(qp);
+    return qp->srqn == UZ_NO_SRQ && uz_qpt_receives(qp->type);
 }
 
 /* A receive through an XRC target names the SRQ it came from. */
@@ -291,6 +291,7 @@ uint8_t uzura_xrcd_alloc(UzuraCore *core, struct uz_admin_cqe *cqe);
 uint8_t uzura_xrcd_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
 UzuraXrcd *uzura_xrcd_lookup(UzuraCore *core, uint32_t xrcd);
 bool uzura_xrc_adopt(UzuraCore *core, UzuraQp *qp, uint32_t srqn);
+bool uzura_xrc_held(UzuraCore *core, UzuraQp *qp);
 void uzura_xrc_srq_gone(UzuraCore *core, uint32_t srqn);
 
 /* uzura-mcast.c: UD multicast groups */

@@ -154,12 +154,7 @@ static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
                       "QP %u: request at PSN %u refused (NAK 0x%x, "
                       "detail %u)", x->qpn, x->err_psn, x->err_syndrome,
                       x->err_verr);
-    /* An XRC target's WQE in hand is of its message's SRQ. */
-    if (x->have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
-        !uzura_xrc_adopt(core, qp, x->xrc_srqn)) {
-        x->have_rwqe = false;
-    }
-    if (x->have_rwqe) {
+    if (uzura_xrc_held(core, qp)) {
         struct uz_cqe cqe = {
             .status = x->err_status ? x->err_status :
                                       UZ_WC_STATUS_GENERAL_ERR,
@@ -826,13 +821,14 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
 /*
  * An XRC target serves each request from the XRC SRQ its XRCETH names
  * (spec 8.16): one of the target's domain, the same for all the packets
- * of a message; else the request is invalid.
+ * of a message and for the sending again of one whose receive WQE it
+ * holds (after an RNR NAK); else the request is invalid.
  */
 static bool uzura_resp_xrc(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     UzuraXfer *x = qp->x;
 
-    if ((x->in_msg && pkt->xrc_srqn != x->xrc_srqn) ||
+    if (((x->in_msg || x->have_rwqe) && pkt->xrc_srqn != x->xrc_srqn) ||
         !uzura_xrc_adopt(core, qp, pkt->xrc_srqn)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
                          UZ_WC_STATUS_REM_INV_REQ_ERR, 0);

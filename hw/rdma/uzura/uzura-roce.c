@@ -215,7 +215,9 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     stw_be_p(f + 12, ETHERTYPE_IPV4);
 
     /* BTH */
-    p[0] = pkt->opcode | (pkt->xrc ? UZ_BTH_OP_XRC : 0);
+    /* uzura's own opcodes (SACK, 0xc1) have no XRC twin: as they are. */
+    p[0] = pkt->opcode | (pkt->xrc && pkt->opcode < UZ_BTH_OP_UC ?
+                          UZ_BTH_OP_XRC : 0);
     p[1] = (pkt->se ? 0x80 : 0) | pad << 4;
     stw_be_p(p + 2, 0xffff);
     stl_be_p(p + 4, pkt->dqpn & UZ_PSN_MASK);
@@ -435,6 +437,7 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     UzuraPkt pkt;
     UzuraQp *qp;
     uint16_t h;
+    bool xrc;
 
     if (!ip_len) {
         uzura_roce_drop(core, "bad IPv4 length");
@@ -476,11 +479,14 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     }
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
+    /* An XRC target's SACKs keep their opcode. */
+    xrc = pkt.xrc || (pkt.opcode == UZ_BTH_OP_RC_SACK && qp &&
+                      qp->type == UZ_QPT_XRC_INI);
     /* Each transport's opcodes reach its own QPs; XRC's by direction. */
     if (!qp || !uzura_qp_receives(qp) || uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
         uzura_qp_is_uc(qp) != !!(h & UZ_H_UC) ||
-        uzura_qp_is_xrc(qp) != pkt.xrc ||
-        (pkt.xrc && (qp->type == UZ_QPT_XRC_TGT) != !!(h & UZ_H_REQ))) {
+        uzura_qp_is_xrc(qp) != xrc ||
+        (xrc && (qp->type == UZ_QPT_XRC_TGT) != !!(h & UZ_H_REQ))) {
         trace_uzura_roce_rx_drop("no QP to receive");
         core->counters.rx_no_qp++;
         return;

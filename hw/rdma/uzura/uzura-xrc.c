@@ -68,22 +68,47 @@ bool uzura_xrc_adopt(UzuraCore *core, UzuraQp *qp, uint32_t srqn)
 }
 
 /*
+ * The receive WQE an XRC target holds is of its message's SRQ: take that
+ * SRQ for it.  False, the WQE dropped, when the SRQ is gone; true for a
+ * QP of another type holding one.
+ */
+bool uzura_xrc_held(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    if (x->have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
+        !uzura_xrc_adopt(core, qp, x->xrc_srqn)) {
+        x->have_rwqe = false;
+    }
+    return x->have_rwqe;
+}
+
+/*
  * XRC SRQ @srqn is destroyed: a target QP that holds one of its WQEs
- * drops it (the SRQ's WQEs go with it), and no target QP keeps it.
+ * drops it (the SRQ's WQEs go with it), and no target keeps its number,
+ * for its message or for a READ to answer: a new SRQ may get the number,
+ * and what was the old SRQ's must not reach it.
  */
 void uzura_xrc_srq_gone(UzuraCore *core, uint32_t srqn)
 {
     UzuraRdma *r = &core->rdma;
-    uint32_t i;
+    uint32_t i, k;
 
     for (i = 0; i < r->lim.max_qp; i++) {
         UzuraQp *qp = &r->qp[i];
+        UzuraXfer *x = qp->x;
 
         if (!qp->valid || qp->type != UZ_QPT_XRC_TGT) {
             continue;
         }
-        if (qp->x->xrc_srqn == srqn) {
-            qp->x->have_rwqe = false;
+        if (x->xrc_srqn == srqn) {
+            x->have_rwqe = false;
+            x->xrc_srqn = UZ_NO_SRQ;
+        }
+        for (k = 0; k < r->lim.max_qp_rd_atom; k++) {
+            if (x->rd[k].xrc_srqn == srqn) {
+                x->rd[k].xrc_srqn = UZ_NO_SRQ;
+            }
         }
         if (qp->srqn == srqn) {
             qp->srqn = UZ_NO_SRQ;
