@@ -23,12 +23,11 @@ typedef struct Pair {
     uint32_t seq;
 } Pair;
 
-static inline void pair_start(Pair *p)
+/* The pair on machine @p->m, started. */
+static inline void pair_init(Pair *p)
 {
     UzRcOpts o = UZ_RC_OPTS_DEFAULT;
 
-    memset(p, 0, sizeof(*p));
-    uz_machine_start(&p->m, 2, NULL);
     uz_node_start(&p->n[0], &p->m, 0);
     uz_node_start(&p->n[1], &p->m, 1);
     p->qa = uz_qp_create(&p->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
@@ -37,6 +36,13 @@ static inline void pair_start(Pair *p)
     uz_rc_connect(p->qa, p->qb, &o);
     p->ma = uz_mr_reg(&p->n[0], 65536, UZ_ACCESS_ALL);
     p->mb = uz_mr_reg(&p->n[1], 65536, UZ_ACCESS_ALL);
+}
+
+static inline void pair_start(Pair *p)
+{
+    memset(p, 0, sizeof(*p));
+    uz_machine_start(&p->m, 2, NULL);
+    pair_init(p);
 }
 
 static inline void pair_stop(Pair *p)

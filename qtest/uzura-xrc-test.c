@@ -9,6 +9,7 @@
  * them goes on undisturbed.
  */
 #include "uzura-pair.h"
+#include "uzura-wire.h"
 
 #define XRC_PSN     0x000abc
 
@@ -158,12 +159,12 @@ static void xrc_connect(UzQp *ini, UzQp *tgt)
                     UZ_CMD_OK);
 }
 
-static void xrc_start(Xrc *x)
+/* The domain, SRQs, initiator and target, on the pair started. */
+static void xrc_init(Xrc *x)
 {
     UzNode *n1;
     int i;
 
-    pair_start(&x->p);
     n1 = &x->p.n[1];
     g_assert(uz_rd(&n1->d, UZ_REG_CAPS) & UZ_CAP_XRC);
     x->xrcd = xrcd_alloc(n1);
@@ -174,6 +175,12 @@ static void xrc_start(Xrc *x)
     x->ini = xrc_qp(&x->p.n[0], UZ_QPT_XRC_INI, 0);
     x->tgt = xrc_qp(n1, UZ_QPT_XRC_TGT, x->xrcd);
     xrc_connect(x->ini, x->tgt);
+}
+
+static void xrc_start(Xrc *x)
+{
+    pair_start(&x->p);
+    xrc_init(x);
 }
 
 /* A fresh initiator and target, after one of a test failed both. */
@@ -422,6 +429,82 @@ static void test_reset_held(void)
     rules_set(&x.p, 0, "");
     xrc_fresh(&x);
     exchange(&x.p, UZ_WR_SEND, 3000);
+    pair_stop(&x.p);
+}
+
+/*
+ * A peer that sends again, for another SRQ, a message whose receive WQE
+ * the target took and holds (its buffer's ODP page was absent: an RNR
+ * NAK): an invalid request, and the WQE completes, failed, into its own
+ * SRQ's CQ, never the other's.  The frame is the initiator's, captured
+ * from the link, its XRCETH changed.
+ */
+static void test_forged_srq(void)
+{
+    uint8_t op = UZ_BTH_OP_XRC | UZ_BTH_OP_SEND_ONLY;
+    struct uz_eqe eqe;
+    struct uz_cqe c;
+    UzFrame fr, got;
+    UzNode *n1;
+    UzMr *odp;
+    UzSge r;
+    Xrc x;
+    int sock, i;
+
+    memset(&x, 0, sizeof(x));
+    sock = uz_wire_machine_start(&x.p.m, 2, NULL);
+    pair_init(&x.p);
+    xrc_init(&x);
+    n1 = &x.p.n[1];
+    odp = uz_mr_reg_odp(n1, 1);
+    r = uz_mr_sge(odp, 0, 4096);
+    uz_srq_post(x.srq[0], 0x9801, &r, 1);
+    r = uz_mr_sge(x.p.mb, 0, 4096);
+    uz_srq_post(x.srq[1], 0x9802, &r, 1);
+    uz_wire_drain(sock, &x.p.n[0].d);
+
+    xrc_post(&x, UZ_WR_SEND, 64, 0x70, x.srq[0]->srqn, 0);
+    fr.len = 0;
+    while (uz_wire_recv(sock, &x.p.n[0].d, &got)) {
+        if (uz_frame_is_roce(&got) && got.data[UZ_OFF_BTH] == op) {
+            fr = got;
+            break;
+        }
+    }
+    g_assert_cmpuint(fr.len, >, 0);
+    g_assert_cmpuint(ldl_be_p(fr.data + UZ_OFF_BTH + UZ_BTH_LEN), ==,
+                     x.srq[0]->srqn);
+    /* The target took the WQE, met the absent page and said RNR. */
+    for (i = 0; i < UZ_POLL_LIMIT; i++) {
+        if (uz_eq_next(&n1->d, &n1->async_eq, &eqe)) {
+            break;
+        }
+        uz_poll_pause(&n1->d);
+    }
+    g_assert_cmpint(eqe.type, ==, UZ_EQE_PAGE_FAULT);
+    uz_ring(&n1->d, n1->async_eq.db, n1->async_eq.ci);
+    uz_odp_serve(odp, le32_to_cpu(eqe.data), false);
+
+    stl_be_p(fr.data + UZ_OFF_BTH + UZ_BTH_LEN, x.srq[1]->srqn);
+    stl_le_p(fr.data + fr.len - 4, uz_icrc(fr.data, fr.len));
+    {
+        uint8_t hdr[4];
+
+        stl_be_p(hdr, fr.len);
+        g_assert_cmpint(send(sock, hdr, 4, 0), ==, 4);
+        g_assert_cmpint(send(sock, fr.data, fr.len, 0), ==, fr.len);
+    }
+    uz_cq_wait(x.cq[0], &c);
+    uz_cqe_expect(&c, 0x9801, UZ_WC_RECV, UZ_WC_STATUS_REM_INV_REQ_ERR, 0,
+                  x.tgt->qpn);
+    g_assert_cmphex(c.wc_flags, ==, UZ_WC_F_XRC);
+    g_assert_cmpuint(c.src_qp, ==, x.srq[0]->srqn);
+    uz_cq_wait(x.ini->scq, &c);
+    uz_cqe_expect(&c, 0x3c70, UZ_WC_SEND, UZ_WC_STATUS_REM_INV_REQ_ERR, 0,
+                  x.ini->qpn);
+    uz_cq_assert_empty(x.cq[1], 8);
+    g_assert_cmpint(uz_qp_state(x.tgt), ==, UZ_QPS_ERR);
+    close(sock);
     pair_stop(&x.p);
 }
 
@@ -692,6 +775,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/xrc/sr", test_sr);
     qtest_add_func("/uzura/xrc/srq-reused", test_srq_reused);
     qtest_add_func("/uzura/xrc/reset-held", test_reset_held);
+    qtest_add_func("/uzura/xrc/forged-srq", test_forged_srq);
     qtest_add_func("/uzura/xrc/bad", test_bad);
     qtest_add_func("/uzura/xrc/wire", test_wire);
     qtest_add_func("/uzura/xrc/cmds", test_cmds);
