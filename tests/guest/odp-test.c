@@ -63,25 +63,6 @@ struct node {
 	int gidx;
 };
 
-static uint64_t counter(const char *name)
-{
-	char path[128];
-	unsigned long long v = 0;
-	FILE *f;
-
-	/* ib_core serves a read within 10 ms of the last from its cache. */
-	usleep(20000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/uzura0/ports/1/hw_counters/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Anonymous memory the process has not touched: no page behind it yet. */
 static void *fresh(size_t len)
 {

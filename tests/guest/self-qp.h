@@ -8,10 +8,31 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+/* A counter of uzura0's port 1 (hw_counters), 0 if it cannot be read. */
+static inline uint64_t counter(const char *name)
+{
+	char path[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	/* ib_core serves a read within 10 ms of the last from its cache. */
+	usleep(20000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/uzura0/ports/1/hw_counters/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
 
 /* A context of uzura0, or NULL. */
 static inline struct ibv_context *open_uzura(void)

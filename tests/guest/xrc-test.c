@@ -639,25 +639,6 @@ static int xsend(struct par *p, struct ibv_qp *ini, uint32_t srqn, int k,
 	return xsend_cq(p, ini, p->scq, srqn, k, len);
 }
 
-static uint64_t counter(const char *name)
-{
-	char path[128];
-	unsigned long long v = 0;
-	FILE *f;
-
-	/* ib_core serves a read within 10 ms of the last from its cache. */
-	usleep(20000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/uzura0/ports/1/hw_counters/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Wait up to 5 s for counter @name to reach @want: its value. */
 static uint64_t counter_reach(const char *name, uint64_t want)
 {
