@@ -116,12 +116,14 @@ static void test_bad_commands(void)
      * MR, ALLOC_MW into PD 0 no PD, DEALLOC_MW of key 0 no window,
      * PAGE_RESUME of key 0 no ODP MR, ATTACH_MCAST and DETACH_MCAST of
      * QP 0 no QP, RESIZE_SRQ of SRQ 0 no SRQ; ALLOC_XRCD takes XRCD 0,
-     * which DEALLOC_XRCD frees.
+     * which DEALLOC_XRCD frees; ALLOC_DM of 0 bytes is a bad parameter,
+     * DEALLOC_DM of allocation 0 names none.
      */
     for (op = UZ_CMD_QUERY_COUNTERS; op <= UZ_CMD_RDMA_LAST; op++) {
         cmd = (struct uz_admin_cmd) { .opcode = op };
         g_assert_cmpint(uz_admin(&d, &cmd, NULL), ==,
-                        op == UZ_CMD_QUERY_COUNTERS ? UZ_CMD_BAD_PARAM :
+                        op == UZ_CMD_QUERY_COUNTERS ||
+                        op == UZ_CMD_ALLOC_DM ? UZ_CMD_BAD_PARAM :
                         op == UZ_CMD_ALLOC_XRCD ||
                         op == UZ_CMD_DEALLOC_XRCD ? UZ_CMD_OK :
                         op == UZ_CMD_INVALIDATE_XLAT ||
@@ -132,7 +134,8 @@ static void test_bad_commands(void)
                         op == UZ_CMD_PAGE_RESUME ||
                         op == UZ_CMD_ATTACH_MCAST ||
                         op == UZ_CMD_DETACH_MCAST ||
-                        op == UZ_CMD_RESIZE_SRQ ? UZ_CMD_BAD_HANDLE :
+                        op == UZ_CMD_RESIZE_SRQ ||
+                        op == UZ_CMD_DEALLOC_DM ? UZ_CMD_BAD_HANDLE :
                                                  UZ_CMD_NOT_SUPPORTED);
     }
 

@@ -148,11 +148,23 @@ int main(void)
 	      offsetof(struct uz_cmd_create_qp, xrcd) == 44 &&
 	      offsetof(struct uz_device_attr, max_xrcd) == 124);
 	/* Version 0.15: the device clock, CQE timestamps (spec 8.5.2). */
-	CHECK(UZ_VERSION_MINOR == 15 && UZ_CAP_TIMESTAMP == 0x40000 &&
+	CHECK(UZ_CAP_TIMESTAMP == 0x40000 &&
 	      UZ_CQF_TIMESTAMP == 2 && UZ_DB_CLOCK == 0xff8 &&
 	      UZ_CLOCK_KHZ == 1000000 && sizeof(struct uz_cqe_ts) == 64 &&
 	      offsetof(struct uz_cqe_ts, timestamp) == 0 &&
 	      offsetof(struct uz_cqe_ts, cqe) == 32);
+	/* Version 0.16: device memory (spec 8.17). */
+	CHECK(UZ_VERSION_MINOR == 16 && UZ_CAP_DM == 0x80000 &&
+	      UZ_CMD_ALLOC_DM == 0x2d && UZ_CMD_DEALLOC_DM == 0x2e &&
+	      UZ_MR_F_DM == 8 && UZ_DM_PAGE_SIZE == 4096 &&
+	      sizeof(struct uz_cmd_alloc_dm) == 16 &&
+	      offsetof(struct uz_cmd_alloc_dm, uctx) == 8 &&
+	      offsetof(struct uz_cmd_alloc_dm, log_align) == 12 &&
+	      offsetof(struct uz_cmd_reg_mr, dm_offset) == 16 &&
+	      offsetof(struct uz_cmd_reg_mr, dm) == 24 &&
+	      offsetof(struct uz_device_attr, dm_size) == 128 &&
+	      offsetof(struct uz_device_attr, dm_offset) == 132 &&
+	      offsetof(struct uz_device_attr, max_dm) == 136);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

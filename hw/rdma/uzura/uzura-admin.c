@@ -30,7 +30,7 @@ static uint8_t uzura_cmd_query_device(UzuraCore *core,
     const struct uz_cmd_query_device *q = &cmd->query_device;
     struct uz_device_attr attr = {
         .version = cpu_to_le32(UZ_VERSION),
-        .caps = cpu_to_le32(UZURA_CAPS),
+        .caps = cpu_to_le32(uzura_caps(core)),
         .mtu = cpu_to_le32(core->mtu),
         .max_mtu = cpu_to_le32(UZ_MAX_MTU),
         .num_vectors = cpu_to_le32(core->num_vectors),

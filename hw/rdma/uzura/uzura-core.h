@@ -249,6 +249,12 @@ typedef struct UzuraCore {
     UzuraCounters counters;
 } UzuraCore;
 
+/* UZURA_CAPS, and device memory where the device has some. */
+static inline uint32_t uzura_caps(const UzuraCore *core)
+{
+    return UZURA_CAPS | (core->rdma.dm_size ? UZ_CAP_DM : 0);
+}
+
 /* uzura-regs.c */
 void uzura_core_init(UzuraCore *core);
 void uzura_core_uninit(UzuraCore *core);

@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            15
+#define UZ_VERSION_MINOR            16
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -141,6 +141,8 @@
                                                 * UZ_QPT_XRC_INI, _TGT */
 #define UZ_CAP_TIMESTAMP            (1u << 18) /* the clock (UZ_DB_CLOCK),
                                                 * UZ_CQF_TIMESTAMP */
+#define UZ_CAP_DM                   (1u << 19) /* device memory: ALLOC_DM,
+                                                * UZ_MR_F_DM, dm_size */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -300,7 +302,10 @@ struct uz_device_attr {
 	uint32_t max_mcast_grp;     /* multicast groups (UZ_CAP_MCAST) */
 	uint32_t max_mcast_qp_attach; /* QPs attached to one group */
 	uint32_t max_xrcd;          /* XRC domains (UZ_CAP_XRC) */
-	uint32_t reserved[8];
+	uint32_t dm_size;           /* device memory, bytes (UZ_CAP_DM) */
+	uint32_t dm_offset;         /* where it starts in BAR 4 */
+	uint32_t max_dm;            /* allocations of it */
+	uint32_t reserved[5];
 };
 UZ_ASSERT_SIZE(struct uz_device_attr, 160);
 
@@ -437,6 +442,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_RESIZE_SRQ           0x2a /* the SRQ continues in a new ring */
 #define UZ_CMD_ALLOC_XRCD           0x2b /* out0: xrcd (uz_cmd_obj) */
 #define UZ_CMD_DEALLOC_XRCD         0x2c
+#define UZ_CMD_ALLOC_DM             0x2d /* out0: dm, out1: BAR 4 offset */
+#define UZ_CMD_DEALLOC_DM           0x2e /* uz_cmd_obj */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -789,8 +796,14 @@ struct uz_cmd_resize_srq {
 struct uz_cmd_reg_mr {
 	uint64_t iova;
 	uint64_t length;
-	uint64_t pbl_addr;          /* page list: npages x uint64_t */
-	uint32_t npages;
+	union {
+		uint64_t pbl_addr;  /* page list: npages x uint64_t */
+		uint64_t dm_offset; /* UZ_MR_F_DM: byte offset in the DM */
+	};
+	union {
+		uint32_t npages;
+		uint32_t dm;        /* UZ_MR_F_DM: the allocation */
+	};
 	uint32_t pdn;
 	uint32_t access;            /* UZ_ACCESS_* */
 	uint8_t page_shift;         /* 12 .. 30 */
@@ -803,6 +816,29 @@ struct uz_cmd_reg_mr {
 #define UZ_MR_F_DMA                 (1u << 0)
 #define UZ_MR_F_FAST                (1u << 1)
 #define UZ_MR_F_ODP                 (1u << 2)
+#define UZ_MR_F_DM                  (1u << 3)
+
+/*
+ * Device memory (UZ_CAP_DM): dm_size bytes of RAM on the NIC, at
+ * dm_offset in BAR 4 (after the doorbell pages), handed out in 4 KiB
+ * pages so that each allocation can be mapped into one process alone.
+ * ALLOC_DM gives a context an allocation, zeroed, at a multiple of
+ * 2^log_align bytes (at least a page); the host reads and writes it
+ * through the BAR.  A DM MR (UZ_MR_F_DM, REG_MR with dm and dm_offset
+ * instead of a page list; page_shift ignored) maps [iova, iova + length)
+ * to the allocation from dm_offset, which it must fit; the allocation
+ * and the MR belong to the same context, and DEALLOC_DM of an allocation
+ * an MR still uses is UZ_CMD_BUSY.  A DM MR cannot be re-registered.
+ */
+struct uz_cmd_alloc_dm {
+	uint64_t length;            /* bytes, 1 .. dm_size */
+	uint32_t uctx;
+	uint8_t log_align;          /* 0 .. 31 */
+	uint8_t reserved_8;
+	uint16_t reserved_16;
+};
+
+#define UZ_DM_PAGE_SIZE             0x1000
 
 /*
  * An on-demand-paging MR (UZ_MR_F_ODP) has a page list whose entries may

@@ -55,6 +55,7 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
     uint64_t pbl = le64_to_cpu(c->pbl_addr);
     UzuraRdma *r = &core->rdma;
+    UzuraMr next;
     UzuraPd *pd;
     int64_t i;
 
@@ -62,8 +63,8 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
-    /* At most one of DMA, fast-reg and ODP. */
-    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP) ||
+    /* At most one of DMA, fast-reg, ODP and DM. */
+    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM) ||
         ctpop8(c->flags) > 1) {
         return UZ_CMD_BAD_PARAM;
     }
@@ -78,10 +79,11 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
         }
         iova = len = access = 0;
     } else if (!uzura_mr_shape_ok(core, access, iova, len, c->page_shift,
-                                  npages, !(c->flags & UZ_MR_F_DMA))) {
+                                  npages,
+                                  !(c->flags & (UZ_MR_F_DMA | UZ_MR_F_DM)))) {
         return UZ_CMD_BAD_PARAM;
     }
-    if (!(c->flags & UZ_MR_F_DMA) &&
+    if (!(c->flags & (UZ_MR_F_DMA | UZ_MR_F_DM)) &&
         !uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
         return UZ_CMD_BAD_ADDR;
     }
@@ -90,7 +92,7 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     if (i < 0) {
         return UZ_CMD_NO_RESOURCES;
     }
-    r->mr[i] = (UzuraMr) {
+    next = (UzuraMr) {
         .valid = true, .key = c->key, .flags = c->flags,
         .free = c->flags & UZ_MR_F_FAST,
         .max_pages = (c->flags & UZ_MR_F_FAST) ? npages : 0,
@@ -98,12 +100,21 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
          * A DMA MR has no pages, and a fast-reg MR gets its page size
          * from REG_MR: their shift is never unchecked guest input.
          */
-        .page_shift = (c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) ?
+        .page_shift = (c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_DM)) ?
                       12 : c->page_shift,
         .uctx = uctx,
         .pdn = le32_to_cpu(c->pdn), .access = access, .iova = iova,
         .length = len, .pbl_addr = pbl, .npages = npages,
     };
+    if (c->flags & UZ_MR_F_DM) {
+        uint8_t st = uzura_dm_mr_reg(core, c, &next);
+
+        if (st) {
+            return st;
+        }
+        next.pbl_addr = next.npages = 0;
+    }
+    r->mr[i] = next;
     uzura_xlat_drop_mr(core, &r->mr[i]);
     pd->users++;
     trace_uzura_obj_mr_reg(UZ_KEY(i, c->key), iova, len, access);
@@ -130,8 +141,8 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
     if (mr->mw_count) {
         return UZ_CMD_BUSY;
     }
-    /* DMA, fast-reg and ODP MRs have their own ways. */
-    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP) ||
+    /* DMA, fast-reg, ODP and DM MRs have their own ways. */
+    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM) ||
         !c->change ||
         c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
         return UZ_CMD_BAD_PARAM;
@@ -250,6 +261,9 @@ uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c)
         return UZ_CMD_BUSY;
     }
     core->rdma.pd[mr->pdn].users--;
+    if (mr->flags & UZ_MR_F_DM) {
+        uzura_dm_mr_dereg(core, mr);
+    }
     uzura_xlat_drop_mr(core, mr);
     mr->valid = false;
     /* QPs waiting for its pages find it gone, and fail. */

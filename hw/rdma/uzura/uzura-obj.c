@@ -43,6 +43,7 @@ void uzura_rdma_uninit(UzuraCore *core)
     g_free(r->qp);
     g_free(r->mr);
     g_free(r->ah);
+    uzura_dm_uninit(core);
 }
 
 /* Forget every object; the doorbell map is cleared by the caller. */
@@ -61,6 +62,7 @@ void uzura_rdma_reset(UzuraCore *core)
     memset(r->ah, 0, r->lim.max_ah * sizeof(*r->ah));
     memset(r->mcast, 0, sizeof(r->mcast));
     memset(r->xrcd, 0, sizeof(r->xrcd));
+    uzura_dm_reset(core);
 }
 
 void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
@@ -86,6 +88,9 @@ void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
     attr->max_mcast_grp = cpu_to_le32(UZ_MCAST_MAX_GRP);
     attr->max_mcast_qp_attach = cpu_to_le32(UZ_MCAST_MAX_QP_ATTACH);
     attr->max_xrcd = cpu_to_le32(UZ_XRCD_MAX);
+    attr->dm_size = cpu_to_le32(core->rdma.dm_size);
+    attr->dm_offset = cpu_to_le32(core->rdma.dm_offset);
+    attr->max_dm = cpu_to_le32(core->rdma.max_dm);
     /* Pages of 4 KiB up to 1 GiB. */
     attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
 }
@@ -715,6 +720,20 @@ static uint8_t uzura_cmd_destroy_qp(UzuraCore *core,
     return uzura_qp_destroy(core, (const void *)cmd->raw);
 }
 
+static uint8_t uzura_cmd_alloc_dm(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    return uzura_dm_alloc(core, (const void *)cmd->raw, cqe);
+}
+
+static uint8_t uzura_cmd_dealloc_dm(UzuraCore *core,
+                                    const struct uz_admin_cmd *cmd,
+                                    struct uz_admin_cqe *cqe)
+{
+    return uzura_dm_dealloc(core, (const void *)cmd->raw);
+}
+
 typedef uint8_t (*UzuraRdmaCmd)(UzuraCore *core,
                                 const struct uz_admin_cmd *cmd,
                                 struct uz_admin_cqe *cqe);
@@ -745,6 +764,8 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_DETACH_MCAST] = uzura_cmd_detach_mcast,
     [UZ_CMD_ALLOC_XRCD] = uzura_cmd_alloc_xrcd,
     [UZ_CMD_DEALLOC_XRCD] = uzura_cmd_dealloc_xrcd,
+    [UZ_CMD_ALLOC_DM] = uzura_cmd_alloc_dm,
+    [UZ_CMD_DEALLOC_DM] = uzura_cmd_dealloc_dm,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

@@ -128,6 +128,8 @@ typedef struct UzuraMr {
     uint32_t mw_mr;             /* bound window: its MR's index */
     uint32_t mw_qpn;            /* bound window: the QP that bound it */
     bool fault_posted;          /* ODP: a page fault not yet resumed */
+    uint32_t dm;                /* DM MR: its allocation */
+    uint64_t dm_base;           /* DM MR: where iova is in device memory */
 } UzuraMr;
 
 typedef struct UzuraAh {
@@ -158,6 +160,15 @@ typedef struct UzuraXrcd {
     uint32_t users;
 } UzuraXrcd;
 
+/* An allocation of device memory: pages [first, first + npages). */
+typedef struct UzuraDm {
+    bool valid;
+    uint32_t uctx;
+    uint32_t first;
+    uint32_t npages;
+    uint32_t users;             /* DM MRs */
+} UzuraDm;
+
 typedef struct UzuraRdma {
     UzuraLimits lim;
     UzuraUctx *uctx;
@@ -173,6 +184,14 @@ typedef struct UzuraRdma {
     UzuraXlatEntry *xlat;       /* xlat_cache_entries */
     uint32_t xlat_gen;
     uint32_t rr_next;           /* round-robin start of the work loop */
+    /* device memory (uzura-dm.c): RAM of BAR 4, from dm_offset */
+    uint8_t *dm_mem;
+    MemoryRegion *dm_region;
+    uint32_t dm_size;           /* bytes; 0: none */
+    uint32_t dm_offset;
+    uint32_t max_dm;            /* = its pages */
+    unsigned long *dm_used;     /* a bit a page */
+    UzuraDm *dm;
     /* loss recovery (9.6), device properties */
     uint8_t recovery;           /* UzuraRecovery */
     uint32_t ack_timeout_max_us;    /* 0: the QP's IB timeout as is */
@@ -293,6 +312,20 @@ UzuraXrcd *uzura_xrcd_lookup(UzuraCore *core, uint32_t xrcd);
 bool uzura_xrc_adopt(UzuraCore *core, UzuraQp *qp, uint32_t srqn);
 bool uzura_xrc_held(UzuraCore *core, UzuraQp *qp);
 void uzura_xrc_srq_gone(UzuraCore *core, uint32_t srqn);
+
+/* uzura-dm.c: device memory */
+void uzura_dm_init(UzuraCore *core, MemoryRegion *region, uint32_t size,
+                   uint32_t offset);
+void uzura_dm_uninit(UzuraCore *core);
+void uzura_dm_reset(UzuraCore *core);
+uint8_t uzura_dm_alloc(UzuraCore *core, const struct uz_cmd_alloc_dm *c,
+                       struct uz_admin_cqe *cqe);
+uint8_t uzura_dm_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
+uint8_t uzura_dm_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
+                        UzuraMr *mr);
+void uzura_dm_mr_dereg(UzuraCore *core, UzuraMr *mr);
+void uzura_dm_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
+                   uint64_t len, bool to_mr);
 
 /* uzura-mcast.c: UD multicast groups */
 bool uzura_mcast_gid(const uint8_t *gid);

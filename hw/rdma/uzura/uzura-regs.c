@@ -62,7 +62,7 @@ static uint32_t uzura_read_version(UzuraCore *core)
 
 static uint32_t uzura_read_caps(UzuraCore *core)
 {
-    return UZURA_CAPS;
+    return uzura_caps(core);
 }
 
 static uint32_t uzura_read_num_vectors(UzuraCore *core)

@@ -169,6 +169,10 @@ uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
     uint64_t psize = 1ull << mr->page_shift, base, n;
     uint8_t *b = buf, verr;
 
+    if (mr->flags & UZ_MR_F_DM) {
+        uzura_dm_copy(core, mr, addr, b, len, to_mr);
+        return UZ_VERR_NONE;
+    }
     if (mr->flags & UZ_MR_F_DMA) {
         return (to_mr ? uzura_dma_write(core, addr, b, len) :
                         uzura_dma_read(core, addr, b, len)) ?
@@ -267,7 +271,7 @@ uint8_t uzura_xlat_invalidate(UzuraCore *core,
     }
     trace_uzura_xlat_invalidate(key, iova, len);
     core->counters.xlat_invalidations++;
-    if (!len || (mr->flags & UZ_MR_F_DMA)) {
+    if (!len || (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_DM))) {
         uzura_xlat_drop_mr(core, mr);
         return UZ_CMD_OK;
     }

@@ -24,18 +24,23 @@
 #define TYPE_UZURA "uzura"
 OBJECT_DECLARE_SIMPLE_TYPE(UzuraState, UZURA)
 
+#define UZURA_DM_MAX_SIZE   (64u << 20)
+
 struct UzuraState {
     PCIDevice parent_obj;
 
     MemoryRegion regs;
     MemoryRegion msix;
     MemoryRegion db;
+    MemoryRegion db_bar;        /* doorbell pages, then device memory */
+    MemoryRegion dm;
     NICState *nic;
     NICConf conf;
     Error *migration_blocker;
 
     uint32_t num_vectors;
     uint32_t db_pages;
+    uint32_t dm_size;
     uint32_t speed;
     bool link;
     UzuraLimits lim;
@@ -226,6 +231,11 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
                    UZ_DB_MAX_PAGES);
         return;
     }
+    if (s->dm_size % UZ_DM_PAGE_SIZE || s->dm_size > UZURA_DM_MAX_SIZE) {
+        error_setg(errp, "uzura: dm-size takes a multiple of %u up to %u",
+                   UZ_DM_PAGE_SIZE, UZURA_DM_MAX_SIZE);
+        return;
+    }
     if (s->speed < UZ_SPEED_MIN || s->speed > UZ_SPEED_MAX) {
         error_setg(errp, "uzura: speed takes %u..%u Mb/s", UZ_SPEED_MIN,
                    UZ_SPEED_MAX);
@@ -244,8 +254,21 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_TYPE_64, &s->msix);
     memory_region_init_io(&s->db, OBJECT(s), &uzura_db_ops, s, "uzura-db",
                           s->db_pages * UZ_DB_PAGE_SIZE);
+    memory_region_init(&s->db_bar, OBJECT(s), "uzura-bar4",
+                       pow2ceil(s->db_pages * UZ_DB_PAGE_SIZE +
+                                (uint64_t)s->dm_size));
+    memory_region_add_subregion(&s->db_bar, 0, &s->db);
+    if (s->dm_size) {
+        /* Plain RAM: the host's loads and stores do not trap. */
+        if (!memory_region_init_ram(&s->dm, OBJECT(s), "uzura-dm",
+                                    s->dm_size, errp)) {
+            return;
+        }
+        memory_region_add_subregion(&s->db_bar,
+                                    s->db_pages * UZ_DB_PAGE_SIZE, &s->dm);
+    }
     pci_register_bar(pdev, UZ_BAR_DB, PCI_BASE_ADDRESS_SPACE_MEMORY |
-                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db_bar);
 
     if (pci_bus_is_express(pci_get_bus(pdev))) {
         if (pcie_endpoint_cap_init(pdev, 0) < 0) {
@@ -283,6 +306,8 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     s->core.rdma.lim = s->lim;
     memcpy(s->core.perm_mac, s->conf.macaddr.a, sizeof(s->core.perm_mac));
     uzura_core_init(&s->core);
+    uzura_dm_init(&s->core, &s->dm, s->dm_size,
+                  s->db_pages * UZ_DB_PAGE_SIZE);
     uzura_core_reset(&s->core);
     uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down,
                         s->link);
@@ -311,6 +336,8 @@ static const Property uzura_properties[] = {
     DEFINE_NIC_PROPERTIES(UzuraState, conf),
     DEFINE_PROP_UINT32("vectors", UzuraState, num_vectors, 8),
     DEFINE_PROP_UINT32("db-pages", UzuraState, db_pages, 64),
+    /* Device memory (ibv_alloc_dm), bytes; 0: none. */
+    DEFINE_PROP_UINT32("dm-size", UzuraState, dm_size, 256 * KiB),
     /* The rate the port advertises; the link runs as fast as the host. */
     DEFINE_PROP_UINT32("speed", UzuraState, speed, 25000),
     DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
