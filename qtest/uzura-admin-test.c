@@ -117,7 +117,8 @@ static void test_bad_commands(void)
      * PAGE_RESUME of key 0 no ODP MR, ATTACH_MCAST and DETACH_MCAST of
      * QP 0 no QP, RESIZE_SRQ of SRQ 0 no SRQ; ALLOC_XRCD takes XRCD 0,
      * which DEALLOC_XRCD frees; ALLOC_DM of 0 bytes is a bad parameter,
-     * DEALLOC_DM of allocation 0 names none.
+     * DEALLOC_DM of allocation 0 names none, CREATE_FLOW on QP 0 no
+     * raw QP, DESTROY_FLOW of rule 0 no rule.
      */
     for (op = UZ_CMD_QUERY_COUNTERS; op <= UZ_CMD_RDMA_LAST; op++) {
         cmd = (struct uz_admin_cmd) { .opcode = op };
@@ -135,7 +136,9 @@ static void test_bad_commands(void)
                         op == UZ_CMD_ATTACH_MCAST ||
                         op == UZ_CMD_DETACH_MCAST ||
                         op == UZ_CMD_RESIZE_SRQ ||
-                        op == UZ_CMD_DEALLOC_DM ? UZ_CMD_BAD_HANDLE :
+                        op == UZ_CMD_DEALLOC_DM ||
+                        op == UZ_CMD_CREATE_FLOW ||
+                        op == UZ_CMD_DESTROY_FLOW ? UZ_CMD_BAD_HANDLE :
                                                  UZ_CMD_NOT_SUPPORTED);
     }
 

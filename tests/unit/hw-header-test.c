@@ -154,7 +154,7 @@ int main(void)
 	      offsetof(struct uz_cqe_ts, timestamp) == 0 &&
 	      offsetof(struct uz_cqe_ts, cqe) == 32);
 	/* Version 0.16: device memory (spec 8.17). */
-	CHECK(UZ_VERSION_MINOR == 16 && UZ_CAP_DM == 0x80000 &&
+	CHECK(UZ_CAP_DM == 0x80000 &&
 	      UZ_CMD_ALLOC_DM == 0x2d && UZ_CMD_DEALLOC_DM == 0x2e &&
 	      UZ_MR_F_DM == 8 && UZ_DM_PAGE_SIZE == 4096 &&
 	      sizeof(struct uz_cmd_alloc_dm) == 16 &&
@@ -165,6 +165,21 @@ int main(void)
 	      offsetof(struct uz_device_attr, dm_size) == 128 &&
 	      offsetof(struct uz_device_attr, dm_offset) == 132 &&
 	      offsetof(struct uz_device_attr, max_dm) == 136);
+	/* Version 0.17: raw packet QPs and flow rules (spec 8.18). */
+	CHECK(UZ_VERSION_MINOR == 17 && UZ_CAP_RAW == 0x100000 &&
+	      UZ_QPT_RAW == 8 && UZ_CMD_CREATE_FLOW == 0x2f &&
+	      UZ_CMD_DESTROY_FLOW == 0x30 && UZ_CMD_RDMA_LAST == 0x3f &&
+	      sizeof(struct uz_cmd_create_flow) == 16 &&
+	      sizeof(struct uz_flow_spec) == 128 &&
+	      offsetof(struct uz_flow_spec, ethertype) == 24 &&
+	      offsetof(struct uz_flow_spec, vlan_tci) == 28 &&
+	      offsetof(struct uz_flow_spec, ip_ver) == 32 &&
+	      offsetof(struct uz_flow_spec, l4) == 35 &&
+	      offsetof(struct uz_flow_spec, sport) == 36 &&
+	      offsetof(struct uz_flow_spec, src_ip) == 44 &&
+	      offsetof(struct uz_flow_spec, dst_ip_mask) == 92 &&
+	      UZ_FLOW_L4_TCP == 6 && UZ_FLOW_L4_UDP == 17 &&
+	      UZ_FLOW_MAX == 256);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

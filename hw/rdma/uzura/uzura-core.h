@@ -33,7 +33,7 @@ typedef struct QEMUBH QEMUBH;
                      UZ_CAP_MR_REREG | UZ_CAP_MW | UZ_CAP_ODP | \
                      UZ_CAP_UC | UZ_CAP_MCAST | \
                      UZ_CAP_SRQ_RESIZE | UZ_CAP_PLACEMENT | UZ_CAP_XRC | \
-                     UZ_CAP_TIMESTAMP)
+                     UZ_CAP_TIMESTAMP | UZ_CAP_RAW)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
@@ -333,6 +333,7 @@ uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len);
 /* uzura-loop.c */
 bool uzura_loop_is_own(UzuraCore *core, const uint8_t *frame);
 void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len);
+void uzura_loop_send_raw(UzuraCore *core, const uint8_t *buf, size_t len);
 void uzura_loop_work(UzuraCore *core);
 void uzura_loop_flush(UzuraCore *core);
 void uzura_fault_set_seed(UzuraFault *f, uint64_t seed);

@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            16
+#define UZ_VERSION_MINOR            17
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -143,6 +143,7 @@
                                                 * UZ_CQF_TIMESTAMP */
 #define UZ_CAP_DM                   (1u << 19) /* device memory: ALLOC_DM,
                                                 * UZ_MR_F_DM, dm_size */
+#define UZ_CAP_RAW                  (1u << 20) /* UZ_QPT_RAW, CREATE_FLOW */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -255,7 +256,7 @@ UZ_ASSERT_SIZE(struct uz_admin_cqe, 16);
 #define UZ_CMD_DESTROY_ETH_RXQ      0x09
 /* RDMA objects: 0x10 .. 0x2f, see "RDMA objects" below */
 #define UZ_CMD_RDMA_FIRST           0x10
-#define UZ_CMD_RDMA_LAST            0x2f
+#define UZ_CMD_RDMA_LAST            0x3f
 
 /* Admin completion status */
 #define UZ_CMD_OK                   0x00
@@ -444,6 +445,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_DEALLOC_XRCD         0x2c
 #define UZ_CMD_ALLOC_DM             0x2d /* out0: dm, out1: BAR 4 offset */
 #define UZ_CMD_DEALLOC_DM           0x2e /* uz_cmd_obj */
+#define UZ_CMD_CREATE_FLOW          0x2f /* out0: the flow rule */
+#define UZ_CMD_DESTROY_FLOW         0x30 /* uz_cmd_obj */
 
 struct uz_cmd_create_uctx {
 	uint32_t reserved[14];
@@ -520,6 +523,7 @@ struct uz_cmd_create_qp {
 #define UZ_QPT_UC                   0x03       /* unreliable connected */
 #define UZ_QPT_UD                   0x04
 #define UZ_QPT_GSI                  0x05       /* QP1, UD semantics */
+#define UZ_QPT_RAW                  0x08       /* raw Ethernet frames */
 #define UZ_QPT_XRC_INI              0x09       /* XRC initiator: an SQ only */
 #define UZ_QPT_XRC_TGT              0x0a       /* XRC target: no queues */
 
@@ -535,6 +539,62 @@ struct uz_cmd_create_qp {
  * PD (the rkey checks) and its CQ.
  */
 #define UZ_XRCD_MAX                 64
+
+/*
+ * Raw packet QPs (UZ_CAP_RAW).  A SEND on a raw QP transmits its data, a
+ * whole Ethernet frame of UZ_ETH_HDR_LEN .. UZ_ETH_FRAME_MAX(mtu) bytes,
+ * as it is; one addressed to the NIC's own MAC, or to a group, also
+ * reaches this NIC's flow rules, and one to its own MAC goes no further.
+ * A raw QP receives the frames its flow rules match: CREATE_FLOW attaches
+ * a rule (struct uz_flow_spec, read from host memory at spec_addr) to a
+ * raw QP of the context.  Every frame, from the link or turned around, is
+ * matched against the rules first; each raw QP with a matching rule gets
+ * a copy in its next receive WQE (byte_len the frame's length), and a
+ * frame that a rule matches goes nowhere else (neither RoCE nor the
+ * Ethernet function).  DESTROY_QP of a QP with rules is UZ_CMD_BUSY.
+ */
+struct uz_cmd_create_flow {
+	uint64_t spec_addr;         /* struct uz_flow_spec */
+	uint32_t qpn;
+	uint32_t uctx;
+};
+
+/*
+ * A frame matches when every field ANDed with its mask equals the value
+ * ANDed with it, over the Ethernet header (the VLAN tag, if the frame has
+ * one), then with ip_ver 4 or 6 the IPv4 or IPv6 header (ip_proto is the
+ * protocol or the next header; addresses of IPv4 in their first 4
+ * bytes), then with l4 the TCP or UDP header.  16-bit fields are in
+ * network order, as in the frame.
+ */
+struct uz_flow_spec {
+	uint8_t dmac[6];
+	uint8_t dmac_mask[6];
+	uint8_t smac[6];
+	uint8_t smac_mask[6];
+	uint16_t ethertype;
+	uint16_t ethertype_mask;
+	uint16_t vlan_tci;          /* a frame without a tag has TCI 0 */
+	uint16_t vlan_tci_mask;
+	uint8_t ip_ver;             /* 0, 4 or 6 */
+	uint8_t ip_proto;
+	uint8_t ip_proto_mask;
+	uint8_t l4;                 /* 0, UZ_FLOW_L4_TCP or UZ_FLOW_L4_UDP */
+	uint16_t sport;
+	uint16_t sport_mask;
+	uint16_t dport;
+	uint16_t dport_mask;
+	uint8_t src_ip[16];
+	uint8_t src_ip_mask[16];
+	uint8_t dst_ip[16];
+	uint8_t dst_ip_mask[16];
+	uint8_t reserved[20];
+};
+UZ_ASSERT_SIZE(struct uz_flow_spec, 128);
+
+#define UZ_FLOW_L4_TCP              6
+#define UZ_FLOW_L4_UDP              17
+#define UZ_FLOW_MAX                 256 /* rules, the device's */
 
 /* The queues a QP type has of its own, for device and driver alike. */
 static inline int uz_qpt_has_sq(uint8_t type)

@@ -17,6 +17,7 @@
 
 typedef struct UzuraLoopFrame {
     QSIMPLEQ_ENTRY(UzuraLoopFrame) next;
+    bool raw;                   /* a raw QP's: for the flow rules only */
     size_t len;
     uint8_t data[];
 } UzuraLoopFrame;
@@ -26,7 +27,8 @@ bool uzura_loop_is_own(UzuraCore *core, const uint8_t *frame)
     return !memcmp(frame, core->mac, sizeof(core->mac));
 }
 
-void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len)
+static void uzura_loop_queue(UzuraCore *core, const uint8_t *buf, size_t len,
+                             bool raw)
 {
     UzuraLoopFrame *fr;
 
@@ -36,6 +38,7 @@ void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len)
         return;
     }
     fr = g_malloc(sizeof(*fr) + len);
+    fr->raw = raw;
     fr->len = len;
     memcpy(fr->data, buf, len);
     QSIMPLEQ_INSERT_TAIL(&core->loop, fr, next);
@@ -43,6 +46,17 @@ void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len)
     core->counters.loop_frames++;
     trace_uzura_loop_send(len, core->loop_queued);
     qemu_bh_schedule(core->work_bh);
+}
+
+void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len)
+{
+    uzura_loop_queue(core, buf, len, false);
+}
+
+/* A raw QP's frame to this NIC: the flow rules take it or nothing does. */
+void uzura_loop_send_raw(UzuraCore *core, const uint8_t *buf, size_t len)
+{
+    uzura_loop_queue(core, buf, len, true);
 }
 
 /*
@@ -57,7 +71,11 @@ void uzura_loop_work(UzuraCore *core)
     while (n-- && (fr = QSIMPLEQ_FIRST(&core->loop))) {
         QSIMPLEQ_REMOVE_HEAD(&core->loop, next);
         core->loop_queued--;
-        uzura_roce_receive(core, fr->data, fr->len);
+        if (fr->raw) {
+            uzura_raw_receive(core, fr->data, fr->len);
+        } else {
+            uzura_roce_receive(core, fr->data, fr->len);
+        }
         g_free(fr);
     }
     if (!QSIMPLEQ_EMPTY(&core->loop)) {

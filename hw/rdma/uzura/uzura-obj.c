@@ -62,6 +62,8 @@ void uzura_rdma_reset(UzuraCore *core)
     memset(r->ah, 0, r->lim.max_ah * sizeof(*r->ah));
     memset(r->mcast, 0, sizeof(r->mcast));
     memset(r->xrcd, 0, sizeof(r->xrcd));
+    memset(r->flow, 0, sizeof(r->flow));
+    r->nflows = 0;
     uzura_dm_reset(core);
 }
 
@@ -734,6 +736,20 @@ static uint8_t uzura_cmd_dealloc_dm(UzuraCore *core,
     return uzura_dm_dealloc(core, (const void *)cmd->raw);
 }
 
+static uint8_t uzura_cmd_create_flow(UzuraCore *core,
+                                     const struct uz_admin_cmd *cmd,
+                                     struct uz_admin_cqe *cqe)
+{
+    return uzura_flow_create(core, (const void *)cmd->raw, cqe);
+}
+
+static uint8_t uzura_cmd_destroy_flow(UzuraCore *core,
+                                      const struct uz_admin_cmd *cmd,
+                                      struct uz_admin_cqe *cqe)
+{
+    return uzura_flow_destroy(core, (const void *)cmd->raw);
+}
+
 typedef uint8_t (*UzuraRdmaCmd)(UzuraCore *core,
                                 const struct uz_admin_cmd *cmd,
                                 struct uz_admin_cqe *cqe);
@@ -766,6 +782,8 @@ static const UzuraRdmaCmd uzura_rdma_cmds[UZ_CMD_RDMA_LAST + 1] = {
     [UZ_CMD_DEALLOC_XRCD] = uzura_cmd_dealloc_xrcd,
     [UZ_CMD_ALLOC_DM] = uzura_cmd_alloc_dm,
     [UZ_CMD_DEALLOC_DM] = uzura_cmd_dealloc_dm,
+    [UZ_CMD_CREATE_FLOW] = uzura_cmd_create_flow,
+    [UZ_CMD_DESTROY_FLOW] = uzura_cmd_destroy_flow,
     [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
     [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,

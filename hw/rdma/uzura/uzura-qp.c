@@ -38,55 +38,61 @@
                      UZ_QP_ATTR_RNR_RETRY | UZ_QP_ATTR_MAX_QP_RD_ATOMIC | \
                      UZ_QP_ATTR_MAX_DEST_RD_ATOMIC)
 
-/* XRC initiators and targets: RC's columns, as ib_core has them. */
-enum { QPK_RC, QPK_UD, QPK_UC, QPK_XI, QPK_XT, QPK_NUM };
+/*
+ * XRC initiators and targets: RC's columns, as ib_core has them; raw
+ * packet QPs need a port and nothing else.
+ */
+enum { QPK_RC, QPK_UD, QPK_UC, QPK_XI, QPK_XT, QPK_RAW, QPK_NUM };
 
 typedef struct UzuraQpTransition {
-    uint32_t req[QPK_NUM];      /* required: RC, UD (and GSI), UC, XI, XT */
+    uint32_t req[QPK_NUM];      /* required: RC, UD (and GSI), UC, XI, XT,
+                                 * RAW */
     uint32_t opt[QPK_NUM];      /* optional */
     bool valid;
 } UzuraQpTransition;
 
-#define K(rc, ud, uc, xi, xt)   { (rc), (ud), (uc), (xi), (xt) }
+#define K(rc, ud, uc, xi, xt, raw) { (rc), (ud), (uc), (xi), (xt), (raw) }
 #define T(r, o)                 { .req = r, .opt = o, .valid = true }
 
 /* [from][to]; the moves to RESET and ERR are legal from everywhere. */
 static const UzuraQpTransition uzura_qp_fsm[UZ_QPS_ERR + 1][UZ_QPS_ERR + 1] = {
     [UZ_QPS_RESET][UZ_QPS_INIT] =
-        T(K(A_INIT_RC, A_INIT_UD, A_INIT_RC, A_INIT_RC, A_INIT_RC),
-          K(0, 0, 0, 0, 0)),
+        T(K(A_INIT_RC, A_INIT_UD, A_INIT_RC, A_INIT_RC, A_INIT_RC,
+            UZ_QP_ATTR_PORT),
+          K(0, 0, 0, 0, 0, 0)),
     [UZ_QPS_INIT][UZ_QPS_INIT] =
-        T(K(0, 0, 0, 0, 0),
-          K(A_INIT_RC, A_INIT_UD, A_INIT_RC, A_INIT_RC, A_INIT_RC)),
+        T(K(0, 0, 0, 0, 0, 0),
+          K(A_INIT_RC, A_INIT_UD, A_INIT_RC, A_INIT_RC, A_INIT_RC,
+            UZ_QP_ATTR_PORT)),
     [UZ_QPS_INIT][UZ_QPS_RTR] =
-        T(K(A_RC_PATH, 0, A_UC_PATH, A_UC_PATH, A_RC_PATH),
+        T(K(A_RC_PATH, 0, A_UC_PATH, A_UC_PATH, A_RC_PATH, 0),
           K(UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
             UZ_QP_ATTR_PKEY_INDEX | UZ_QP_ATTR_QKEY,
             UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
             UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX,
-            UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX)),
+            UZ_QP_ATTR_ACCESS | UZ_QP_ATTR_PKEY_INDEX, 0)),
     [UZ_QPS_RTR][UZ_QPS_RTS] =
         T(K(A_RC_SEND, UZ_QP_ATTR_SQ_PSN, UZ_QP_ATTR_SQ_PSN, A_RC_SEND,
-            A_XT_SEND),
+            A_XT_SEND, 0),
           K(A_RTS_OPT, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS, UZ_QP_ATTR_ACCESS,
-            A_RTS_OPT)),
+            A_RTS_OPT, 0)),
     [UZ_QPS_RTS][UZ_QPS_RTS] =
-        T(K(0, 0, 0, 0, 0),
+        T(K(0, 0, 0, 0, 0, 0),
           K(A_RTS_OPT, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS, UZ_QP_ATTR_ACCESS,
-            A_RTS_OPT)),
-    [UZ_QPS_RTS][UZ_QPS_SQD] = T(K(0, 0, 0, 0, 0), K(0, 0, 0, 0, 0)),
+            A_RTS_OPT, 0)),
+    [UZ_QPS_RTS][UZ_QPS_SQD] = T(K(0, 0, 0, 0, 0, 0), K(0, 0, 0, 0, 0, 0)),
     [UZ_QPS_SQD][UZ_QPS_SQD] =
-        T(K(0, 0, 0, 0, 0),
+        T(K(0, 0, 0, 0, 0, 0),
           K(A_SQD_RC, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS,
             A_SQD_RC & ~(UZ_QP_ATTR_MIN_RNR_TIMER |
                          UZ_QP_ATTR_MAX_DEST_RD_ATOMIC),
-            A_RTS_OPT | UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_MAX_DEST_RD_ATOMIC)),
+            A_RTS_OPT | UZ_QP_ATTR_TIMEOUT | UZ_QP_ATTR_MAX_DEST_RD_ATOMIC, 0)),
     [UZ_QPS_SQD][UZ_QPS_RTS] =
-        T(K(0, 0, 0, 0, 0),
+        T(K(0, 0, 0, 0, 0, 0),
           K(A_RTS_OPT, UZ_QP_ATTR_QKEY, UZ_QP_ATTR_ACCESS, UZ_QP_ATTR_ACCESS,
-            A_RTS_OPT)),
+            A_RTS_OPT, 0)),
     [UZ_QPS_SQE][UZ_QPS_RTS] =
-        T(K(0, 0, 0, 0, 0), K(0, UZ_QP_ATTR_QKEY, 0, 0, 0)),
+        T(K(0, 0, 0, 0, 0, 0), K(0, UZ_QP_ATTR_QKEY, 0, 0, 0, 0)),
 };
 
 /* The column of the transition table a QP's type reads. */
@@ -102,6 +108,8 @@ static int uzura_qp_kind(const UzuraQp *qp)
         return QPK_XI;
     case UZ_QPT_XRC_TGT:
         return QPK_XT;
+    case UZ_QPT_RAW:
+        return QPK_RAW;
     default:
         return QPK_RC;
     }
@@ -601,7 +609,8 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         }
     }
     if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UC &&
-         c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI && !tgt && !ini) ||
+         c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI &&
+         c->type != UZ_QPT_RAW && !tgt && !ini) ||
         (c->flags & ~UZ_QPF_SIG_ALL) ||
         (!tgt && (c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
                   (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
@@ -686,6 +695,9 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->flows) {
+        return UZ_CMD_BUSY;
     }
     if (uzura_qp_has_sq(qp)) {
         uzura_db_free(core, qp->sq_db);

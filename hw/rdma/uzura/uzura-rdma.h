@@ -104,6 +104,8 @@ typedef struct UzuraQp {
     struct uz_qp_attr attr;     /* current attributes, host order */
     uint32_t mw_count;          /* type 2 windows it bound */
     uint32_t xrcd;              /* XRC target: its domain */
+    uint32_t flows;             /* raw: flow rules attached */
+    uint32_t raw_seq;           /* raw: the last frame it took */
     UzuraXfer *x;               /* transport state */
 } UzuraQp;
 
@@ -169,6 +171,14 @@ typedef struct UzuraDm {
     uint32_t users;             /* DM MRs */
 } UzuraDm;
 
+/* A flow rule: frames it matches go to raw QP qpn. */
+typedef struct UzuraFlow {
+    bool valid;
+    uint32_t qpn;
+    uint32_t uctx;
+    struct uz_flow_spec spec;
+} UzuraFlow;
+
 typedef struct UzuraRdma {
     UzuraLimits lim;
     UzuraUctx *uctx;
@@ -192,6 +202,9 @@ typedef struct UzuraRdma {
     uint32_t max_dm;            /* = its pages */
     unsigned long *dm_used;     /* a bit a page */
     UzuraDm *dm;
+    UzuraFlow flow[UZ_FLOW_MAX];
+    uint32_t nflows;
+    uint32_t raw_seq;           /* frames matched against the rules */
     /* loss recovery (9.6), device properties */
     uint8_t recovery;           /* UzuraRecovery */
     uint32_t ack_timeout_max_us;    /* 0: the QP's IB timeout as is */
@@ -207,6 +220,11 @@ typedef struct UzuraRdma {
 static inline bool uzura_qp_is_ud(const UzuraQp *qp)
 {
     return qp->type == UZ_QPT_UD || qp->type == UZ_QPT_GSI;
+}
+
+static inline bool uzura_qp_is_raw(const UzuraQp *qp)
+{
+    return qp->type == UZ_QPT_RAW;
 }
 
 static inline bool uzura_qp_is_uc(const UzuraQp *qp)
@@ -326,6 +344,13 @@ uint8_t uzura_dm_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
 void uzura_dm_mr_dereg(UzuraCore *core, UzuraMr *mr);
 void uzura_dm_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
                    uint64_t len, bool to_mr);
+
+/* uzura-raw.c: raw packet QPs and flow rules */
+bool uzura_raw_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+void uzura_raw_transmit(UzuraCore *core, const uint8_t *buf, size_t len);
+uint8_t uzura_flow_create(UzuraCore *core, const struct uz_cmd_create_flow *c,
+                          struct uz_admin_cqe *cqe);
+uint8_t uzura_flow_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
 
 /* uzura-mcast.c: UD multicast groups */
 bool uzura_mcast_gid(const uint8_t *gid);

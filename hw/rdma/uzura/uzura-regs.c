@@ -470,6 +470,17 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         qemu_bh_schedule(core->work_bh);
         return 0;
     }
+    /* Frames a flow rule matches are its raw QP's alone. */
+    if (uzura_core_link_up(core)) {
+        bool taken;
+
+        core->busy = true;
+        taken = uzura_raw_receive(core, buf, size);
+        core->busy = false;
+        if (taken) {
+            return size;
+        }
+    }
     /*
      * RoCE to us or to a group (multicast).  Our own group frames, which a
      * multicast link hands back, went through the loopback already.

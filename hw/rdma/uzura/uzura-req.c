@@ -144,7 +144,17 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
     UzuraRdma *r = &core->rdma;
 
     *verr = UZ_VERR_BAD_WQE;
-    if (uzura_qp_is_ud(qp)) {
+    if (uzura_qp_is_raw(qp)) {
+        /* One whole frame a SEND (spec 8.18). */
+        if (h->opcode != UZ_WR_SEND) {
+            return UZ_WC_STATUS_LOC_QP_OP_ERR;
+        }
+        if (wr->len < UZ_ETH_HDR_LEN ||
+            wr->len > UZ_ETH_FRAME_MAX(core->mtu)) {
+            *verr = UZ_VERR_NONE;
+            return UZ_WC_STATUS_LOC_LEN_ERR;
+        }
+    } else if (uzura_qp_is_ud(qp)) {
         if (h->opcode != UZ_WR_SEND && h->opcode != UZ_WR_SEND_IMM) {
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         }
@@ -539,7 +549,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         wr->h.opcode == UZ_WR_ATOMIC_WRITE) {
         w->npkts = 1;
         w->byte_len = 8;
-    } else if (wr->h.opcode == UZ_WR_STCRW || wr->h.opcode == UZ_WR_FLUSH) {
+    } else if (wr->h.opcode == UZ_WR_STCRW || wr->h.opcode == UZ_WR_FLUSH ||
+               uzura_qp_is_raw(qp)) {
         w->npkts = 1;
     } else {
         w->npkts = MAX(DIV_ROUND_UP(wr->len, mtu), 1);
@@ -631,6 +642,18 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
     UzuraPkt pkt = { .psn = psn };
     UzuraReqSrc src = { .qp = qp, .wr = wr, .off = off };
 
+    if (uzura_qp_is_raw(qp)) {
+        uint8_t verr = UZ_VERR_NONE;
+
+        /* The frame as the WQE has it. */
+        *sent = wr->len;
+        *plast = true;
+        if (!uzura_req_gather(core, &src, core->roce_frame, wr->len, &verr)) {
+            return verr;
+        }
+        uzura_raw_transmit(core, core->roce_frame, wr->len);
+        return UZ_VERR_NONE;
+    }
     data = !uzura_wr_is_rd_atomic(h->opcode) && h->opcode != UZ_WR_STCRW;
     if (data) {
         n = MIN(wr->len - off, mtu);
@@ -742,7 +765,7 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
     x->cur_active = false;
     x->m_next = uzura_next(x->m_next);
-    if (uzura_qp_is_ud(qp) || uzura_qp_is_uc(qp)) {
+    if (uzura_qp_is_ud(qp) || uzura_qp_is_uc(qp) || uzura_qp_is_raw(qp)) {
         /* Unreliable: done once on the wire. */
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
     } else {

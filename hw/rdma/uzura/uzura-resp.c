@@ -1000,6 +1000,64 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     }
 }
 
+/*
+ * A frame a flow rule of raw QP @qp matched: into its next receive WQE
+ * whole; unreliable, as UD: no WQE or too small a one drops the frame.
+ */
+void uzura_resp_raw(UzuraCore *core, UzuraQp *qp, const uint8_t *buf,
+                    size_t size)
+{
+    UzuraXfer *x = qp->x;
+    uint8_t verr = UZ_VERR_NONE;
+    struct uz_cqe cqe = {
+        .opcode = UZ_WC_RECV, .byte_len = cpu_to_le32(size),
+    };
+    int got;
+
+    if (qp->attr.state < UZ_QPS_RTR || qp->attr.state == UZ_QPS_ERR) {
+        core->counters.rx_dropped++;
+        return;
+    }
+    got = x->have_rwqe ? 1 : uzura_resp_take(core, qp, &verr);
+    if (!got) {
+        trace_uzura_roce_rx_drop("raw frame without a receive WQE");
+        core->counters.rx_dropped++;
+        return;
+    }
+    if (got > 0 && size > x->rwqe.sgl.len) {
+        /* Any host on the link can send one: the WQE stays. */
+        uzura_guest_error(trace_uzura_roce_rx_drop("raw frame too long"),
+                          "QP %u: raw frame of %zu bytes dropped, the "
+                          "receive WQE holds %" PRIu64, x->qpn, size,
+                          x->rwqe.sgl.len);
+        core->counters.rx_dropped++;
+        return;
+    } else if (got > 0) {
+        verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, 0, (void *)buf,
+                              size, true);
+        if (verr == UZURA_VERR_FAULT && qp->srqn == UZ_NO_SRQ) {
+            /* Lost: the WQE waits for the next frame. */
+            x->have_rwqe = false;
+            core->counters.rx_dropped++;
+            return;
+        }
+        if (verr == UZURA_VERR_FAULT) {
+            verr = UZ_VERR_DMA;
+        }
+        cqe.status = verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
+    } else {
+        cqe.status = UZ_WC_STATUS_LOC_QP_OP_ERR;
+    }
+    cqe.vendor_err = verr;
+    uzura_resp_complete(core, qp, &cqe, false);
+    if (cqe.status != UZ_WC_STATUS_SUCCESS) {
+        uzura_guest_error(trace_uzura_resp_err(x->qpn, 0, 0, verr),
+                          "QP %u: raw receive failed: status %u, detail %u",
+                          x->qpn, cqe.status, verr);
+        uzura_qp_fail(core, qp);
+    }
+}
+
 typedef struct UzuraReadSrc {
     UzuraQp *qp;
     UzuraRdAtom *s;

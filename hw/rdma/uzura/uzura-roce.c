@@ -483,7 +483,8 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     xrc = pkt.xrc || (pkt.opcode == UZ_BTH_OP_RC_SACK && qp &&
                       qp->type == UZ_QPT_XRC_INI);
     /* Each transport's opcodes reach its own QPs; XRC's by direction. */
-    if (!qp || !uzura_qp_receives(qp) || uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
+    if (!qp || !uzura_qp_receives(qp) || uzura_qp_is_raw(qp) ||
+        uzura_qp_is_ud(qp) != !!(h & UZ_H_DETH) ||
         uzura_qp_is_uc(qp) != !!(h & UZ_H_UC) ||
         uzura_qp_is_xrc(qp) != xrc ||
         (xrc && (qp->type == UZ_QPT_XRC_TGT) != !!(h & UZ_H_REQ))) {

@@ -362,6 +362,8 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
                      uint32_t psn);
 void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
+void uzura_resp_raw(UzuraCore *core, UzuraQp *qp, const uint8_t *buf,
+                    size_t size);
 void uzura_mcast_receive(UzuraCore *core, const UzuraPkt *pkt);
 void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
 
