@@ -14,6 +14,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "uzura-hw.h"
 
@@ -145,15 +146,18 @@ enum uz_mmap_type {
 	UZ_MMAP_DB,			/* a context's doorbell page, uncached */
 	UZ_MMAP_RING,			/* a queue ring, cached */
 	UZ_MMAP_PAGES,			/* a ring in pages, cached */
+	UZ_MMAP_DM,			/* device memory, write-combining */
 };
 
 struct uz_mmap_entry {
 	struct rdma_user_mmap_entry rdma;
 	struct uz_dev *uz;
 	enum uz_mmap_type type;
-	phys_addr_t db_addr;		/* UZ_MMAP_DB */
+	phys_addr_t bar_addr;		/* UZ_MMAP_DB, UZ_MMAP_DM: in BAR 4 */
 	struct uz_ring ring;		/* UZ_MMAP_RING: freed in mmap_free */
 	struct uz_pring pring;		/* UZ_MMAP_PAGES: freed in mmap_free */
+	u32 dm;				/* UZ_MMAP_DM: freed in mmap_free */
+	u32 dm_uctx;
 };
 
 struct uz_ucontext {
@@ -172,6 +176,17 @@ struct uz_pd {
 struct uz_xrcd {
 	struct ib_xrcd ibxrcd;
 	u32 xrcdn;
+};
+
+/*
+ * A device memory allocation (uz_dm.c).  Its mmap entry owns the device's
+ * allocation, which outlives the ib_dm while a process maps it.
+ */
+struct uz_dm {
+	struct ib_dm ibdm;
+	u32 handle;
+	u32 uctx;
+	struct rdma_user_mmap_entry *mmap;
 };
 
 /* Lookup references: EQ dispatch holds one while it calls out. */
@@ -313,6 +328,11 @@ static inline struct uz_xrcd *to_uz_xrcd(struct ib_xrcd *ibxrcd)
 	return container_of(ibxrcd, struct uz_xrcd, ibxrcd);
 }
 
+static inline struct uz_dm *to_uz_dm(struct ib_dm *ibdm)
+{
+	return container_of(ibdm, struct uz_dm, ibdm);
+}
+
 static inline struct uz_ah *to_uz_ah(struct ib_ah *ibah)
 {
 	return container_of(ibah, struct uz_ah, ibah);
@@ -436,6 +456,14 @@ int uz_xrc_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
 		   struct uz_cmd_create_srq *c);
 int uz_xrc_create_tgt(struct uz_qp *qp, struct ib_qp_init_attr *init);
 
+/* uz_dm.c */
+extern const struct uapi_definition uz_dm_defs[];
+struct ib_dm *uz_alloc_dm(struct ib_device *ibdev, struct ib_ucontext *ibuc,
+			  struct ib_dm_alloc_attr *attr,
+			  struct uverbs_attr_bundle *attrs);
+int uz_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+void uz_dm_mmap_free(struct uz_mmap_entry *e);
+
 /* uz_stats.c */
 int uz_stats_init(struct uz_ibdev *ib);
 struct rdma_hw_stats *uz_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -494,6 +522,9 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 			       u64 length, u64 virt, int access,
 			       struct ib_pd *ibpd, struct ib_udata *udata);
+struct ib_mr *uz_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			   struct ib_dm_mr_attr *attr,
+			   struct uverbs_attr_bundle *attrs);
 int uz_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *uz_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			  u32 max_num_sg);

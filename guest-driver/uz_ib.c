@@ -199,6 +199,8 @@ static int uz_query_device(struct ib_device *ibdev,
 	if (uz->caps & UZ_CAP_PLACEMENT)
 		props->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL |
 					   IB_DEVICE_ATOMIC_WRITE;
+	if (uz->caps & UZ_CAP_DM)
+		props->max_dm_size = le32_to_cpu(a->dm_size);
 	if (uz->caps & UZ_CAP_MCAST) {
 		props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 		props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
@@ -310,7 +312,7 @@ static int uz_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	}
 	e->uz = uz;
 	e->type = UZ_MMAP_DB;
-	e->db_addr = pci_resource_start(uz->pdev, UZ_BAR_DB) +
+	e->bar_addr = pci_resource_start(uz->pdev, UZ_BAR_DB) +
 		     le32_to_cpu(cqe.out1);
 	err = rdma_user_mmap_entry_insert(ibuc, &e->rdma, UZ_DB_PAGE_SIZE);
 	if (err) {
@@ -374,8 +376,12 @@ static int uz_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
 		return err;
 	}
 	if (e->type == UZ_MMAP_DB) {
-		pfn = PHYS_PFN(e->db_addr);
+		pfn = PHYS_PFN(e->bar_addr);
 		prot = pgprot_noncached(vma->vm_page_prot);
+	} else if (e->type == UZ_MMAP_DM) {
+		/* Memory, not registers: the provider fences its stores. */
+		pfn = PHYS_PFN(e->bar_addr);
+		prot = pgprot_writecombine(vma->vm_page_prot);
 	} else {
 		pfn = PHYS_PFN(virt_to_phys(e->ring.buf));
 		prot = vma->vm_page_prot;
@@ -395,6 +401,8 @@ static void uz_mmap_free(struct rdma_user_mmap_entry *rdma)
 		uz_ring_free(e->uz, &e->ring);
 	else if (e->type == UZ_MMAP_PAGES)
 		uz_pring_free(e->uz, &e->pring);
+	else if (e->type == UZ_MMAP_DM)
+		uz_dm_mmap_free(e);
 	kfree(e);
 }
 
@@ -626,6 +634,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.uverbs_abi_ver = UZURA_UVERBS_ABI_VERSION,
 
 	.advise_mr = uz_advise_mr,
+	.alloc_dm = uz_alloc_dm,
 	.alloc_hw_port_stats = uz_alloc_hw_port_stats,
 	.alloc_mr = uz_alloc_mr,
 	.alloc_mw = uz_alloc_mw,
@@ -638,6 +647,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.create_qp = uz_create_qp,
 	.create_srq = uz_create_srq,
 	.create_user_ah = uz_create_ah,
+	.dealloc_dm = uz_dealloc_dm,
 	.dealloc_mw = uz_dealloc_mw,
 	.dealloc_pd = uz_dealloc_pd,
 	.dealloc_ucontext = uz_dealloc_ucontext,
@@ -666,6 +676,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.query_port = uz_query_port,
 	.query_qp = uz_query_qp,
 	.query_srq = uz_query_srq,
+	.reg_dm_mr = uz_reg_dm_mr,
 	.reg_user_mr = uz_reg_user_mr,
 	.rereg_user_mr = uz_rereg_user_mr,
 	.req_notify_cq = uz_req_notify_cq,
@@ -679,6 +690,12 @@ static const struct ib_device_ops uz_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_srq, uz_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, uz_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_xrcd, uz_xrcd, ibxrcd),
+};
+
+/* The driver's additions to the uverbs ioctl methods. */
+static const struct uapi_definition uz_uapi_defs[] = {
+	UAPI_DEF_CHAIN(uz_dm_defs),
+	{}
 };
 
 int uz_ib_init(struct uz_dev *uz)
@@ -718,6 +735,8 @@ int uz_ib_init(struct uz_dev *uz)
 	strscpy(ib->ibdev.node_desc, "uzura", sizeof(ib->ibdev.node_desc));
 	addrconf_addr_eui48((u8 *)&ib->ibdev.node_guid, uz->attr.mac);
 	ib_set_device_ops(&ib->ibdev, &uz_ib_ops);
+	if (IS_ENABLED(CONFIG_INFINIBAND_USER_ACCESS))
+		ib->ibdev.driver_def = uz_uapi_defs;
 
 	/* ib_core fills the GID table from the netdev's addresses. */
 	err = ib_device_set_netdev(&ib->ibdev, ndev, 1);

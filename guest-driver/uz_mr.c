@@ -224,6 +224,48 @@ err_free:
 }
 
 /*
+ * A DM MR: [attr->offset, + attr->length) of a device memory allocation
+ * (uz_dm.c), zero-based.  ib_core insisted on IB_ZERO_BASED and checked
+ * the range against the length the process asked for; the device maps
+ * its own memory, with no page list.  The MR deregisters as any other.
+ */
+struct ib_mr *uz_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			   struct ib_dm_mr_attr *attr,
+			   struct uverbs_attr_bundle *attrs)
+{
+	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
+	int access = attr->access_flags & ~IB_ZERO_BASED;
+	struct uz_dm *dm = to_uz_dm(ibdm);
+	struct uz_cmd_reg_mr r = {};
+	struct uz_mr *mr;
+	int err;
+
+	/* Neither on-demand paging nor huge pages mean anything here. */
+	if (access & ~(uz_user_access(uz) | IB_ACCESS_OPTIONAL)) {
+		ibdev_dbg(ibpd->device, "DM MR access 0x%x not supported\n",
+			  attr->access_flags);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->uctx = to_uz_pd(ibpd)->uctx;
+	r.length = cpu_to_le64(attr->length);
+	r.dm_offset = cpu_to_le64(attr->offset);
+	r.dm = cpu_to_le32(dm->handle);
+	r.access = cpu_to_le32(access & uz_user_access(uz));
+	r.flags = UZ_MR_F_DM;
+	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	mr->ibmr.iova = 0;
+	mr->ibmr.length = attr->length;
+	return &mr->ibmr;
+}
+
+/*
  * In place, keeping the keys, as peers that hold them expect: pin the
  * new pages first, switch the device over, then let the old ones go.
  * A change of access that makes the MR writable pins its pages again

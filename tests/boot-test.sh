@@ -71,6 +71,8 @@ t "node 1: on-demand paging: a fault storm, prefetch, unmapped pages, huge pages
 	bash -c "set -o pipefail; '$uz' run 1 -- odp-test | sed 's/^/# /'"
 t "node 1: XRC: two processes share a domain, SENDs/WRITE/READ to their SRQs, bad input (xrc-test)" \
 	bash -c "set -o pipefail; '$uz' run 1 -- xrc-test | sed 's/^/# /'"
+t "node 1: device memory: copies, zeroed reuse, DM MRs, WRITE/READ/atomics/SENDs through them, two processes, bad input (dm-test)" \
+	bash -c "set -o pipefail; '$uz' run 1 -- dm-test | sed 's/^/# /'"
 for pp in rc uc ud srq; do
 	t "ibv_${pp}_pingpong node 1 -> node 2 (100 iterations)" bash -c "
 		'$uz' run 2 -- '(timeout 120 ibv_${pp}_pingpong -d uzura0 -g $gidx -n 100 > /tmp/pp-server.log 2>&1 &)

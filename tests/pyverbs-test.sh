@@ -7,8 +7,8 @@
 # Every test that fails or errs is not ok unless docs/rdma-core-tests.md
 # lists it as a known failure, with the reason; the tests that cover the
 # extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
-# demand paging, memory windows, parent domains, multicast, XRC and
-# completion timestamps must pass.
+# demand paging, memory windows, parent domains, multicast, XRC,
+# completion timestamps and device memory must pass.
 # Speaks TAP; the suite's own verbose log goes in as comments only for the
 # tests that did not pass.
 set -uo pipefail
@@ -83,6 +83,24 @@ must_pass=(
 	tests.test_relaxed_ordering.RoTestCase.test_ro_xrc_traffic
 	# completion timestamps (device 0.15): the wallclock one needs no mlx5dv
 	tests.test_mlx5_timestamp.TimeStampTest.test_timestamp_real_time_rc_traffic
+	# device memory (device 0.16)
+	tests.test_device.DMTest.test_create_dm
+	tests.test_device.DMTest.test_destroy_dm
+	tests.test_device.DMTest.test_create_dm_bad_flow
+	tests.test_device.DMTest.test_destroy_dm_bad_flow
+	tests.test_device.DMTest.test_dm_write
+	tests.test_device.DMTest.test_dm_write_bad_flow
+	tests.test_device.DMTest.test_dm_read
+	tests.test_device.DMTest.test_multi_process_alloc_dm
+	tests.test_mr.DeviceMemoryAPITest.test_create_dm_mr
+	tests.test_mr.DeviceMemoryAPITest.test_dm_bad_access
+	tests.test_mr.DeviceMemoryAPITest.test_dm_bad_registration
+	tests.test_mr.DeviceMemoryTest.test_dm_traffic
+	tests.test_mr.DeviceMemoryTest.test_dm_remote_traffic
+	tests.test_mr.DeviceMemoryTest.test_dm_remote_write_traffic_imm
+	tests.test_mr.DeviceMemoryTest.test_dm_remote_read_traffic
+	tests.test_mr.DeviceMemoryTest.test_dm_atomic_fetch_add
+	tests.test_mr.DeviceMemoryTest.test_dm_atomic_cmp_swp
 )
 
 

@@ -31,6 +31,9 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.dereg_mr = uzura_dereg_mr,
 	.rereg_mr = uzura_rereg_mr,
 	.advise_mr = uzura_advise_mr,
+	.alloc_dm = uzura_alloc_dm,
+	.free_dm = uzura_free_dm,
+	.reg_dm_mr = uzura_reg_dm_mr,
 	.alloc_mw = uzura_alloc_mw,
 	.dealloc_mw = uzura_dealloc_mw,
 	.bind_mw = uzura_bind_mw,
@@ -116,10 +119,12 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 		list_head_init(&ctx->srq_table[i]);
 
 	verbs_set_ops(&ctx->ibvctx, &uzura_ctx_ops);
-	/* CQ sizing (uzura_cq_ask) needs the device's limit. */
+	/* CQ sizing (uzura_cq_ask) and alloc_dm need the device's limits. */
 	if (!uzura_query_device_ex(&ctx->ibvctx.context, NULL, &attr,
-				   sizeof(attr)))
+				   sizeof(attr))) {
 		ctx->max_cqe = attr.orig_attr.max_cqe;
+		ctx->max_dm_size = attr.max_dm_size;
+	}
 	/* The wallclock of completion timestamps. */
 	if (ctx->caps & UZ_CAP_TIMESTAMP)
 		uzura_clock_sync(ctx);

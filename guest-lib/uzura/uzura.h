@@ -68,6 +68,7 @@ struct uzura_context {
 	uint32_t max_crw_tags;		/* 0: no CRW */
 	uint32_t caps;
 	uint32_t max_cqe;		/* the device's, 0 if unknown */
+	uint64_t max_dm_size;		/* device memory; 0: none or unknown */
 	/*
 	 * UZ_CAP_TIMESTAMP: CLOCK_REALTIME minus the device clock, in ns,
 	 * measured at open and by each ibv_query_rt_values_ex (clock.c).
@@ -341,6 +342,14 @@ int uzura_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int uzura_dereg_mr(struct verbs_mr *vmr);
 int uzura_resize_cq(struct ibv_cq *ibcq, int cqe);
+
+/* dm.c: device memory (UZ_CAP_DM). */
+struct ibv_dm *uzura_alloc_dm(struct ibv_context *context,
+			      struct ibv_alloc_dm_attr *attr);
+int uzura_free_dm(struct ibv_dm *dm);
+struct ibv_mr *uzura_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			       uint64_t dm_offset, size_t length,
+			       unsigned int access);
 
 struct ibv_cq *uzura_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,

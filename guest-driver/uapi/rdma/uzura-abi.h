@@ -15,6 +15,7 @@
 #define UZURA_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 #define UZURA_UVERBS_ABI_VERSION	1
 
@@ -144,6 +145,17 @@ struct uzura_modify_srq_resp {
 struct uzura_create_ah_resp {
 	__u32 comp_mask;
 	__u32 ahn;
+};
+
+/*
+ * alloc_dm (UVERBS_METHOD_DM_ALLOC, which has no udata): the driver
+ * answers in attributes of its own, both __u64: the mmap key and the
+ * bytes to map (the length asked for in whole pages).  The pages go back
+ * to the device once the DM is freed and no longer mapped.
+ */
+enum uzura_alloc_dm_attrs {
+	UZURA_IB_ATTR_ALLOC_DM_RESP_MMAP_KEY = (1U << UVERBS_ID_NS_SHIFT),
+	UZURA_IB_ATTR_ALLOC_DM_RESP_MMAP_SIZE,
 };
 
 #endif /* UZURA_ABI_USER_H */
