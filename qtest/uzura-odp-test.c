@@ -522,6 +522,219 @@ static void test_storm_full_eq(void)
     uz_machine_stop(&m);
 }
 
+/*
+ * Implicit ODP (spec 8.10.5): one MR for the whole address space, its
+ * chunks served by child ODP MRs the "driver" registers on first touch.
+ */
+typedef struct Imr {
+    UzNode *n;
+    uint32_t key;
+    uint64_t table;             /* UZ_IMR_ENTRIES entries */
+    UzMr *child[8];             /* of chunks 0..7, as created */
+    uint64_t page[8][4];        /* the guest pages mapped into them */
+    int faults;
+} Imr;
+
+static uint8_t imr_reg_try(UzNode *n, uint64_t iova, uint64_t len,
+                           uint8_t shift, uint32_t entries, uint8_t flags,
+                           uint64_t table, uint32_t *key)
+{
+    struct uz_cmd_reg_mr c = {
+        .iova = cpu_to_le64(iova), .length = cpu_to_le64(len),
+        .pbl_addr = cpu_to_le64(table), .npages = cpu_to_le32(entries),
+        .pdn = cpu_to_le32(n->pdn), .access = cpu_to_le32(UZ_ACCESS_ALL),
+        .page_shift = shift, .key = n->next_key++, .flags = flags,
+        .uctx = cpu_to_le32(n->uctx),
+    };
+    struct uz_admin_cqe cqe;
+    uint8_t st = uz_cmd(n, UZ_CMD_REG_MR, &c, sizeof(c), &cqe);
+
+    *key = le32_to_cpu(cqe.out0);
+    return st;
+}
+
+static void imr_start(Imr *m, UzNode *n)
+{
+    memset(m, 0, sizeof(*m));
+    m->n = n;
+    m->table = uz_alloc(&n->d, UZ_IMR_ENTRIES * 8);
+    g_assert_cmpint(imr_reg_try(n, 0, UINT64_MAX, UZ_IMR_SHIFT,
+                                UZ_IMR_ENTRIES, UZ_MR_F_IMPLICIT, m->table,
+                                &m->key), ==, UZ_CMD_OK);
+}
+
+/* A child ODP MR of chunk @chunk, its 2^18-entry page list empty. */
+static UzMr *imr_child(Imr *m, uint64_t chunk)
+{
+    UzNode *n = m->n;
+    UzMr *mr = uz_own(n, sizeof(*mr));
+    uint32_t npages = 1u << (UZ_IMR_SHIFT - UZ_PAGE_SHIFT);
+
+    *mr = (UzMr) {
+        .n = n, .pdn = n->pdn, .access = UZ_ACCESS_ALL, .odp = true,
+        .iova = chunk << UZ_IMR_SHIFT, .len = 1ull << UZ_IMR_SHIFT,
+        .npages = npages, .pbl = uz_alloc(&n->d, npages * 8),
+    };
+    g_assert_cmpint(uz_mr_reg_cmd(mr, n->next_key++), ==, UZ_CMD_OK);
+    return mr;
+}
+
+/* Serve @m's faults as a driver would: children, then their pages. */
+static void imr_serve(Imr *m)
+{
+    UzNode *n = m->n;
+    struct uz_eqe eqe;
+    UzMr im = { .n = n, .key = m->key };
+    int c;
+
+    while (uz_eq_next(&n->d, &n->async_eq, &eqe)) {
+        uint32_t key = le32_to_cpu(eqe.handle), data = le32_to_cpu(eqe.data);
+
+        uz_ring(&n->d, n->async_eq.db, n->async_eq.ci);
+        if (eqe.type != UZ_EQE_PAGE_FAULT) {
+            continue;           /* the fresh QPs' own events */
+        }
+        m->faults++;
+        if (key == m->key) {
+            g_assert_cmpuint(data, <, 8);
+            g_assert_null(m->child[data]);
+            m->child[data] = imr_child(m, data);
+            qtest_writeq(n->d.qts, m->table + data * 8,
+                         UZ_IMR_ENTRY(m->child[data]->key));
+            g_assert_cmpint(uz_page_resume(&im), ==, UZ_CMD_OK);
+            continue;
+        }
+        for (c = 0; c < 8 && (!m->child[c] || m->child[c]->key != key); c++) {
+        }
+        g_assert_cmpint(c, <, 8);
+        g_assert_cmpuint(data, <, 4);
+        m->page[c][data] = uz_alloc_pages(n, 1);
+        qtest_writeq(n->d.qts, m->child[c]->pbl + data * 8,
+                     m->page[c][data] | UZ_PTE_PRESENT);
+        g_assert_cmpint(uz_page_resume(m->child[c]), ==, UZ_CMD_OK);
+    }
+}
+
+static void imr_wait(Imr *m, UzCq *cq, struct uz_cqe *c)
+{
+    int i;
+
+    for (i = 0; i < 2000; i++) {
+        imr_serve(m);
+        if (uz_cq_poll(cq, c)) {
+            return;
+        }
+        qtest_clock_step(cq->n->d.qts, MS);
+    }
+    g_error("no completion while serving %d faults", m->faults);
+}
+
+/* @op of @len bytes at @va through the implicit MR, from a fresh qa. */
+static uint8_t imr_rdma(Pair *p, Imr *m, uint8_t op, uint64_t va,
+                        uint32_t len)
+{
+    UzSge s = uz_mr_sge(p->ma, 0, len);
+    UzWr wr = { .wr_id = 0x1a00 + op, .opcode = op,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .remote_addr = va, .rkey = m->key };
+    struct uz_cqe c;
+    UzQp *a, *b;
+
+    pair_fresh_qps(p, &a, &b);
+    uz_post_send(a, &wr);
+    imr_wait(m, a->scq, &c);
+    g_assert_cmphex(c.wr_id, ==, wr.wr_id);
+    return c.status;
+}
+
+/*
+ * A WRITE across a page boundary of a chunk never touched: the implicit
+ * MR faults for its chunk, the child for each page, and the data lands
+ * in the pages served; a READ brings it back.  A chunk marked bad, an
+ * entry naming an MR that is no child of its chunk, and an address past
+ * the table fail as a remote access error.  The shape of an implicit MR
+ * is checked, and it cannot be re-registered.
+ */
+static void test_implicit(void)
+{
+    const uint64_t va = (5ull << UZ_IMR_SHIFT) + UZ_PAGE_SIZE - 100;
+    g_autofree uint8_t *data = g_malloc(MSG_LEN);
+    g_autofree uint8_t *got = g_malloc(MSG_LEN);
+    uint64_t faults = 0;
+    uint32_t key;
+    Imr m;
+    Pair p;
+
+    pair_start(&p);
+    g_assert(uz_rd(&p.n[1].d, UZ_REG_CAPS) & UZ_CAP_ODP_IMPLICIT);
+    imr_start(&m, &p.n[1]);
+
+    uz_pattern(data, MSG_LEN, 0x1b);
+    uz_mr_write(p.ma, 0, data, MSG_LEN);
+    faults = uz_counter(&p.m, 1, "xlat_faults");
+    g_assert_cmpint(imr_rdma(&p, &m, UZ_WR_RDMA_WRITE, va, MSG_LEN), ==,
+                    UZ_WC_STATUS_SUCCESS);
+    /* The chunk, then pages 0 and 1 of its child. */
+    g_assert_cmpint(m.faults, ==, 3);
+    g_assert_cmpuint(uz_counter(&p.m, 1, "xlat_faults"), >=, faults + 3);
+    qtest_memread(p.m.qs->qts, m.page[5][0] + UZ_PAGE_SIZE - 100, got, 100);
+    qtest_memread(p.m.qs->qts, m.page[5][1], got + 100, MSG_LEN - 100);
+    g_assert(!memcmp(got, data, MSG_LEN));
+
+    uz_mr_fill(p.ma, 0, 0, MSG_LEN);
+    g_assert_cmpint(imr_rdma(&p, &m, UZ_WR_RDMA_READ, va, MSG_LEN), ==,
+                    UZ_WC_STATUS_SUCCESS);
+    uz_assert_mr(p.ma, 0, data, MSG_LEN, "READ through the implicit MR");
+    g_assert_cmpint(m.faults, ==, 3);
+
+    /* A bad chunk, a child of another chunk, a plain MR, past 2^47. */
+    qtest_writeq(p.m.qs->qts, m.table + 6 * 8, UZ_PTE_ERROR);
+    g_assert_cmpint(imr_rdma(&p, &m, UZ_WR_RDMA_WRITE, 6ull << UZ_IMR_SHIFT,
+                             64), ==, UZ_WC_STATUS_REM_ACCESS_ERR);
+    qtest_writeq(p.m.qs->qts, m.table + 7 * 8,
+                 UZ_IMR_ENTRY(m.child[5]->key));
+    g_assert_cmpint(imr_rdma(&p, &m, UZ_WR_RDMA_WRITE, 7ull << UZ_IMR_SHIFT,
+                             64), ==, UZ_WC_STATUS_REM_ACCESS_ERR);
+    qtest_writeq(p.m.qs->qts, m.table + 7 * 8, UZ_IMR_ENTRY(p.mb->key));
+    g_assert_cmpint(imr_rdma(&p, &m, UZ_WR_RDMA_WRITE, 7ull << UZ_IMR_SHIFT,
+                             64), ==, UZ_WC_STATUS_REM_ACCESS_ERR);
+    g_assert_cmpint(imr_rdma(&p, &m, UZ_WR_RDMA_WRITE, 1ull << 47, 64), ==,
+                    UZ_WC_STATUS_REM_ACCESS_ERR);
+    g_assert_cmpint(m.faults, ==, 3);
+
+    /* Its shape, and no rereg. */
+    g_assert_cmpint(imr_reg_try(&p.n[1], 4096, UINT64_MAX, UZ_IMR_SHIFT,
+                                UZ_IMR_ENTRIES, UZ_MR_F_IMPLICIT, m.table,
+                                &key), ==, UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(imr_reg_try(&p.n[1], 0, 1ull << 40, UZ_IMR_SHIFT,
+                                UZ_IMR_ENTRIES, UZ_MR_F_IMPLICIT, m.table,
+                                &key), ==, UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(imr_reg_try(&p.n[1], 0, UINT64_MAX, 12, UZ_IMR_ENTRIES,
+                                UZ_MR_F_IMPLICIT, m.table, &key), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(imr_reg_try(&p.n[1], 0, UINT64_MAX, UZ_IMR_SHIFT, 100,
+                                UZ_MR_F_IMPLICIT, m.table, &key), ==,
+                    UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(imr_reg_try(&p.n[1], 0, UINT64_MAX, UZ_IMR_SHIFT,
+                                UZ_IMR_ENTRIES,
+                                UZ_MR_F_IMPLICIT | UZ_MR_F_ODP, m.table,
+                                &key), ==, UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(imr_reg_try(&p.n[1], 0, UINT64_MAX, UZ_IMR_SHIFT,
+                                UZ_IMR_ENTRIES, UZ_MR_F_IMPLICIT,
+                                0xfff00000000ull, &key), ==,
+                    UZ_CMD_BAD_ADDR);
+    {
+        struct uz_cmd_rereg_mr rr = {
+            .change = UZ_REREG_ACCESS, .access = cpu_to_le32(UZ_ACCESS_ALL),
+            .key = cpu_to_le32(m.key),
+        };
+
+        g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &rr, sizeof(rr),
+                               NULL), ==, UZ_CMD_BAD_PARAM);
+    }
+    pair_stop(&p);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -531,5 +744,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/odp/bad", test_bad);
     qtest_add_func("/uzura/odp/more", test_more);
     qtest_add_func("/uzura/odp/storm-full-eq", test_storm_full_eq);
+    qtest_add_func("/uzura/odp/implicit", test_implicit);
     return g_test_run();
 }

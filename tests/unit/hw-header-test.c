@@ -166,7 +166,7 @@ int main(void)
 	      offsetof(struct uz_device_attr, dm_offset) == 132 &&
 	      offsetof(struct uz_device_attr, max_dm) == 136);
 	/* Version 0.17: raw packet QPs and flow rules (spec 8.18). */
-	CHECK(UZ_VERSION_MINOR == 17 && UZ_CAP_RAW == 0x100000 &&
+	CHECK(UZ_CAP_RAW == 0x100000 &&
 	      UZ_QPT_RAW == 8 && UZ_CMD_CREATE_FLOW == 0x2f &&
 	      UZ_CMD_DESTROY_FLOW == 0x30 && UZ_CMD_RDMA_LAST == 0x3f &&
 	      sizeof(struct uz_cmd_create_flow) == 16 &&
@@ -180,6 +180,12 @@ int main(void)
 	      offsetof(struct uz_flow_spec, dst_ip_mask) == 92 &&
 	      UZ_FLOW_L4_TCP == 6 && UZ_FLOW_L4_UDP == 17 &&
 	      UZ_FLOW_MAX == 256);
+	/* Version 0.18: implicit ODP MRs (spec 8.10.5). */
+	CHECK(UZ_VERSION_MINOR == 18 && UZ_CAP_ODP_IMPLICIT == 0x200000 &&
+	      UZ_MR_F_IMPLICIT == 0x10 && UZ_IMR_SHIFT == 30 &&
+	      UZ_IMR_ENTRIES == 0x20000 &&
+	      UZ_IMR_ENTRY(0x1234) == 0x0000123400000001ull &&
+	      UZ_IMR_KEY(0xabcd000000000001ull) == 0xabcd0000u);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -33,7 +33,7 @@ typedef struct QEMUBH QEMUBH;
                      UZ_CAP_MR_REREG | UZ_CAP_MW | UZ_CAP_ODP | \
                      UZ_CAP_UC | UZ_CAP_MCAST | \
                      UZ_CAP_SRQ_RESIZE | UZ_CAP_PLACEMENT | UZ_CAP_XRC | \
-                     UZ_CAP_TIMESTAMP | UZ_CAP_RAW)
+                     UZ_CAP_TIMESTAMP | UZ_CAP_RAW | UZ_CAP_ODP_IMPLICIT)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)

@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            17
+#define UZ_VERSION_MINOR            18
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -144,6 +144,7 @@
 #define UZ_CAP_DM                   (1u << 19) /* device memory: ALLOC_DM,
                                                 * UZ_MR_F_DM, dm_size */
 #define UZ_CAP_RAW                  (1u << 20) /* UZ_QPT_RAW, CREATE_FLOW */
+#define UZ_CAP_ODP_IMPLICIT         (1u << 21) /* UZ_MR_F_IMPLICIT */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -877,6 +878,7 @@ struct uz_cmd_reg_mr {
 #define UZ_MR_F_FAST                (1u << 1)
 #define UZ_MR_F_ODP                 (1u << 2)
 #define UZ_MR_F_DM                  (1u << 3)
+#define UZ_MR_F_IMPLICIT            (1u << 4)
 
 /*
  * Device memory (UZ_CAP_DM): dm_size bytes of RAM on the NIC, at
@@ -910,6 +912,24 @@ struct uz_cmd_alloc_dm {
  */
 #define UZ_PTE_PRESENT              (1ull << 0)
 #define UZ_PTE_ERROR                (1ull << 1)
+
+/*
+ * An implicit ODP MR (UZ_MR_F_IMPLICIT, UZ_CAP_ODP_IMPLICIT) covers a
+ * process's whole address space: iova 0, length UINT64_MAX, page_shift
+ * UZ_IMR_SHIFT, and instead of a page list a table of UZ_IMR_ENTRIES
+ * 64-bit entries, one per 1 GiB chunk of the lower 2^47 bytes.  A
+ * present entry (UZ_PTE_PRESENT) names in its high 32 bits the key of a
+ * child: an ODP MR of the same context and PD whose iova and length are
+ * exactly that chunk, through whose page list the access goes (faulting
+ * on the child as any ODP MR's).  An absent entry raises
+ * UZ_EQE_PAGE_FAULT on the implicit MR with data = the chunk; with
+ * UZ_PTE_ERROR, or past the table, the access fails as for a page that
+ * cannot be mapped.
+ */
+#define UZ_IMR_SHIFT                30
+#define UZ_IMR_ENTRIES              (1u << 17)
+#define UZ_IMR_ENTRY(key)           ((uint64_t)(key) << 32 | UZ_PTE_PRESENT)
+#define UZ_IMR_KEY(entry)           ((uint32_t)((entry) >> 32))
 
 /*
  * A fast-registration MR (UZ_MR_F_FAST, kernel only) is created free: its

@@ -63,8 +63,9 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     if (!pd) {
         return UZ_CMD_BAD_HANDLE;
     }
-    /* At most one of DMA, fast-reg, ODP and DM. */
-    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM) ||
+    /* At most one of DMA, fast-reg, ODP, DM and implicit. */
+    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM |
+                     UZ_MR_F_IMPLICIT) ||
         ctpop8(c->flags) > 1) {
         return UZ_CMD_BAD_PARAM;
     }
@@ -78,6 +79,13 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
             return UZ_CMD_BAD_PARAM;
         }
         iova = len = access = 0;
+    } else if (c->flags & UZ_MR_F_IMPLICIT) {
+        /* The whole address space, through a table of chunks. */
+        if (iova || len != UINT64_MAX || c->page_shift != UZ_IMR_SHIFT ||
+            npages != UZ_IMR_ENTRIES ||
+            !uzura_mr_shape_ok(core, access, 0, 0, 0, 0, false)) {
+            return UZ_CMD_BAD_PARAM;
+        }
     } else if (!uzura_mr_shape_ok(core, access, iova, len, c->page_shift,
                                   npages,
                                   !(c->flags & (UZ_MR_F_DMA | UZ_MR_F_DM)))) {
@@ -141,8 +149,9 @@ uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
     if (mr->mw_count) {
         return UZ_CMD_BUSY;
     }
-    /* DMA, fast-reg, ODP and DM MRs have their own ways. */
-    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM) ||
+    /* DMA, fast-reg, ODP, DM and implicit MRs have their own ways. */
+    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM |
+                     UZ_MR_F_IMPLICIT) ||
         !c->change ||
         c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
         return UZ_CMD_BAD_PARAM;
@@ -212,7 +221,7 @@ uint8_t uzura_mr_page_resume(UzuraCore *core, const struct uz_cmd_obj *c)
     UzuraMr *mr = uzura_mr_lookup(core, key);
 
     if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
-        !(mr->flags & UZ_MR_F_ODP)) {
+        !(mr->flags & (UZ_MR_F_ODP | UZ_MR_F_IMPLICIT))) {
         return UZ_CMD_BAD_HANDLE;
     }
     mr->fault_posted = false;
@@ -267,7 +276,7 @@ uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c)
     uzura_xlat_drop_mr(core, mr);
     mr->valid = false;
     /* QPs waiting for its pages find it gone, and fail. */
-    if (mr->flags & UZ_MR_F_ODP) {
+    if (mr->flags & (UZ_MR_F_ODP | UZ_MR_F_IMPLICIT)) {
         uzura_mr_odp_wake(core, mr->uctx);
     }
     return UZ_CMD_OK;

@@ -132,6 +132,8 @@ typedef struct UzuraMr {
     bool fault_posted;          /* ODP: a page fault not yet resumed */
     uint32_t dm;                /* DM MR: its allocation */
     uint64_t dm_base;           /* DM MR: where iova is in device memory */
+    uint64_t imr_chunk;         /* implicit MR: the chunk whose child ... */
+    uint32_t imr_key;           /* ... was found last, or 0 */
 } UzuraMr;
 
 typedef struct UzuraAh {

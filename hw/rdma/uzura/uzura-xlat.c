@@ -157,6 +157,71 @@ uint8_t uzura_mr_check(UzuraCore *core, uint32_t key, uint32_t pdn,
     return UZ_VERR_NONE;
 }
 
+/* Whether @child may serve chunk @chunk of implicit MR @mr. */
+static bool uzura_imr_fits(const UzuraMr *mr, const UzuraMr *child,
+                           uint64_t chunk)
+{
+    return child && (child->flags & UZ_MR_F_ODP) &&
+           child->uctx == mr->uctx && child->pdn == mr->pdn &&
+           child->iova == chunk << UZ_IMR_SHIFT &&
+           child->length == 1ull << UZ_IMR_SHIFT;
+}
+
+/*
+ * The child of implicit MR @mr that maps chunk @chunk, or NULL with what
+ * failed: UZURA_VERR_FAULT (absent: a fault raised), UZ_VERR_ACCESS (a
+ * chunk that cannot be mapped, or an entry that names no fitting child),
+ * UZ_VERR_DMA (the table not readable).  The last child found is kept.
+ */
+static UzuraMr *uzura_imr_child(UzuraCore *core, UzuraMr *mr, uint64_t chunk,
+                                uint8_t *verr)
+{
+    uint32_t mri = uzura_mr_index(core, mr);
+    UzuraMr *child;
+    uint64_t e;
+
+    if (mr->imr_key && mr->imr_chunk == chunk) {
+        child = uzura_mr_lookup(core, mr->imr_key);
+        if (uzura_imr_fits(mr, child, chunk)) {
+            return child;
+        }
+    }
+    mr->imr_key = 0;
+    if (chunk >= UZ_IMR_ENTRIES) {
+        *verr = UZ_VERR_ACCESS;
+        return NULL;
+    }
+    if (!uzura_dma_read(core, mr->pbl_addr + chunk * 8, &e, sizeof(e))) {
+        uzura_guest_error(trace_uzura_xlat_err_pbl(mri, chunk),
+                          "MR %u: implicit table entry %" PRIu64
+                          " not readable", mri, chunk);
+        *verr = UZ_VERR_DMA;
+        return NULL;
+    }
+    e = le64_to_cpu(e);
+    if (e & UZ_PTE_ERROR) {
+        *verr = UZ_VERR_ACCESS;
+        return NULL;
+    }
+    if (!(e & UZ_PTE_PRESENT)) {
+        *verr = uzura_xlat_fault(core, mr, mri, chunk);
+        return NULL;
+    }
+    child = uzura_mr_lookup(core, UZ_IMR_KEY(e));
+    if (!uzura_imr_fits(mr, child, chunk)) {
+        uzura_guest_error(trace_uzura_xlat_err_child(mri, chunk,
+                                                     UZ_IMR_KEY(e)),
+                          "MR %u: implicit chunk %" PRIu64 " names key 0x%x,"
+                          " no ODP MR of that chunk", mri, chunk,
+                          UZ_IMR_KEY(e));
+        *verr = UZ_VERR_ACCESS;
+        return NULL;
+    }
+    mr->imr_chunk = chunk;
+    mr->imr_key = UZ_IMR_KEY(e);
+    return child;
+}
+
 /*
  * Move @len bytes between @buf and the MR at @addr (already checked),
  * page by page.  Returns UZ_VERR_NONE, UZ_VERR_DMA for a page list or
@@ -171,6 +236,26 @@ uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
 
     if (mr->flags & UZ_MR_F_DM) {
         uzura_dm_copy(core, mr, addr, b, len, to_mr);
+        return UZ_VERR_NONE;
+    }
+    if (mr->flags & UZ_MR_F_IMPLICIT) {
+        /* Chunk by chunk, through each chunk's child. */
+        while (len) {
+            uint64_t chunk = addr >> UZ_IMR_SHIFT;
+            UzuraMr *child = uzura_imr_child(core, mr, chunk, &verr);
+
+            if (!child) {
+                return verr;
+            }
+            n = MIN(len, ((chunk + 1) << UZ_IMR_SHIFT) - addr);
+            verr = uzura_mr_copy(core, child, addr, b, n, to_mr);
+            if (verr) {
+                return verr;
+            }
+            addr += n;
+            b += n;
+            len -= n;
+        }
         return UZ_VERR_NONE;
     }
     if (mr->flags & UZ_MR_F_DMA) {
@@ -271,7 +356,7 @@ uint8_t uzura_xlat_invalidate(UzuraCore *core,
     }
     trace_uzura_xlat_invalidate(key, iova, len);
     core->counters.xlat_invalidations++;
-    if (!len || (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_DM))) {
+    if (!len || (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_DM | UZ_MR_F_IMPLICIT))) {
         uzura_xlat_drop_mr(core, mr);
         return UZ_CMD_OK;
     }
