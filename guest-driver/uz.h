@@ -216,7 +216,10 @@ struct uz_mr {
 	struct ib_umem_odp *odp;
 	struct uz_obj_ref ref;	/* held by advise_mr while it maps */
 	struct work_struct fault_work;
-	u32 fault_page;		/* the page the device found absent */
+	u32 fault_page;		/* the page (implicit: chunk) found absent */
+	/* implicit ODP: the ODP MR of each chunk touched (uz_imr.c) */
+	struct mutex imr_lock;	/* fault work, advise_mr and dereg */
+	struct xarray imr_children;
 };
 
 static inline struct uz_mr *to_uz_mr(struct ib_mr *ibmr)
@@ -479,6 +482,11 @@ int uz_dealloc_mw(struct ib_mw *ibmw);
 int uz_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 int uz_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 
+/* uz_flow.c */
+struct ib_flow *uz_create_flow(struct ib_qp *ibqp, struct ib_flow_attr *attr,
+			       struct ib_udata *udata);
+int uz_destroy_flow(struct ib_flow *ibflow);
+
 /* uz_odp.c, built with the kernel's ODP (the device's fault events) */
 #if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING)
 int uz_odp_init(struct uz_ibdev *ib);
@@ -492,6 +500,15 @@ void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page);
 int uz_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		 u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		 struct uverbs_attr_bundle *attrs);
+struct ib_umem_odp;
+int uz_odp_reg_child(struct uz_dev *uz, struct uz_mr *child,
+		     struct ib_umem_odp *root, u64 addr, u64 length);
+int uz_odp_prefetch_range(struct uz_mr *mr, u64 addr, u64 end, bool fault);
+/* uz_imr.c: implicit ODP MRs */
+bool uz_imr_supported(struct uz_dev *uz);
+int uz_imr_reg(struct ib_pd *ibpd, struct uz_mr *mr, u64 virt, int access);
+void uz_imr_dereg_children(struct uz_dev *uz, struct uz_mr *mr);
+int uz_imr_prefetch(struct uz_mr *mr, u64 addr, u64 end, bool fault);
 #else
 /* No IB_ACCESS_ON_DEMAND without IBK_ON_DEMAND_PAGING: no ODP MR. */
 static inline int uz_odp_init(struct uz_ibdev *ib) { return 0; }
@@ -512,11 +529,19 @@ static inline int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
 	return -EOPNOTSUPP;
 }
 static inline void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page) {}
+static inline int uz_imr_reg(struct ib_pd *ibpd, struct uz_mr *mr, u64 virt,
+			     int access)
+{
+	return -EOPNOTSUPP;
+}
 #define uz_advise_mr NULL
 #endif
 
 /* uz_mr.c */
 struct ib_mr *uz_get_dma_mr(struct ib_pd *ibpd, int access);
+int uz_reg_pages_cmd(struct uz_dev *uz, struct uz_mr *mr, u32 pdn, u64 iova,
+		     u64 length, int access, u8 flags);
+void uz_mr_unpin(struct uz_dev *uz, struct uz_mr_pages *pg);
 struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			     u64 virt, int access, struct ib_udata *udata);
 struct ib_mr *uz_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,

@@ -201,6 +201,9 @@ static int uz_query_device(struct ib_device *ibdev,
 					   IB_DEVICE_ATOMIC_WRITE;
 	if (uz->caps & UZ_CAP_DM)
 		props->max_dm_size = le32_to_cpu(a->dm_size);
+	/* Flow rules steer frames to raw packet QPs (uz_flow.c). */
+	if (uz->caps & UZ_CAP_RAW)
+		props->device_cap_flags |= IB_DEVICE_MANAGED_FLOW_STEERING;
 	if (uz->caps & UZ_CAP_MCAST) {
 		props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 		props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
@@ -265,6 +268,9 @@ static int uz_get_port_immutable(struct ib_device *ibdev, u32 port,
 	immutable->pkey_tbl_len = attr.pkey_tbl_len;
 	immutable->gid_tbl_len = attr.gid_tbl_len;
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	/* Whole Ethernet frames besides RoCE, as mlx5 says of its ports. */
+	if (ibdev_to_uz(ibdev)->caps & UZ_CAP_RAW)
+		immutable->core_cap_flags |= RDMA_CORE_PORT_RAW_PACKET;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
@@ -644,6 +650,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.attach_mcast = uz_attach_mcast,
 	.create_ah = uz_create_ah,
 	.create_cq = uz_create_cq,
+	.create_flow = uz_create_flow,
 	.create_qp = uz_create_qp,
 	.create_srq = uz_create_srq,
 	.create_user_ah = uz_create_ah,
@@ -655,6 +662,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.dereg_mr = uz_dereg_mr,
 	.destroy_ah = uz_destroy_ah,
 	.destroy_cq = uz_destroy_cq,
+	.destroy_flow = uz_destroy_flow,
 	.destroy_qp = uz_destroy_qp,
 	.destroy_srq = uz_destroy_srq,
 	.detach_mcast = uz_detach_mcast,

@@ -159,7 +159,7 @@ err_umem:
 }
 
 /* The umem first: an ODP umem's notifier writes the page list. */
-static void uz_mr_unpin(struct uz_dev *uz, struct uz_mr_pages *pg)
+void uz_mr_unpin(struct uz_dev *uz, struct uz_mr_pages *pg)
 {
 	ib_umem_release(pg->umem);
 	if (pg->pbl)
@@ -167,12 +167,28 @@ static void uz_mr_unpin(struct uz_dev *uz, struct uz_mr_pages *pg)
 				  pg->pbl_dma);
 }
 
+/* REG_MR of a user MR (@flags: none, ODP or implicit) as @mr->pg lists it. */
+int uz_reg_pages_cmd(struct uz_dev *uz, struct uz_mr *mr, u32 pdn, u64 iova,
+		     u64 length, int access, u8 flags)
+{
+	struct uz_cmd_reg_mr r = {};
+
+	r.iova = cpu_to_le64(iova);
+	r.length = cpu_to_le64(length);
+	r.pbl_addr = cpu_to_le64(mr->pg.pbl_dma);
+	r.npages = cpu_to_le32(mr->pg.npages);
+	r.access = cpu_to_le32(access & uz_user_access(uz));
+	r.page_shift = mr->pg.page_shift;
+	r.flags = flags;
+	return uz_reg_mr_cmd(uz, mr, pdn, &r);
+}
+
 struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 			     u64 virt, int access, struct ib_udata *udata)
 {
 	struct uz_dev *uz = ibdev_to_uz(ibpd->device);
-	struct uz_cmd_reg_mr r = {};
 	struct uz_mr *mr;
+	u8 flags = 0;
 	int err;
 
 	err = uz_check_user_access(ibpd->device, access);
@@ -184,22 +200,21 @@ struct ib_mr *uz_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->uctx = to_uz_pd(ibpd)->uctx;
-	if (access & IB_ACCESS_ON_DEMAND) {
+	if ((access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX) {
+		/* All of memory, as ibv_reg_mr(pd, NULL, SIZE_MAX) asks */
+		err = uz_imr_reg(ibpd, mr, virt, access);
+		flags = UZ_MR_F_IMPLICIT;
+	} else if (access & IB_ACCESS_ON_DEMAND) {
 		err = uz_odp_reg(uz, mr, start, length, virt, access);
-		r.flags = UZ_MR_F_ODP;
+		flags = UZ_MR_F_ODP;
 	} else {
 		err = uz_mr_pin(uz, start, length, virt, access, &mr->pg);
 	}
 	if (err)
 		goto err_free;
 
-	r.iova = cpu_to_le64(virt);
-	r.length = cpu_to_le64(length);
-	r.pbl_addr = cpu_to_le64(mr->pg.pbl_dma);
-	r.npages = cpu_to_le32(mr->pg.npages);
-	r.access = cpu_to_le32(access & uz_user_access(uz));
-	r.page_shift = mr->pg.page_shift;
-	err = uz_reg_mr_cmd(uz, mr, to_uz_pd(ibpd)->pdn, &r);
+	err = uz_reg_pages_cmd(uz, mr, to_uz_pd(ibpd)->pdn, virt, length,
+			       access, flags);
 	if (err)
 		goto err_pages;
 	mr->access = access;

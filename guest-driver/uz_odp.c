@@ -9,6 +9,7 @@
  * takes pages away (munmap, madvise, reclaim, migration) the MMU notifier
  * empties their entries and drops the device's cached translations before
  * the pages are unmapped.  umem_mutex orders every change of the list.
+ * An implicit MR's children (uz_imr.c) are ODP MRs as any other.
  */
 #include <linux/dma-mapping.h>
 #include <rdma/ib_umem_odp.h>
@@ -197,18 +198,51 @@ void uz_odp_fault_event(struct uz_dev *uz, u32 key, u32 page)
 	xa_unlock(&ib->odp_xa);
 }
 
+/*
+ * @mr takes umem @odp at iova @virt, with an empty page list.  From here
+ * on the notifier empties the list's entries; the caller releases @odp
+ * if this fails.
+ */
+static int uz_odp_setup(struct uz_dev *uz, struct uz_mr *mr,
+			struct ib_umem_odp *odp, u64 virt)
+{
+	size_t npages = ib_umem_odp_num_pages(odp);
+
+	if (npages > U32_MAX) {
+		ibdev_dbg(odp->umem.ibdev, "ODP MR of %zu pages: at most %u\n",
+			  npages, U32_MAX);
+		return -EINVAL;
+	}
+	/* Zeroed: every page absent. */
+	mr->pg.pbl_size = npages * sizeof(*mr->pg.pbl);
+	mr->pg.pbl = dma_alloc_coherent(&uz->pdev->dev, mr->pg.pbl_size,
+					&mr->pg.pbl_dma,
+					GFP_KERNEL | __GFP_NOWARN);
+	if (!mr->pg.pbl)
+		return -ENOMEM;
+	mr->pg.umem = &odp->umem;
+	mr->pg.npages = npages;
+	mr->pg.page_shift = odp->page_shift;
+	mr->odp = odp;
+	mr->ibmr.iova = virt;
+	uz_obj_ref_init(&mr->ref);
+	INIT_WORK(&mr->fault_work, uz_odp_fault_work);
+	mutex_lock(&odp->umem_mutex);
+	odp->private = mr;
+	mutex_unlock(&odp->umem_mutex);
+	return 0;
+}
+
 /* An ODP MR's umem and empty page list; REG_MR follows. */
 int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start, u64 length,
 	       u64 virt, int access)
 {
 	struct ib_device *ibdev = &uz->ib->ibdev;
 	struct ib_umem_odp *odp;
-	size_t npages;
 	u64 pgsz;
 	int err;
 
 	if (!length || length > le64_to_cpu(uz->attr.max_mr_size)) {
-		/* An implicit ODP MR (all of memory) included. */
 		ibdev_dbg(ibdev, "ODP MR of %llu bytes: 1..%llu\n", length,
 			  le64_to_cpu(uz->attr.max_mr_size));
 		return -EINVAL;
@@ -228,36 +262,32 @@ int uz_odp_reg(struct uz_dev *uz, struct uz_mr *mr, u64 start, u64 length,
 		err = -EINVAL;
 		goto err_release;
 	}
-	npages = ib_umem_odp_num_pages(odp);
-	if (npages > U32_MAX) {
-		ibdev_dbg(ibdev, "ODP MR of %zu pages: at most %u\n", npages,
-			  U32_MAX);
-		err = -EINVAL;
+	err = uz_odp_setup(uz, mr, odp, virt);
+	if (err)
 		goto err_release;
-	}
-	/* Zeroed: every page absent. */
-	mr->pg.pbl_size = npages * sizeof(*mr->pg.pbl);
-	mr->pg.pbl = dma_alloc_coherent(&uz->pdev->dev, mr->pg.pbl_size,
-					&mr->pg.pbl_dma,
-					GFP_KERNEL | __GFP_NOWARN);
-	if (!mr->pg.pbl) {
-		err = -ENOMEM;
-		goto err_release;
-	}
-	mr->pg.umem = &odp->umem;
-	mr->pg.npages = npages;
-	mr->pg.page_shift = odp->page_shift;
-	mr->odp = odp;
-	mr->ibmr.iova = virt;
-	uz_obj_ref_init(&mr->ref);
-	INIT_WORK(&mr->fault_work, uz_odp_fault_work);
-	mutex_lock(&odp->umem_mutex);
-	odp->private = mr;
-	mutex_unlock(&odp->umem_mutex);
 	return 0;
 
 err_release:
 	ib_umem_odp_release(odp);
+	return err;
+}
+
+/*
+ * An implicit MR's child (uz_imr.c): an ODP MR of [addr, addr + length)
+ * whose umem hangs from the implicit one, with a notifier of its own.
+ */
+int uz_odp_reg_child(struct uz_dev *uz, struct uz_mr *child,
+		     struct ib_umem_odp *root, u64 addr, u64 length)
+{
+	struct ib_umem_odp *odp;
+	int err;
+
+	odp = ib_umem_odp_alloc_child(root, addr, length, &uz_odp_mn_ops);
+	if (IS_ERR(odp))
+		return PTR_ERR(odp);
+	err = uz_odp_setup(uz, child, odp, addr);
+	if (err)
+		ib_umem_odp_release(odp);
 	return err;
 }
 
@@ -312,6 +342,9 @@ int uz_odp_dereg(struct uz_dev *uz, struct uz_mr *mr)
 	if (!err)
 		odp->private = NULL;
 	mutex_unlock(&odp->umem_mutex);
+	/* No access reaches an implicit MR's children now: they go. */
+	if (err != -EBUSY && odp->is_implicit_odp)
+		uz_imr_dereg_children(uz, mr);
 	if (err == -EBUSY) {
 		/* Windows are bound: it stays, with its faults. */
 		uz_obj_ref_init(&mr->ref);
@@ -342,15 +375,39 @@ static struct uz_mr *uz_odp_get(struct uz_ibdev *ib, u32 lkey)
 	return mr;
 }
 
+/* Map [addr, end) of ODP MR @mr (within it), faulting pages in if @fault. */
+int uz_odp_prefetch_range(struct uz_mr *mr, u64 addr, u64 end, bool fault)
+{
+	unsigned int shift = mr->odp->page_shift;
+	u32 page = (addr >> shift) - (mr->ibmr.iova >> shift);
+	u32 last = ((end - 1) >> shift) - (mr->ibmr.iova >> shift);
+	int err;
+
+	while (page <= last) {
+		u32 n = min(last - page + 1, UZ_ODP_PREFETCH_PAGES);
+
+		err = uz_odp_map(mr, page, n, fault);
+		if (err < 0) {
+			ibdev_dbg(uz_odp_ibdev(mr),
+				  "advise_mr: MR 0x%x page %u: %d\n",
+				  mr->ibmr.lkey, page, err);
+			return err;
+		}
+		page += n;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
+	}
+	return 0;
+}
+
 static int uz_odp_prefetch(struct ib_pd *ibpd, const struct ib_sge *sge,
 			   enum ib_uverbs_advise_mr_advice advice)
 {
 	struct ib_device *ibdev = ibpd->device;
 	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
 	u64 end = sge->addr + sge->length;
-	unsigned int shift;
 	struct uz_mr *mr;
-	u32 page, last;
 	int err = 0;
 
 	mr = uz_odp_get(ibdev_to_uz(ibdev)->ib, sge->lkey);
@@ -376,26 +433,10 @@ static int uz_odp_prefetch(struct ib_pd *ibpd, const struct ib_sge *sge,
 	}
 	if (!sge->length)
 		goto out;
-	shift = mr->odp->page_shift;
-	page = (sge->addr >> shift) - (mr->ibmr.iova >> shift);
-	last = ((end - 1) >> shift) - (mr->ibmr.iova >> shift);
-	while (page <= last) {
-		u32 n = min(last - page + 1, UZ_ODP_PREFETCH_PAGES);
-
-		err = uz_odp_map(mr, page, n, fault);
-		if (err < 0) {
-			ibdev_dbg(ibdev, "advise_mr: MR 0x%x page %u: %d\n",
-				  sge->lkey, page, err);
-			goto out;
-		}
-		err = 0;
-		page += n;
-		if (fatal_signal_pending(current)) {
-			err = -EINTR;
-			goto out;
-		}
-		cond_resched();
-	}
+	if (mr->odp->is_implicit_odp)
+		err = uz_imr_prefetch(mr, sge->addr, end, fault);
+	else
+		err = uz_odp_prefetch_range(mr, sge->addr, end, fault);
 out:
 	if (mr)
 		uz_obj_ref_put(&mr->ref);
@@ -436,6 +477,8 @@ void uz_odp_caps(struct uz_dev *uz, struct ib_device_attr *props)
 		return;
 	props->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 	props->odp_caps.general_caps = IB_ODP_SUPPORT;
+	if (uz_imr_supported(uz))
+		props->odp_caps.general_caps |= IB_ODP_SUPPORT_IMPLICIT;
 	/* A UD receive into an absent page drops the datagram: no RECV. */
 	props->odp_caps.per_transport_caps.rc_odp_caps =
 		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |

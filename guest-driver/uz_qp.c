@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * uzura RDMA NIC driver: QPs (RC, UC, UD, the GSI QP1 and XRC) and SRQs.
+ * uzura RDMA NIC driver: QPs (RC, UC, UD, the GSI QP1, XRC and raw packet)
+ * and SRQs.
  *
  * Every ring is one DMA-contiguous allocation; user rings are handed to
  * the process through mmap entries (docs/verbs-abi.md).  For kernel QPs
@@ -265,6 +266,17 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			return -EOPNOTSUPP;
 		}
 		qp->type = UZ_QPT_XRC_TGT;
+		break;
+	case IB_QPT_RAW_PACKET:
+		/*
+		 * Whole Ethernet frames, and UD's queues (uverbs checked
+		 * CAP_NET_RAW); the kernel has the netdev for its frames.
+		 */
+		if (!udata || !(uz->caps & UZ_CAP_RAW)) {
+			ibdev_dbg(ibqp->device, "QP: raw packet for user space only, on a device with raw QPs\n");
+			return -EOPNOTSUPP;
+		}
+		qp->type = UZ_QPT_RAW;
 		break;
 	default:
 		ibdev_dbg(ibqp->device, "QP type %d not supported\n",

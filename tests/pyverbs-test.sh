@@ -8,7 +8,8 @@
 # lists it as a known failure, with the reason; the tests that cover the
 # extended verbs (ibv_create_qp_ex and ibv_wr_*, ibv_create_cq_ex), on-
 # demand paging, memory windows, parent domains, multicast, XRC,
-# completion timestamps and device memory must pass.
+# completion timestamps, device memory, raw packet QPs and flow rules
+# must pass.
 # Speaks TAP; the suite's own verbose log goes in as comments only for the
 # tests that did not pass.
 set -uo pipefail
@@ -101,6 +102,22 @@ must_pass=(
 	tests.test_mr.DeviceMemoryTest.test_dm_remote_read_traffic
 	tests.test_mr.DeviceMemoryTest.test_dm_atomic_fetch_add
 	tests.test_mr.DeviceMemoryTest.test_dm_atomic_cmp_swp
+	# raw packet QPs and flow rules (device 0.17)
+	tests.test_qp.QPTest.test_create_raw_qp_no_attr
+	tests.test_qp.QPTest.test_create_raw_qp_with_attr
+	tests.test_qp.QPTest.test_create_raw_qp_ex_no_attr
+	tests.test_qp.QPTest.test_create_raw_qp_ex_with_attr
+	tests.test_qp.QPTest.test_query_raw_qp
+	tests.test_flow.FlowTest.test_eth_spec_flow_traffic
+	tests.test_flow.FlowTest.test_ipv4_spec_flow_traffic
+	tests.test_flow.FlowTest.test_ipv6_spec_flow_traffic
+	tests.test_flow.FlowTest.test_udp_spec_flow_traffic
+	tests.test_flow.FlowTest.test_tcp_spec_flow_traffic
+	tests.test_mlx5_timestamp.TimeStampTest.test_timestamp_real_time_raw_traffic
+	# implicit ODP (device 0.18)
+	tests.test_odp.OdpTestCase.test_odp_implicit_rc_traffic
+	tests.test_odp.OdpTestCase.test_odp_implicit_sync_prefetch_rc_traffic
+	tests.test_odp.OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic
 )
 
 

@@ -38,6 +38,8 @@
 #define UZ_UC_SEND_OPS		(UZ_UD_SEND_OPS | \
 				 IBV_QP_EX_WITH_RDMA_WRITE | \
 				 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+/* Raw packet: a SEND of a whole frame. */
+#define UZ_RAW_SEND_OPS		IBV_QP_EX_WITH_SEND
 /* XRC_SEND: RC's, but windows are bound on RC QPs only. */
 #define UZ_XRC_SEND_OPS		(UZ_RC_SEND_OPS & ~IBV_QP_EX_WITH_BIND_MW)
 
@@ -453,6 +455,11 @@ static void uz_wr_no_rdma_write_imm(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 	uz_wr_unsupported(ibqpx);
 }
 
+static void uz_wr_no_send_imm(struct ibv_qp_ex *ibqpx, __be32 imm_data)
+{
+	uz_wr_unsupported(ibqpx);
+}
+
 static void uz_wr_no_send_tso(struct ibv_qp_ex *ibqpx, void *hdr,
 			      uint16_t hdr_sz, uint16_t mss)
 {
@@ -528,9 +535,10 @@ static void uz_qp_set_send_ops(struct uzura_qp *qp)
 	bool write = rc || qp->ibqp.qp_type == IBV_QPT_UC;
 	bool placement = rc && (to_uctx(qp->ibqp.context)->caps &
 				UZ_CAP_PLACEMENT);
+	bool raw = qp->ibqp.qp_type == IBV_QPT_RAW_PACKET;
 
 	qpx->wr_send = uz_wr_send;
-	qpx->wr_send_imm = uz_wr_send_imm;
+	qpx->wr_send_imm = raw ? uz_wr_no_send_imm : uz_wr_send_imm;
 	qpx->wr_rdma_write = write ? uz_wr_rdma_write : uz_wr_no_rdma;
 	qpx->wr_rdma_write_imm = write ? uz_wr_rdma_write_imm :
 					 uz_wr_no_rdma_write_imm;
@@ -590,7 +598,9 @@ struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
 		if ((attr->qp_type == IBV_QPT_RC && ops & ~rc_ops) ||
 		    (attr->qp_type == IBV_QPT_XRC_SEND && ops & ~xrc_ops) ||
 		    (attr->qp_type == IBV_QPT_UC && ops & ~UZ_UC_SEND_OPS) ||
-		    (attr->qp_type == IBV_QPT_UD && ops & ~UZ_UD_SEND_OPS)) {
+		    (attr->qp_type == IBV_QPT_UD && ops & ~UZ_UD_SEND_OPS) ||
+		    (attr->qp_type == IBV_QPT_RAW_PACKET &&
+		     ops & ~UZ_RAW_SEND_OPS)) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}

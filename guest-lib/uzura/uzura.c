@@ -64,6 +64,8 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.destroy_ah = uzura_destroy_ah,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.detach_mcast = ibv_cmd_detach_mcast,
+	.create_flow = uzura_create_flow,
+	.destroy_flow = uzura_destroy_flow,
 	.free_context = uzura_free_context,
 };
 

@@ -433,4 +433,9 @@ struct ibv_qp *uzura_open_qp(struct ibv_context *context,
 struct ibv_ah *uzura_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int uzura_destroy_ah(struct ibv_ah *ah);
 
+/* flow.c: flow steering rules of raw packet QPs (UZ_CAP_RAW). */
+struct ibv_flow *uzura_create_flow(struct ibv_qp *qp,
+				   struct ibv_flow_attr *flow_attr);
+int uzura_destroy_flow(struct ibv_flow *flow);
+
 #endif /* __UZURA_H__ */

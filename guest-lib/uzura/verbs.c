@@ -657,16 +657,19 @@ static bool uz_qp_type_ok(struct uzura_context *ctx, enum ibv_qp_type type)
 		return ctx->caps & UZ_CAP_UC;
 	case IBV_QPT_XRC_SEND:
 		return ctx->caps & UZ_CAP_XRC;
+	case IBV_QPT_RAW_PACKET:
+		return ctx->caps & UZ_CAP_RAW;
 	default:
 		return false;
 	}
 }
 
 /*
- * An RC, UC, UD or XRC_SEND QP, for create_qp and create_qp_ex (which
- * checks the rest of attr); NULL with errno set.  An XRC_SEND QP is made
- * like an RC QP with no receive side: the kernel gives it no RQ, and it
- * keeps no receive CQ or SRQ (ib_core takes none for it either).
+ * An RC, UC, UD, raw packet or XRC_SEND QP, for create_qp and
+ * create_qp_ex (which checks the rest of attr); NULL with errno set.  A
+ * raw packet QP has UD's queues.  An XRC_SEND QP is made like an RC QP
+ * with no receive side: the kernel gives it no RQ, and it keeps no
+ * receive CQ or SRQ (ib_core takes none for it either).
  */
 struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 				 struct ibv_qp_init_attr_ex *attr)
@@ -938,6 +941,9 @@ static int uz_wr_opcode(enum ibv_qp_type type, enum ibv_wr_opcode op)
 {
 	if (type == IBV_QPT_UD && op != IBV_WR_SEND &&
 	    op != IBV_WR_SEND_WITH_IMM)
+		return -1;
+	/* Raw packet: a SEND's data is the whole frame. */
+	if (type == IBV_QPT_RAW_PACKET && op != IBV_WR_SEND)
 		return -1;
 	/* UC: SENDs and WRITEs, nothing the responder answers. */
 	if (type == IBV_QPT_UC && op != IBV_WR_SEND &&

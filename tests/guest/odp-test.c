@@ -5,9 +5,9 @@
  * check passes.  An RC QP connected to itself does the traffic.
  *
  *  - caps: the device reports ODP for RC (SEND, RECV, WRITE, READ, atomic,
- *    SRQ) and UD SEND; implicit ODP, and an iova that differs from the
- *    address within a page, are EINVAL; rereg of an ODP MR, or to ODP,
- *    is refused.
+ *    SRQ) and UD SEND, and implicit ODP; an iova that differs from the
+ *    address within a page, and an implicit MR of huge pages, are EINVAL;
+ *    rereg of an ODP MR (implicit too), or to ODP, is refused.
  *  - a fault storm: WRITEs to 512 pages of an untouched 64 MiB ODP MR, in
  *    a scattered order, from an ODP source, 16 at a time, land intact; the
  *    device faulted at least once per 16 pages (the driver maps 16 per
@@ -24,6 +24,13 @@
  *  - huge pages: an ODP MR with IBV_ACCESS_HUGETLB over a hugetlbfs page
  *    faults it in whole; over 4 KiB pages its accesses fail; a pinned MR
  *    takes the flag too.
+ *  - implicit ODP (ibv_reg_mr(pd, NULL, SIZE_MAX)): WRITEs through its
+ *    key into and from untouched memory land, faulting the chunk and then
+ *    the page; one across a 1 GiB chunk boundary lands on both sides;
+ *    READs after MADV_DONTNEED read zeros; prefetch maps a range so that
+ *    WRITEs there fault no more.  A WRITE into a chunk with nothing mapped,
+ *    or past 2^47, fails with REM_ACCESS_ERR; prefetch there fails.  A
+ *    process that exits holding an implicit MR with children is fine.
  *  - a process killed with WRITEs waiting for faults leaves a device
  *    that serves the next process.
  */
@@ -51,6 +58,7 @@
 #define HUGE_LEN	(2ul << 20)
 #define HUGE_WRITES	32
 #define HUGE_STRIDE	(HUGE_LEN / HUGE_WRITES) /* FAULT_PAGES pages apart */
+#define CHUNK		(1ul << 30)	/* an implicit MR's child covers one */
 
 #define ODP_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND)
@@ -190,19 +198,27 @@ static void check_caps(struct node *nd)
 	char *buf;
 
 	check(!err && (o->general_caps & IBV_ODP_SUPPORT) &&
-	      !(o->general_caps & IBV_ODP_SUPPORT_IMPLICIT) &&
+	      (o->general_caps & IBV_ODP_SUPPORT_IMPLICIT) &&
 	      (o->per_transport_caps.rc_odp_caps & rc) == rc &&
 	      (o->per_transport_caps.ud_odp_caps & IBV_ODP_SUPPORT_SEND),
-	      "query_device_ex: ODP for RC (0x%x) and UD SEND (0x%x), not implicit (0x%llx)",
+	      "query_device_ex: ODP for RC (0x%x) and UD SEND (0x%x), implicit (0x%llx)",
 	      o->per_transport_caps.rc_odp_caps,
 	      o->per_transport_caps.ud_odp_caps,
 	      (unsigned long long)o->general_caps);
 
-	errno = 0;
 	mr = ibv_reg_mr(nd->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	check(mr != NULL, "implicit ODP MR (all of memory)");
+	if (mr) {
+		rereg_refused(mr, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND,
+			      "of an implicit ODP MR");
+		check(!ibv_dereg_mr(mr), "dereg_mr of the implicit ODP MR");
+	}
+	errno = 0;
+	mr = ibv_reg_mr(nd->pd, NULL, SIZE_MAX,
+			ODP_ACCESS | IBV_ACCESS_HUGETLB);
 	err = errno;
 	check(!mr && err == EINVAL,
-	      "implicit ODP MR (all of memory): EINVAL (errno %d)", err);
+	      "implicit ODP MR with IBV_ACCESS_HUGETLB: EINVAL (errno %d)", err);
 	if (mr)
 		ibv_dereg_mr(mr);
 
@@ -480,6 +496,161 @@ out:
 		munmap(huge, HUGE_LEN);
 }
 
+/* @n 1 GiB chunks of the address space with nothing mapped in them. */
+static char *empty_chunks(int n)
+{
+	char *p = mmap(NULL, (n + 1) * CHUNK, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	munmap(p, (n + 1) * CHUNK);
+	return (char *)(((uintptr_t)p + CHUNK - 1) & ~(CHUNK - 1));
+}
+
+/* A WRITE through @rkey to @remote from a fresh pair of QPs: the status. */
+static int pair_write(struct node *nd, struct ibv_cq *cq, struct ibv_mr *plain,
+		      void *remote, uint32_t rkey)
+{
+	struct ibv_qp *qa, *qr;
+	int st = -1;
+
+	qa = pair_qp(nd, cq, &qr);
+	if (qa) {
+		st = rdma_wait(qa, cq, IBV_WR_RDMA_WRITE, plain->addr,
+			       plain->lkey, remote, rkey);
+		ibv_destroy_qp(qa);
+	}
+	if (qr)
+		ibv_destroy_qp(qr);
+	return st;
+}
+
+static void check_implicit(struct node *nd, struct ibv_qp *qp,
+			   struct ibv_cq *cq, struct ibv_mr *plain)
+{
+	struct ibv_cq *cq2 = ibv_create_cq(nd->ctx, 4 * BURST, NULL, NULL, 0);
+	char *buf = fresh(PRE_PAGES * page), *hole = empty_chunks(3), *span;
+	uint64_t *val = plain->addr, f0, f1;
+	struct ibv_mr *imr;
+	struct ibv_sge sge;
+	int i, st, ok, ret;
+
+	imr = ibv_reg_mr(nd->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	check(imr && buf && hole && cq2,
+	      "implicit ODP MR, untouched memory and an empty chunk");
+	if (!imr || !buf || !hole || !cq2)
+		goto out;
+
+	*val = 0x1a9110170000001ull;
+	f0 = counter("xlat_faults");
+	st = rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, val, plain->lkey, buf + 8,
+		       imr->rkey);
+	f1 = counter("xlat_faults");
+	check(!st && *(uint64_t *)(buf + 8) == *val && f1 - f0 >= 2,
+	      "WRITE through the implicit rkey into untouched memory lands (%d), faulting its chunk and page (%llu faults)",
+	      st, (unsigned long long)(f1 - f0));
+	st = rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, buf + 3 * page, imr->lkey,
+		       plain->addr, plain->rkey);
+	check(!st && *val == 0,
+	      "WRITE from untouched memory through the implicit lkey (%d)",
+	      st);
+
+	/* Two pages, one each side of a chunk boundary, past the hole. */
+	span = mmap(hole + 2 * CHUNK - page, 2 * page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	check(span == hole + 2 * CHUNK - page,
+	      "two pages across a chunk boundary");
+	if (span == hole + 2 * CHUNK - page) {
+		*val = 0x5ba22ed0000000ull;
+		st = rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, val, plain->lkey,
+			       span + page - 4, imr->rkey);
+		check(!st && !memcmp(span + page - 4, val, 8),
+		      "a WRITE across the chunk boundary lands on both sides (%d)",
+		      st);
+		munmap(span, 2 * page);
+	}
+
+	check(!madvise(buf, PRE_PAGES * page, MADV_DONTNEED),
+	      "MADV_DONTNEED of the written memory");
+	*val = ~0ull;
+	st = rdma_wait(qp, cq, IBV_WR_RDMA_READ, val, plain->lkey, buf + 8,
+		       imr->rkey);
+	check(!st && *val == 0, "a READ after it reads the zero page (%d, 0x%llx)",
+	      st, (unsigned long long)*val);
+
+	sge = (struct ibv_sge) { (uintptr_t)buf, PRE_PAGES * page, imr->lkey };
+	ret = ibv_advise_mr(nd->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	check(!ret, "advise_mr PREFETCH_WRITE of %d pages of the implicit MR (%d)",
+	      PRE_PAGES, ret);
+	f0 = counter("xlat_faults");
+	for (i = 0, ok = 0; i < PRE_PAGES; i++)
+		ok += !rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, plain->addr,
+				 plain->lkey, buf + i * page + 16, imr->rkey);
+	f1 = counter("xlat_faults");
+	check(ok == PRE_PAGES && f1 == f0,
+	      "WRITEs into the prefetched pages: %d of %d complete, %llu faults",
+	      ok, PRE_PAGES, (unsigned long long)(f1 - f0));
+
+	st = pair_write(nd, cq2, plain, hole + 64, imr->rkey);
+	check(st == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE into a chunk with nothing mapped: REM_ACCESS_ERR (%d %s)",
+	      st, st >= 0 ? ibv_wc_status_str(st) : "none");
+	st = pair_write(nd, cq2, plain, (void *)(1ull << 47), imr->rkey);
+	check(st == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE at 2^47: REM_ACCESS_ERR (%d %s)", st,
+	      st >= 0 ? ibv_wc_status_str(st) : "none");
+	sge = (struct ibv_sge) { (uintptr_t)hole, page, imr->lkey };
+	ret = ibv_advise_mr(nd->pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	check(ret == EFAULT, "advise_mr of the empty chunk: EFAULT (%d)", ret);
+	sge.addr = 1ull << 47;
+	ret = ibv_advise_mr(nd->pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	check(ret == EINVAL, "advise_mr at 2^47: EINVAL (%d)", ret);
+
+	check(!ibv_dereg_mr(imr), "dereg_mr of the implicit MR and its children");
+	imr = NULL;
+out:
+	if (imr)
+		ibv_dereg_mr(imr);
+	if (cq2)
+		ibv_destroy_cq(cq2);
+	if (buf)
+		munmap(buf, PRE_PAGES * page);
+}
+
+/* A child exits holding an implicit MR whose chunks have children. */
+static void check_implicit_exit(void)
+{
+	int status = 0, ok;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct node nd = { .ctx = open_uzura() };
+		char *buf = fresh(2 * page);
+		struct ibv_cq *cq;
+		struct ibv_qp *qp;
+		struct ibv_mr *mr;
+
+		nd.pd = nd.ctx ? ibv_alloc_pd(nd.ctx) : NULL;
+		nd.gidx = nd.ctx ? ipv4_gid_index(nd.ctx) : -1;
+		cq = nd.pd ? ibv_create_cq(nd.ctx, 4, NULL, NULL, 0) : NULL;
+		qp = cq ? self_qp(&nd, cq) : NULL;
+		mr = qp && buf ? ibv_reg_mr(nd.pd, NULL, SIZE_MAX, ODP_ACCESS) :
+				 NULL;
+		if (!mr || rdma_wait(qp, cq, IBV_WR_RDMA_WRITE, buf, mr->lkey,
+				     buf + page, mr->rkey))
+			_exit(1);
+		_exit(0);
+	}
+	ok = pid > 0 && waitpid(pid, &status, 0) == pid &&
+	     WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	check(ok, "a process exits holding an implicit MR with children (status 0x%x)",
+	      status);
+}
+
 /* A child posts WRITEs that wait for faults and is killed at once. */
 static void check_killed(void)
 {
@@ -546,6 +717,8 @@ int main(void)
 	check_prefetch(&nd, qp, cq, plain);
 	check_hole(&nd, cq, plain);
 	check_huge(&nd, qp, cq, plain);
+	check_implicit(&nd, qp, cq, plain);
+	check_implicit_exit();
 
 	ibv_dereg_mr(plain);
 	ibv_destroy_qp(qp);
