@@ -96,17 +96,6 @@ static uint32_t dm_mr(UzNode *n, const Dm *dm, uint64_t off, uint64_t len,
     return key;
 }
 
-static void query(UzNode *n, struct uz_device_attr *attr)
-{
-    struct uz_admin_cmd cmd = { .opcode = UZ_CMD_QUERY_DEVICE };
-    uint64_t buf = uz_alloc(&n->d, sizeof(*attr));
-
-    cmd.query_device.buf_addr = cpu_to_le64(buf);
-    cmd.query_device.buf_len = cpu_to_le32(sizeof(*attr));
-    g_assert_cmpint(uz_admin(&n->d, &cmd, NULL), ==, UZ_CMD_OK);
-    qtest_memread(n->d.qts, buf, attr, sizeof(*attr));
-}
-
 /*
  * Allocations: whole pages after the doorbell pages, zeroed even where
  * another allocation wrote before, aligned as asked, as many as fit; bad
@@ -126,7 +115,7 @@ static void test_alloc(void)
     pair_start(&p);
     n = &p.n[1];
     g_assert(uz_rd(&n->d, UZ_REG_CAPS) & UZ_CAP_DM);
-    query(n, &attr);
+    uz_query_device(n, &attr);
     g_assert(le32_to_cpu(attr.caps) & UZ_CAP_DM);
     g_assert_cmpint(le32_to_cpu(attr.dm_size), ==, DM_SIZE);
     g_assert_cmphex(le32_to_cpu(attr.dm_offset), ==, DB_BYTES);
@@ -432,7 +421,7 @@ static void test_none(void)
     uz_machine_start(&m, 1, "-global uzura.dm-size=0");
     uz_node_start(&n, &m, 0);
     g_assert_false(uz_rd(&n.d, UZ_REG_CAPS) & UZ_CAP_DM);
-    query(&n, &attr);
+    uz_query_device(&n, &attr);
     g_assert_cmpint(le32_to_cpu(attr.dm_size), ==, 0);
     g_assert_cmpint(le32_to_cpu(attr.max_dm), ==, 0);
     g_assert_cmpint(dm_alloc_try(&n, 1, 0, &dm), ==, UZ_CMD_NOT_SUPPORTED);

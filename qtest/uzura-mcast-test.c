@@ -60,17 +60,6 @@ static void mc_destroy(UzQp *qp)
                     ==, UZ_CMD_OK);
 }
 
-static void mc_query_device(UzNode *n, struct uz_device_attr *attr)
-{
-    struct uz_admin_cmd cmd = { .opcode = UZ_CMD_QUERY_DEVICE };
-    uint64_t buf = uz_alloc(&n->d, sizeof(*attr));
-
-    cmd.query_device.buf_addr = cpu_to_le64(buf);
-    cmd.query_device.buf_len = cpu_to_le32(sizeof(*attr));
-    g_assert_cmpint(uz_admin(&n->d, &cmd, NULL), ==, UZ_CMD_OK);
-    qtest_memread(n->d.qts, buf, attr, sizeof(*attr));
-}
-
 static void mc_attach(UzQp *qp, uint32_t addr)
 {
     g_assert_cmpint(mc_cmd(qp, UZ_CMD_ATTACH_MCAST, addr), ==, UZ_CMD_OK);
@@ -173,7 +162,7 @@ static void test_attach(void)
     int i;
 
     mc_start(&t);
-    mc_query_device(n, &attr);
+    uz_query_device(n, &attr);
     g_assert_cmpuint(le32_to_cpu(attr.max_mcast_grp), ==, UZ_MCAST_MAX_GRP);
     g_assert_cmpuint(le32_to_cpu(attr.max_mcast_qp_attach), ==,
                      UZ_MCAST_MAX_QP_ATTACH);

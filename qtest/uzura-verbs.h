@@ -195,6 +195,18 @@ static inline uint8_t uz_cmd(UzNode *n, uint8_t op, const void *args,
     return uz_admin(&n->d, &cmd, cqe);
 }
 
+/* QUERY_DEVICE into @attr. */
+static inline void uz_query_device(UzNode *n, struct uz_device_attr *attr)
+{
+    struct uz_admin_cmd cmd = { .opcode = UZ_CMD_QUERY_DEVICE };
+    uint64_t buf = uz_alloc(&n->d, sizeof(*attr));
+
+    cmd.query_device.buf_addr = cpu_to_le64(buf);
+    cmd.query_device.buf_len = cpu_to_le32(sizeof(*attr));
+    g_assert_cmpint(uz_admin(&n->d, &cmd, NULL), ==, UZ_CMD_OK);
+    qtest_memread(n->d.qts, buf, attr, sizeof(*attr));
+}
+
 static inline uint32_t uz_pd_alloc(UzNode *n)
 {
     struct uz_cmd_obj c = { .uctx = cpu_to_le32(n->uctx) };

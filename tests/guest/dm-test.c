@@ -48,6 +48,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "child.h"
 #include "self-qp.h"
 #include "tap.h"
 
@@ -70,7 +71,6 @@
 
 #define SLOT		4096	/* host buffer slots */
 #define ISO_LEN		(3 * PAGE)
-#define PIPE_MS		10000
 
 #define ACCESS		(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
@@ -736,14 +736,6 @@ struct kid {
 	int32_t mr_err;		/* errno of its ibv_reg_dm_mr, 0 if it went */
 };
 
-static bool pipe_read(int fd, void *buf, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, PIPE_MS) == 1 &&
-	       read(fd, buf, len) == (ssize_t)len;
-}
-
 static void __attribute__((noreturn)) child(int up, int down)
 {
 	struct kid k = { .alloc_err = -1, .nonzero_at = -3, .put_ret = -1,
@@ -771,20 +763,6 @@ static void __attribute__((noreturn)) child(int up, int down)
 	pipe_read(down, &c, 1);
 	/* Its DM, DM MR, PD and context go with the process. */
 	_exit(0);
-}
-
-static int reap(pid_t pid)
-{
-	int status, i;
-
-	for (i = 0; i < PIPE_MS / 10; i++) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return status;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
 }
 
 static void check_processes(struct ibv_context *ctx, uint64_t max)

@@ -88,6 +88,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "child.h"
 #include "self-qp.h"
 #include "tap.h"
 
@@ -99,7 +100,6 @@
 #define WLEN		2048	/* the WRITE with immediate: two packets */
 #define RLEN		3000	/* the READ: three packets */
 #define WIMM		0x57524954u
-#define PIPE_MS		10000
 
 #define ACCESS		(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
@@ -171,21 +171,6 @@ static long wrong_at(const char *buf, int k, uint32_t len)
 static const char *wc_str(int st)
 {
 	return st >= 0 ? ibv_wc_status_str(st) : "no completion";
-}
-
-/* ---- pipes: each record is one write, under PIPE_BUF ---- */
-
-static bool pipe_read(int fd, void *buf, size_t len)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, PIPE_MS) == 1 &&
-	       read(fd, buf, len) == (ssize_t)len;
-}
-
-static bool pipe_write(int fd, const void *buf, size_t len)
-{
-	return write(fd, buf, len) == (ssize_t)len;
 }
 
 /* ---- QP set-up ---- */
@@ -789,21 +774,6 @@ static void two_processes(struct par *p, struct ibv_qp *ini,
 
 	if (tell(p, C_EXIT, t->qp_num))
 		child_step(p, &r);
-}
-
-/* The child's exit status, waiting up to PIPE_MS; -1 if it never came. */
-static int reap(pid_t pid)
-{
-	int status, i;
-
-	for (i = 0; i < PIPE_MS / 10; i++) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return status;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
 }
 
 /* Bad input to the provider on XRC QPs and SRQs; @ini (ext) goes on. */
