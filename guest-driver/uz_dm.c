@@ -6,7 +6,8 @@
  * and reaches with loads and stores, and that the NIC reaches through DM
  * MRs (uz_reg_dm_mr in uz_mr.c).  ib_core's DM_ALLOC method carries no
  * udata: the mmap key comes back in attributes this driver adds to the
- * method (rdma/uzura-abi.h), as mlx5 does for its MEMIC.
+ * method (rdma/uzura-abi.h), as mlx5 does for its MEMIC, and a method of
+ * the driver's gives them again to a process that imports the DM.
  *
  * The device may hand the pages to another context as soon as they are
  * freed, so no process may map them by then: the allocation belongs to
@@ -147,6 +148,47 @@ void uz_dm_mmap_free(struct uz_mmap_entry *e)
 			"freeing device memory %u failed: %d\n", e->dm, err);
 }
 
+/*
+ * ibv_import_dm: what alloc_dm answered, for a DM of this kernel context
+ * that another process imports through a shared command FD.  Its mapping
+ * holds the pages as the allocator's does.
+ */
+static int UVERBS_HANDLER(UZURA_IB_METHOD_DM_QUERY)(
+	struct uverbs_attr_bundle *attrs)
+{
+	struct ib_dm *ibdm =
+		uverbs_attr_get_obj(attrs, UZURA_IB_ATTR_QUERY_DM_REQ_HANDLE);
+	struct uz_dm *dm = to_uz_dm(ibdm);
+	u64 key = rdma_user_mmap_get_offset(dm->mmap);
+	u64 size = (u64)dm->mmap->npages << PAGE_SHIFT;
+	u64 length = ibdm->length;
+	int err;
+
+	err = uverbs_copy_to(attrs, UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_KEY, &key,
+			     sizeof(key));
+	if (!err)
+		err = uverbs_copy_to(attrs, UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_SIZE,
+				     &size, sizeof(size));
+	if (!err)
+		err = uverbs_copy_to(attrs, UZURA_IB_ATTR_QUERY_DM_RESP_LENGTH,
+				     &length, sizeof(length));
+	return err;
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	UZURA_IB_METHOD_DM_QUERY,
+	UVERBS_ATTR_IDR(UZURA_IB_ATTR_QUERY_DM_REQ_HANDLE, UVERBS_OBJECT_DM,
+			UVERBS_ACCESS_READ, UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_KEY,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_SIZE,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(UZURA_IB_ATTR_QUERY_DM_RESP_LENGTH,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
+
+ADD_UVERBS_METHODS(uz_ib_dm_methods, UVERBS_OBJECT_DM,
+		   &UVERBS_METHOD(UZURA_IB_METHOD_DM_QUERY));
+
 ADD_UVERBS_ATTRIBUTES_SIMPLE(
 	uz_ib_dm, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
 	UVERBS_ATTR_PTR_OUT(UZURA_IB_ATTR_ALLOC_DM_RESP_MMAP_KEY,
@@ -156,5 +198,6 @@ ADD_UVERBS_ATTRIBUTES_SIMPLE(
 
 const struct uapi_definition uz_dm_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &uz_ib_dm),
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &uz_ib_dm_methods),
 	{}
 };

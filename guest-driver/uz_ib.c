@@ -18,6 +18,9 @@
 
 #include "uz.h"
 
+#define UVERBS_MODULE_NAME uzura_ib
+#include <rdma/uverbs_named_ioctl.h>
+
 /* The device uses the InfiniBand numbers: they pass through unchanged. */
 #define UZ_SAME(ib, uz)	static_assert((int)(ib) == (int)(uz))
 UZ_SAME(IB_QPS_RESET, UZ_QPS_RESET);
@@ -294,11 +297,30 @@ static enum rdma_link_layer uz_get_link_layer(struct ib_device *ibdev,
 
 /* ---- user contexts and mmap ---- */
 
+/* What alloc_ucontext answers, and QUERY_CONTEXT for an importer. */
+static void uz_ucontext_resp(struct uz_ucontext *uc,
+			     struct uzura_alloc_ucontext_resp *resp)
+{
+	struct uz_dev *uz = ibdev_to_uz(uc->ibuc.device);
+
+	memset(resp, 0, sizeof(*resp));
+	resp->uctx = uc->uctx;
+	resp->db_mmap_key = rdma_user_mmap_get_offset(uc->db_entry);
+	resp->db_page_size = UZ_DB_PAGE_SIZE;
+	resp->max_sge = le32_to_cpu(uz->attr.max_sge);
+	resp->max_inline = le32_to_cpu(uz->attr.max_inline);
+	resp->sq_max_log_wqe = 9;
+	resp->rq_max_log_wqe = 8;
+	resp->max_crw_tags = (uz->caps & UZ_CAP_CRW) ?
+			     le32_to_cpu(uz->attr.max_crw_tags) : 0;
+	resp->caps = uz->caps;
+}
+
 static int uz_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
 	struct uz_ucontext *uc = to_uz_uctx(ibuc);
 	struct uz_dev *uz = ibdev_to_uz(ibuc->device);
-	struct uzura_alloc_ucontext_resp resp = {};
+	struct uzura_alloc_ucontext_resp resp;
 	struct uz_admin_cmd cmd = { .opcode = UZ_CMD_CREATE_UCTX };
 	struct uz_admin_cqe cqe;
 	struct uz_mmap_entry *e;
@@ -327,16 +349,7 @@ static int uz_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	}
 	uc->db_entry = &e->rdma;
 
-	resp.uctx = uc->uctx;
-	resp.db_mmap_key = rdma_user_mmap_get_offset(uc->db_entry);
-	resp.db_page_size = UZ_DB_PAGE_SIZE;
-	resp.max_sge = le32_to_cpu(uz->attr.max_sge);
-	resp.max_inline = le32_to_cpu(uz->attr.max_inline);
-	resp.sq_max_log_wqe = 9;
-	resp.rq_max_log_wqe = 8;
-	resp.max_crw_tags = (uz->caps & UZ_CAP_CRW) ?
-			    le32_to_cpu(uz->attr.max_crw_tags) : 0;
-	resp.caps = uz->caps;
+	uz_ucontext_resp(uc, &resp);
 	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	if (err)
 		goto err_entry;
@@ -347,6 +360,22 @@ err_entry:
 err_uctx:
 	uz_obj_cmd(uz, UZ_CMD_DESTROY_UCTX, uc->uctx, 0);
 	return err;
+}
+
+/*
+ * ibv_import_device: another process's context over the same command FD
+ * is this kernel context, so the same answer serves it, doorbell page
+ * key included.
+ */
+static int uz_query_ucontext(struct ib_ucontext *ibuc,
+			     struct uverbs_attr_bundle *attrs)
+{
+	struct uzura_alloc_ucontext_resp resp;
+
+	uz_ucontext_resp(to_uz_uctx(ibuc), &resp);
+	return uverbs_copy_to_struct_or_zero(attrs,
+					     UZURA_IB_ATTR_QUERY_CONTEXT_RESP_UCTX,
+					     &resp, sizeof(resp));
 }
 
 static void uz_dealloc_ucontext(struct ib_ucontext *ibuc)
@@ -684,6 +713,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.query_port = uz_query_port,
 	.query_qp = uz_query_qp,
 	.query_srq = uz_query_srq,
+	.query_ucontext = uz_query_ucontext,
 	.reg_dm_mr = uz_reg_dm_mr,
 	.reg_user_mr = uz_reg_user_mr,
 	.rereg_user_mr = uz_rereg_user_mr,
@@ -700,8 +730,16 @@ static const struct ib_device_ops uz_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_xrcd, uz_xrcd, ibxrcd),
 };
 
+ADD_UVERBS_ATTRIBUTES_SIMPLE(
+	uz_ib_query_context, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT,
+	UVERBS_ATTR_PTR_OUT(UZURA_IB_ATTR_QUERY_CONTEXT_RESP_UCTX,
+			    UVERBS_ATTR_STRUCT(struct uzura_alloc_ucontext_resp,
+					       reserved),
+			    UA_MANDATORY));
+
 /* The driver's additions to the uverbs ioctl methods. */
 static const struct uapi_definition uz_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DEVICE, &uz_ib_query_context),
 	UAPI_DEF_CHAIN(uz_dm_defs),
 	{}
 };

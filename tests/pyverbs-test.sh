@@ -118,6 +118,9 @@ must_pass=(
 	tests.test_odp.OdpTestCase.test_odp_implicit_rc_traffic
 	tests.test_odp.OdpTestCase.test_odp_implicit_sync_prefetch_rc_traffic
 	tests.test_odp.OdpTestCase.test_odp_implicit_async_prefetch_rc_traffic
+	# imported contexts, PDs, MRs and DMs
+	tests.test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write
+	tests.test_device.SharedDMTest.test_import_dm
 )
 
 

@@ -136,6 +136,71 @@ err_free:
 	return NULL;
 }
 
+/*
+ * A DM of this kernel context by its handle, through an imported context:
+ * the kernel gives alloc_dm's mmap key and size and the length asked for.
+ * The mapping keeps the pages as the allocator's does, so the DM stays
+ * usable here until unimport_dm unmaps it, freed or not.
+ */
+struct ibv_dm *uzura_import_dm(struct ibv_context *context,
+			       uint32_t dm_handle)
+{
+	DECLARE_COMMAND_BUFFER(cmdb, UVERBS_OBJECT_DM,
+			       UZURA_IB_METHOD_DM_QUERY, 4);
+	struct uzura_context *ctx = to_uctx(context);
+	uint64_t key, size, length;
+	struct uzura_dm *dm;
+	int ret;
+
+	dm = calloc(1, sizeof(*dm));
+	if (!dm) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	fill_attr_in_obj(cmdb, UZURA_IB_ATTR_QUERY_DM_REQ_HANDLE, dm_handle);
+	fill_attr_out_ptr(cmdb, UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_KEY, &key);
+	fill_attr_out_ptr(cmdb, UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_SIZE, &size);
+	fill_attr_out_ptr(cmdb, UZURA_IB_ATTR_QUERY_DM_RESP_LENGTH, &length);
+	ret = execute_ioctl(context, cmdb);
+	if (ret)
+		goto err_free;
+	if (size < length) {
+		verbs_err(&ctx->ibvctx, "uzura: DM of %llu bytes in a map of %llu\n",
+			  (unsigned long long)length, (unsigned long long)size);
+		ret = EINVAL;
+		goto err_free;
+	}
+	dm->va = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      context->cmd_fd, key);
+	if (dm->va == MAP_FAILED) {
+		ret = errno;
+		verbs_err(&ctx->ibvctx, "uzura: cannot map DM: %m\n");
+		goto err_free;
+	}
+	dm->map_size = size;
+	dm->length = length;
+	dm->vdm.handle = dm_handle;
+	dm->vdm.dm.handle = dm_handle;
+	dm->vdm.dm.context = context;
+	dm->vdm.dm.memcpy_to_dm = uzura_memcpy_to_dm;
+	dm->vdm.dm.memcpy_from_dm = uzura_memcpy_from_dm;
+	return &dm->vdm.dm;
+
+err_free:
+	free(dm);
+	errno = ret;
+	return NULL;
+}
+
+/* The kernel's DM stays, its owner's to free. */
+void uzura_unimport_dm(struct ibv_dm *ibdm)
+{
+	struct uzura_dm *dm = to_udm(ibdm);
+
+	munmap(dm->va, dm->map_size);
+	free(dm);
+}
+
 int uzura_free_dm(struct ibv_dm *ibdm)
 {
 	struct uzura_dm *dm = to_udm(ibdm);

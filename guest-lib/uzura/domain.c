@@ -38,6 +38,31 @@ struct ibv_pd *uzura_alloc_pd(struct ibv_context *context)
 	return &pd->ibpd;
 }
 
+/*
+ * A PD of this kernel context, through an imported context: the provider
+ * keeps nothing but the handle, which the kernel checks at each use.
+ */
+struct ibv_pd *uzura_import_pd(struct ibv_context *context,
+			       uint32_t pd_handle)
+{
+	struct uzura_pd *pd;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibpd.context = context;
+	pd->ibpd.handle = pd_handle;
+	return &pd->ibpd;
+}
+
+/* The kernel's PD stays, its owner's to free. */
+void uzura_unimport_pd(struct ibv_pd *ibpd)
+{
+	free(to_upd(ibpd));
+}
+
 int uzura_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct uzura_pd *pd = to_upd(ibpd);

@@ -24,6 +24,8 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.query_rt_values = uzura_query_rt_values,
 	.alloc_pd = uzura_alloc_pd,
 	.dealloc_pd = uzura_dealloc_pd,
+	.import_pd = uzura_import_pd,
+	.unimport_pd = uzura_unimport_pd,
 	.alloc_td = uzura_alloc_td,
 	.dealloc_td = uzura_dealloc_td,
 	.alloc_parent_domain = uzura_alloc_parent_domain,
@@ -31,9 +33,13 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.dereg_mr = uzura_dereg_mr,
 	.rereg_mr = uzura_rereg_mr,
 	.advise_mr = uzura_advise_mr,
+	.import_mr = uzura_import_mr,
+	.unimport_mr = uzura_unimport_mr,
 	.alloc_dm = uzura_alloc_dm,
 	.free_dm = uzura_free_dm,
 	.reg_dm_mr = uzura_reg_dm_mr,
+	.import_dm = uzura_import_dm,
+	.unimport_dm = uzura_unimport_dm,
 	.alloc_mw = uzura_alloc_mw,
 	.dealloc_mw = uzura_dealloc_mw,
 	.bind_mw = uzura_bind_mw,
@@ -69,48 +75,40 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.free_context = uzura_free_context,
 };
 
-static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
-						 int cmd_fd,
-						 void *private_data)
+/*
+ * Maps the doorbell page and takes the limits of the kernel context that
+ * alloc_ucontext created or, for an imported context, QUERY_CONTEXT
+ * described: the same answer, the same page.  0 or an errno.
+ */
+static int uzura_set_context(struct uzura_context *ctx,
+			     const struct uzura_alloc_ucontext_resp *resp)
 {
-	struct uzv_alloc_ucontext_resp resp = {};
-	struct uzv_alloc_ucontext cmd = {};
+	struct ibv_context *context = &ctx->ibvctx.context;
 	struct ibv_device_attr_ex attr;
-	struct uzura_context *ctx;
 	int i;
 
-	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibvctx,
-					   RDMA_DRIVER_UNKNOWN);
-	if (!ctx)
-		return NULL;
-
-	if (ibv_cmd_get_context(&ctx->ibvctx, &cmd.ibv_cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp)))
-		goto err_free;
-
-	if (!resp.db_page_size) {
+	if (!resp->db_page_size) {
 		verbs_err(&ctx->ibvctx, "uzura: no doorbell page\n");
-		errno = EINVAL;
-		goto err_free;
+		return EINVAL;
 	}
-	ctx->uctx = resp.uctx;
-	ctx->db_page_size = resp.db_page_size;
-	ctx->max_sge = resp.max_sge;
-	ctx->max_inline = resp.max_inline;
-	ctx->sq_max_log_wqe = resp.sq_max_log_wqe;
-	ctx->rq_max_log_wqe = resp.rq_max_log_wqe;
-	ctx->max_crw_tags = resp.max_crw_tags;
-	ctx->caps = resp.caps;
+	ctx->uctx = resp->uctx;
+	ctx->db_page_size = resp->db_page_size;
+	ctx->max_sge = resp->max_sge;
+	ctx->max_inline = resp->max_inline;
+	ctx->sq_max_log_wqe = resp->sq_max_log_wqe;
+	ctx->rq_max_log_wqe = resp->rq_max_log_wqe;
+	ctx->max_crw_tags = resp->max_crw_tags;
+	ctx->caps = resp->caps;
 
 	/*
 	 * The kernel maps the page uncached; doorbells are 32-bit stores,
 	 * the clock (UZ_DB_CLOCK) a load.
 	 */
 	ctx->db_page = mmap(NULL, ctx->db_page_size, PROT_READ | PROT_WRITE,
-			    MAP_SHARED, cmd_fd, resp.db_mmap_key);
+			    MAP_SHARED, context->cmd_fd, resp->db_mmap_key);
 	if (ctx->db_page == MAP_FAILED) {
 		verbs_err(&ctx->ibvctx, "uzura: cannot map doorbells: %m\n");
-		goto err_free;
+		return errno;
 	}
 
 	pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE);
@@ -122,20 +120,76 @@ static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
 
 	verbs_set_ops(&ctx->ibvctx, &uzura_ctx_ops);
 	/* CQ sizing (uzura_cq_ask) and alloc_dm need the device's limits. */
-	if (!uzura_query_device_ex(&ctx->ibvctx.context, NULL, &attr,
-				   sizeof(attr))) {
+	if (!uzura_query_device_ex(context, NULL, &attr, sizeof(attr))) {
 		ctx->max_cqe = attr.orig_attr.max_cqe;
 		ctx->max_dm_size = attr.max_dm_size;
 	}
 	/* The wallclock of completion timestamps. */
 	if (ctx->caps & UZ_CAP_TIMESTAMP)
 		uzura_clock_sync(ctx);
+	return 0;
+}
+
+static struct verbs_context *uzura_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd,
+						 void *private_data)
+{
+	struct uzv_alloc_ucontext_resp resp = {};
+	struct uzv_alloc_ucontext cmd = {};
+	struct uzura_context *ctx;
+	int ret;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibvctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	if (ibv_cmd_get_context(&ctx->ibvctx, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp)))
+		goto err_free;
+	ret = uzura_set_context(ctx, &resp.drv_payload);
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
 	return &ctx->ibvctx;
 
 err_free:
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
 	return NULL;
+}
+
+/*
+ * ibv_import_device: cmd_fd is the command FD of a context, maybe of
+ * another process; the kernel context behind it describes itself again.
+ */
+static struct verbs_context *uzura_import_context(struct ibv_device *ibdev,
+						  int cmd_fd)
+{
+	DECLARE_COMMAND_BUFFER_LINK(driver_attr, UVERBS_OBJECT_DEVICE,
+				    UVERBS_METHOD_QUERY_CONTEXT, 1, NULL);
+	struct uzura_alloc_ucontext_resp resp = {};
+	struct uzura_context *ctx;
+	int ret;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibvctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	fill_attr_out_ptr(driver_attr, UZURA_IB_ATTR_QUERY_CONTEXT_RESP_UCTX,
+			  &resp);
+	ret = ibv_cmd_query_context(&ctx->ibvctx.context, driver_attr);
+	if (!ret)
+		ret = uzura_set_context(ctx, &resp);
+	if (ret) {
+		verbs_uninit_context(&ctx->ibvctx);
+		free(ctx);
+		errno = ret;
+		return NULL;
+	}
+	return &ctx->ibvctx;
 }
 
 static void uzura_free_context(struct ibv_context *ibctx)
@@ -172,6 +226,7 @@ static const struct verbs_device_ops uzura_dev_ops = {
 	.alloc_device = uzura_device_alloc,
 	.uninit_device = uzura_uninit_device,
 	.alloc_context = uzura_alloc_context,
+	.import_context = uzura_import_context,
 };
 
 bool is_uzura_dev(struct ibv_device *device)

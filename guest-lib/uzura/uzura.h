@@ -325,6 +325,9 @@ int uzura_query_rt_values(struct ibv_context *context,
 
 struct ibv_pd *uzura_alloc_pd(struct ibv_context *context);
 int uzura_dealloc_pd(struct ibv_pd *pd);
+struct ibv_pd *uzura_import_pd(struct ibv_context *context,
+			       uint32_t pd_handle);
+void uzura_unimport_pd(struct ibv_pd *pd);
 struct ibv_td *uzura_alloc_td(struct ibv_context *context,
 			      struct ibv_td_init_attr *attr);
 int uzura_dealloc_td(struct ibv_td *td);
@@ -341,12 +344,17 @@ int uzura_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 int uzura_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int uzura_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mr *uzura_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
+void uzura_unimport_mr(struct ibv_mr *mr);
 int uzura_resize_cq(struct ibv_cq *ibcq, int cqe);
 
 /* dm.c: device memory (UZ_CAP_DM). */
 struct ibv_dm *uzura_alloc_dm(struct ibv_context *context,
 			      struct ibv_alloc_dm_attr *attr);
 int uzura_free_dm(struct ibv_dm *dm);
+struct ibv_dm *uzura_import_dm(struct ibv_context *context,
+			       uint32_t dm_handle);
+void uzura_unimport_dm(struct ibv_dm *dm);
 struct ibv_mr *uzura_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
 			       uint64_t dm_offset, size_t length,
 			       unsigned int access);

@@ -150,6 +150,34 @@ int uzura_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/*
+ * An MR of this kernel context by its handle: the kernel gives its keys,
+ * address and length; ibv_unimport_mr leaves it registered.
+ */
+struct ibv_mr *uzura_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_query_mr(pd, vmr, mr_handle);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+void uzura_unimport_mr(struct ibv_mr *ibmr)
+{
+	free(verbs_get_mr(ibmr));
+}
+
 /* ---- QP table: poll_cq finds the QP of a CQE by its qpn ---- */
 
 static struct list_head *uz_qp_bucket(struct uzura_context *ctx,

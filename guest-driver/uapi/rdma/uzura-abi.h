@@ -158,4 +158,31 @@ enum uzura_alloc_dm_attrs {
 	UZURA_IB_ATTR_ALLOC_DM_RESP_MMAP_SIZE,
 };
 
+/*
+ * Importing a context (ibv_import_device on a command FD another context
+ * holds): ib_core's UVERBS_METHOD_QUERY_CONTEXT answers in this attribute
+ * with the context's struct uzura_alloc_ucontext_resp, as alloc_ucontext
+ * did.  Both contexts are one kernel context: the same doorbell page.
+ */
+enum uzura_query_context_attrs {
+	UZURA_IB_ATTR_QUERY_CONTEXT_RESP_UCTX = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+/*
+ * Importing a DM (ibv_import_dm): UZURA_IB_METHOD_DM_QUERY, a method of
+ * UVERBS_OBJECT_DM, takes the DM's handle and answers in __u64 attributes
+ * what alloc_dm did, the mmap key and the bytes to map, and the length
+ * asked for.  The importer's mapping holds the pages as alloc_dm's does.
+ */
+enum uzura_dm_methods {
+	UZURA_IB_METHOD_DM_QUERY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum uzura_query_dm_attrs {
+	UZURA_IB_ATTR_QUERY_DM_REQ_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_KEY,
+	UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_SIZE,
+	UZURA_IB_ATTR_QUERY_DM_RESP_LENGTH,
+};
+
 #endif /* UZURA_ABI_USER_H */
