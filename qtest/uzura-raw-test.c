@@ -176,7 +176,8 @@ static uint32_t frame_build(uint8_t *f, const uint8_t *dmac, uint16_t vid,
 /*
  * A frame to a group from uz0's raw QP reaches uz0's own rule and, over
  * the link, uz1's; to uz0's own MAC only uz0's.  No rule, no delivery;
- * a rule destroyed delivers no more.
+ * a rule destroyed delivers no more; from the link, a rule sees only
+ * what the MAC filter passes.
  */
 static void test_loop(void)
 {
@@ -221,6 +222,21 @@ static void test_loop(void)
     raw_got(&b, own, olen);
     raw_none(&c);
     g_assert_cmpint(flow_destroy(&b, id0), ==, UZ_CMD_OK);
+    g_assert_cmpint(flow_destroy(&c, id1), ==, UZ_CMD_OK);
+
+    /*
+     * A rule open to any destination takes, from the link, what the MAC
+     * filter lets through: uz1's own MAC, not another host's.
+     */
+    s = spec_eth();
+    memset(s.dmac_mask, 0, 6);
+    id1 = flow(&c, &s);
+    own[5] = 0x59;                      /* 52:54:00:12:34:59, no one's */
+    raw_send(&a, own, olen, UZ_WC_STATUS_SUCCESS);
+    raw_none(&c);
+    own[5] = 0x51;                      /* uz1 */
+    raw_send(&a, own, olen, UZ_WC_STATUS_SUCCESS);
+    raw_got(&c, own, olen);
     g_assert_cmpint(flow_destroy(&c, id1), ==, UZ_CMD_OK);
     pair_stop(&p);
 }

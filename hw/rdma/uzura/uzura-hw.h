@@ -255,7 +255,7 @@ UZ_ASSERT_SIZE(struct uz_admin_cqe, 16);
 #define UZ_CMD_CREATE_ETH_RXQ       0x07
 #define UZ_CMD_DESTROY_ETH_TXQ      0x08
 #define UZ_CMD_DESTROY_ETH_RXQ      0x09
-/* RDMA objects: 0x10 .. 0x2f, see "RDMA objects" below */
+/* RDMA objects: 0x10 .. 0x3f, see "RDMA objects" below */
 #define UZ_CMD_RDMA_FIRST           0x10
 #define UZ_CMD_RDMA_LAST            0x3f
 

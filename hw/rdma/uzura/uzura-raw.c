@@ -179,8 +179,7 @@ void uzura_raw_transmit(UzuraCore *core, const uint8_t *buf, size_t len)
         return;
     }
     if (!uzura_core_link_up(core)) {
-        core->counters.rx_dropped++;
-        return;
+        return;                 /* the link is down: gone, as UD's */
     }
     uzura_link_send(core, buf, len);
 }

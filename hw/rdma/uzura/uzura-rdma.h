@@ -105,7 +105,7 @@ typedef struct UzuraQp {
     uint32_t mw_count;          /* type 2 windows it bound */
     uint32_t xrcd;              /* XRC target: its domain */
     uint32_t flows;             /* raw: flow rules attached */
-    uint32_t raw_seq;           /* raw: the last frame it took */
+    uint64_t raw_seq;           /* raw: the last frame it took */
     UzuraXfer *x;               /* transport state */
 } UzuraQp;
 
@@ -206,7 +206,7 @@ typedef struct UzuraRdma {
     UzuraDm *dm;
     UzuraFlow flow[UZ_FLOW_MAX];
     uint32_t nflows;
-    uint32_t raw_seq;           /* frames matched against the rules */
+    uint64_t raw_seq;           /* frames matched against the rules */
     /* loss recovery (9.6), device properties */
     uint8_t recovery;           /* UzuraRecovery */
     uint32_t ack_timeout_max_us;    /* 0: the QP's IB timeout as is */

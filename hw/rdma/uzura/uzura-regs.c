@@ -470,8 +470,14 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         qemu_bh_schedule(core->work_bh);
         return 0;
     }
-    /* Frames a flow rule matches are its raw QP's alone. */
-    if (uzura_core_link_up(core)) {
+    /*
+     * Frames a flow rule matches are its raw QP's alone: those to us or
+     * to a group, as the MAC filter lets through, and not our own group
+     * frames a multicast link hands back (the loopback had them).
+     */
+    if (uzura_core_link_up(core) && size >= UZ_ETH_HDR_LEN &&
+        ((buf[0] & 1) ? memcmp(buf + 6, core->mac, 6)
+                      : !memcmp(buf, core->mac, 6))) {
         bool taken;
 
         core->busy = true;
