@@ -79,6 +79,33 @@ static int uzura_memcpy_from_dm(void *host_addr, struct ibv_dm *ibdm,
 	return 0;
 }
 
+/*
+ * Map the @size bytes at mmap key @key that hold a DM of @length bytes,
+ * and give it the copy functions; an errno if it cannot be.
+ */
+static int uzura_dm_map(struct uzura_context *ctx, struct uzura_dm *dm,
+			uint64_t key, uint64_t size, uint64_t length)
+{
+	if (size < length) {
+		verbs_err(&ctx->ibvctx, "uzura: DM of %llu bytes in a map of %llu\n",
+			  (unsigned long long)length, (unsigned long long)size);
+		return EINVAL;
+	}
+	dm->va = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      ctx->ibvctx.context.cmd_fd, key);
+	if (dm->va == MAP_FAILED) {
+		int err = errno;
+
+		verbs_err(&ctx->ibvctx, "uzura: cannot map DM: %m\n");
+		return err;
+	}
+	dm->map_size = size;
+	dm->length = length;
+	dm->vdm.dm.memcpy_to_dm = uzura_memcpy_to_dm;
+	dm->vdm.dm.memcpy_from_dm = uzura_memcpy_from_dm;
+	return 0;
+}
+
 struct ibv_dm *uzura_alloc_dm(struct ibv_context *context,
 			      struct ibv_alloc_dm_attr *attr)
 {
@@ -109,23 +136,9 @@ struct ibv_dm *uzura_alloc_dm(struct ibv_context *context,
 	ret = ibv_cmd_alloc_dm(context, attr, &dm->vdm, cmdb);
 	if (ret)
 		goto err_free;
-	if (size < attr->length) {
-		verbs_err(&ctx->ibvctx, "uzura: DM of %zu bytes in a map of %llu\n",
-			  attr->length, (unsigned long long)size);
-		ret = EINVAL;
+	ret = uzura_dm_map(ctx, dm, key, size, attr->length);
+	if (ret)
 		goto err_dm;
-	}
-	dm->va = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		      context->cmd_fd, key);
-	if (dm->va == MAP_FAILED) {
-		ret = errno;
-		verbs_err(&ctx->ibvctx, "uzura: cannot map DM: %m\n");
-		goto err_dm;
-	}
-	dm->map_size = size;
-	dm->length = attr->length;
-	dm->vdm.dm.memcpy_to_dm = uzura_memcpy_to_dm;
-	dm->vdm.dm.memcpy_from_dm = uzura_memcpy_from_dm;
 	return &dm->vdm.dm;
 
 err_dm:
@@ -162,28 +175,13 @@ struct ibv_dm *uzura_import_dm(struct ibv_context *context,
 	fill_attr_out_ptr(cmdb, UZURA_IB_ATTR_QUERY_DM_RESP_MMAP_SIZE, &size);
 	fill_attr_out_ptr(cmdb, UZURA_IB_ATTR_QUERY_DM_RESP_LENGTH, &length);
 	ret = execute_ioctl(context, cmdb);
+	if (!ret)
+		ret = uzura_dm_map(ctx, dm, key, size, length);
 	if (ret)
 		goto err_free;
-	if (size < length) {
-		verbs_err(&ctx->ibvctx, "uzura: DM of %llu bytes in a map of %llu\n",
-			  (unsigned long long)length, (unsigned long long)size);
-		ret = EINVAL;
-		goto err_free;
-	}
-	dm->va = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		      context->cmd_fd, key);
-	if (dm->va == MAP_FAILED) {
-		ret = errno;
-		verbs_err(&ctx->ibvctx, "uzura: cannot map DM: %m\n");
-		goto err_free;
-	}
-	dm->map_size = size;
-	dm->length = length;
 	dm->vdm.handle = dm_handle;
 	dm->vdm.dm.handle = dm_handle;
 	dm->vdm.dm.context = context;
-	dm->vdm.dm.memcpy_to_dm = uzura_memcpy_to_dm;
-	dm->vdm.dm.memcpy_from_dm = uzura_memcpy_from_dm;
 	return &dm->vdm.dm;
 
 err_free:
