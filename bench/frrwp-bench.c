@@ -29,19 +29,10 @@
  * Control (QPN, GID, PSN) goes over TCP port 18610; everything timed goes
  * over the RDMA NIC.  Build: cc frrwp-bench.c -luzura -libverbs
  */
-#include <arpa/inet.h>
 #include <endian.h>
-#include <netdb.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <infiniband/uzuradv.h>
-#include <infiniband/verbs.h>
+#include "bench-verbs.h"
 
 #define PAGE		4096u
 #define MAX_PAGES	128u
@@ -78,19 +69,7 @@ static int nap_us;		/* -s: sleep between empty polls */
 static struct msg got;		/* the last message received */
 static int got_msg, got_imm, send_done[WR_STCRW + 1];
 
-static void die(const char *what)
-{
-	fprintf(stderr, "frrwp-bench: %s\n", what);
-	exit(1);
-}
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static void post_recv(int slot)
 {
@@ -251,25 +230,48 @@ static double source(int flow, uint32_t pages, uint64_t tag)
 	return t;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void report(const char *flow, uint32_t pages, double *t, int n)
 {
-	double sum = 0;
+	double sum = 0, med;
 	int i;
 
-	qsort(t, n, sizeof(*t), cmp_double);
 	for (i = 0; i < n; i++)
 		sum += t[i];
-	printf("%s,%u,%d,%.2f,%.2f,%.2f\n", flow, pages, n,
-	       n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2, sum / n,
+	med = median(t, n);
+	printf("%s,%u,%d,%.2f,%.2f,%.2f\n", flow, pages, n, med, sum / n,
 	       t[0]);
 	fflush(stdout);
+}
+
+static void post_recvs(void)
+{
+	int i;
+
+	for (i = 0; i < NRECV; i++)
+		post_recv(i);
+}
+
+static void setup(int gidx, int fd)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = NRECV,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+
+	bench_open(&ctx, &pd, &cq, 2 * NRECV + 32);
+	ctl = calloc(NRECV + 1, sizeof(*ctl));
+	if (!ctl || posix_memalign((void **)&data, PAGE, MAX_PAGES * PAGE))
+		die("cannot allocate the buffers");
+	memset(data, 0x5a, MAX_PAGES * PAGE);
+	ctl_mr = ibv_reg_mr(pd, ctl, (NRECV + 1) * sizeof(*ctl),
+			    IBV_ACCESS_LOCAL_WRITE);
+	init.send_cq = init.recv_cq = cq;
+	qp = ctl_mr ? ibv_create_qp(pd, &init) : NULL;
+	if (!qp)
+		die("cannot create the QP");
+	bench_connect(qp, gidx, fd, IBV_ACCESS_REMOTE_WRITE, post_recvs);
 }
 
 /* ibv_reg_mr and ibv_dereg_mr alone, at each size. */
@@ -296,97 +298,7 @@ static void reg_cost(int iters, double *t, double *d)
 	}
 }
 
-static int tcp_connect(const char *host)
-{
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *ai;
-	int fd, ls, one = 1;
 
-	if (getaddrinfo(host, "18610", &hints, &ai))
-		die("getaddrinfo");
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (host) {
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen))
-			die("connect");
-	} else {
-		ls = fd;
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(ls, ai->ai_addr, ai->ai_addrlen) || listen(ls, 1))
-			die("listen");
-		fd = accept(ls, NULL, NULL);
-		close(ls);
-	}
-	freeaddrinfo(ai);
-	return fd;
-}
-
-static void setup(int gidx, int fd)
-{
-	struct { uint32_t qpn, psn; union ibv_gid gid; } me = {}, peer;
-	struct ibv_device **devs = ibv_get_device_list(NULL);
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = NRECV,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr qa;
-	int i;
-
-	for (i = 0; devs && devs[i] && !ctx; i++)
-		if (uzuradv_is_supported(devs[i]))
-			ctx = ibv_open_device(devs[i]);
-	if (!ctx)
-		die("no uzura device");
-	pd = ibv_alloc_pd(ctx);
-	cq = pd ? ibv_create_cq(ctx, 2 * NRECV + 32, NULL, NULL, 0) : NULL;
-	ctl = calloc(NRECV + 1, sizeof(*ctl));
-	if (!cq || !ctl || posix_memalign((void **)&data, PAGE,
-					  MAX_PAGES * PAGE))
-		die("cannot create the CQ or the buffers");
-	memset(data, 0x5a, MAX_PAGES * PAGE);
-	ctl_mr = ibv_reg_mr(pd, ctl, (NRECV + 1) * sizeof(*ctl),
-			    IBV_ACCESS_LOCAL_WRITE);
-	init.send_cq = init.recv_cq = cq;
-	qp = ctl_mr ? ibv_create_qp(pd, &init) : NULL;
-	if (!qp || ibv_query_gid(ctx, 1, gidx, &me.gid))
-		die("cannot create the QP");
-	me.qpn = qp->qp_num;
-	me.psn = getpid() & 0xffffff;
-	if (write(fd, &me, sizeof(me)) != (ssize_t)sizeof(me) ||
-	    recv(fd, &peer, sizeof(peer), MSG_WAITALL) != (ssize_t)sizeof(peer))
-		die("peer went away");
-
-	qa = (struct ibv_qp_attr) { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		die("INIT");
-	for (i = 0; i < NRECV; i++)
-		post_recv(i);
-	qa = (struct ibv_qp_attr) { .qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_4096, .dest_qp_num = peer.qpn,
-		.rq_psn = peer.psn, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = peer.gid, .sgid_index = gidx,
-				      .hop_limit = 64 } } };
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV |
-			  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR");
-	qa = (struct ibv_qp_attr) { .qp_state = IBV_QPS_RTS, .timeout = 14,
-		.retry_cnt = 7, .rnr_retry = 7, .sq_psn = me.psn,
-		.max_rd_atomic = 1 };
-	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS");
-	/* Both sides have their receives posted before anything is sent. */
-	if (write(fd, &me, 1) != 1 || recv(fd, &peer, 1, MSG_WAITALL) != 1)
-		die("peer went away");
-	ibv_free_device_list(devs);
-}
 
 int main(int argc, char **argv)
 {
@@ -395,6 +307,7 @@ int main(int argc, char **argv)
 	double *t, *d;
 	uint32_t p;
 
+	bench_name = "frrwp-bench";
 	while ((opt = getopt(argc, argv, "g:n:s:")) != -1) {
 		if (opt == 'g')
 			gidx = atoi(optarg);
@@ -407,7 +320,7 @@ int main(int argc, char **argv)
 	}
 	if (iters < 1 || iters > MAX_ITERS)
 		die("-n takes 1..10000");
-	fd = tcp_connect(optind < argc ? argv[optind] : NULL);
+	fd = tcp_connect(optind < argc ? argv[optind] : NULL, "18610");
 	setup(gidx, fd);
 
 	if (optind >= argc) {

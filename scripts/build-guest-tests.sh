@@ -20,6 +20,7 @@ shift 2
 
 mkdir -p "$out"
 deps=("$top/tests/guest/tap.h" "$top/tests/guest/self-qp.h"
+      "$top/bench/bench-verbs.h"
       "$top/tests/guest/child.h"
       "$rdma/include/infiniband/verbs.h" "$rdma/include/infiniband/uzuradv.h"
       "$rdma/lib/libibverbs.so" "$rdma/lib/libuzura.so")
