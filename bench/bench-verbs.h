@@ -21,13 +21,13 @@
 
 static const char *bench_name;
 
-static void die(const char *what)
+static inline void die(const char *what)
 {
 	fprintf(stderr, "%s: %s\n", bench_name, what);
 	exit(1);
 }
 
-static double now_us(void)
+static inline double now_us(void)
 {
 	struct timespec ts;
 
@@ -36,7 +36,7 @@ static double now_us(void)
 }
 
 /* Connect to HOST:PORT, or with HOST NULL accept one peer on PORT. */
-static int tcp_connect(const char *host, const char *port)
+static inline int tcp_connect(const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_family = AF_INET,
 				  .ai_socktype = SOCK_STREAM,
@@ -62,7 +62,7 @@ static int tcp_connect(const char *host, const char *port)
 }
 
 /* Both sides wait here until the other has reached it too. */
-static void tcp_barrier(int fd)
+static inline void tcp_barrier(int fd)
 {
 	char c = 0;
 
@@ -71,8 +71,8 @@ static void tcp_barrier(int fd)
 }
 
 /* The first uzura device, a PD and one CQ of cqe entries on it. */
-static void bench_open(struct ibv_context **ctx, struct ibv_pd **pd,
-		       struct ibv_cq **cq, int cqe)
+static inline void bench_open(struct ibv_context **ctx,
+			      struct ibv_pd **pd, struct ibv_cq **cq, int cqe)
 {
 	struct ibv_device **devs = ibv_get_device_list(NULL);
 	int i;
@@ -96,8 +96,8 @@ static void bench_open(struct ibv_context **ctx, struct ibv_pd **pd,
  * take it to RTS connected to the peer's QP; returns once the peer's QP
  * is in RTS too.
  */
-static void bench_connect(struct ibv_qp *qp, int gidx, int fd, int access,
-			  void (*post_recvs)(void))
+static inline void bench_connect(struct ibv_qp *qp, int gidx, int fd,
+				 int access, void (*post_recvs)(void))
 {
 	struct { uint32_t qpn, psn; union ibv_gid gid; } me = {}, peer;
 	struct ibv_qp_attr qa;
@@ -138,7 +138,7 @@ static void bench_connect(struct ibv_qp *qp, int gidx, int fd, int access,
 	tcp_barrier(fd);
 }
 
-static int cmp_double(const void *a, const void *b)
+static inline int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
@@ -146,7 +146,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Sort t[0..n) and return its median. */
-static double median(double *t, int n)
+static inline double median(double *t, int n)
 {
 	qsort(t, n, sizeof(*t), cmp_double);
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
