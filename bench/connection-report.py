@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta  # noqa: E402
+from report import fmt, gnuplot, png_head, read_meta, run_line  # noqa: E402
 
 # The paper's table 2: memory per additional connection (MVAPICH, KB).
 PAPER_MEM = {5: 8.82, 10: 12.82, 20: 20.81, 40: 36.86, 100: 68.73,
@@ -42,9 +42,7 @@ def main():
     sizes = sorted({s for (t, _, _, s) in rows if t == "rate"})
     out = []
     w = out.append
-    w("Connection memory on uzura (%s, guest kernel %s%s)" % (
-        meta.get("date", "?"), meta.get("guest_kernel", "?"),
-        ", " + meta["note"] if meta.get("note") else ""))
+    w("Connection memory on uzura (%s)" % run_line(meta))
     w("")
     w("memory per RC QP (256 QPs on one SRQ, in INIT), KiB")
     w("  send WQEs     user   kernel    total   paper (MVAPICH, KB)")

@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta  # noqa: E402
+from report import fit, fmt, gnuplot, png_head, read_meta, run_line  # noqa: E402
 
 # The paper's figures (FRRWP, section 4): registration plus deregistration
 # T = a * p + b with a = 0.77 us per page and b = 7.42 us per operation,
@@ -36,20 +36,6 @@ def load(rundir):
     return rows
 
 
-def fit(points):
-    """Least squares T = a * p + b over (p, T)."""
-    n = len(points)
-    if n < 2:
-        return None, None
-    sx = sum(p for p, _ in points)
-    sy = sum(t for _, t in points)
-    sxx = sum(p * p for p, _ in points)
-    sxy = sum(p * t for p, t in points)
-    d = n * sxx - sx * sx
-    a = (n * sxy - sx * sy) / d
-    return a, (sy - a * sx) / n
-
-
 def main():
     rundir = sys.argv[1]
     meta = read_meta(rundir)
@@ -62,9 +48,7 @@ def main():
     w = out.append
     w("FRRWP on uzura: one RDMA write transaction with its registrations "
       "(medians of %s, microseconds)" % meta.get("iters", "?"))
-    w("%s, guest kernel %s%s" % (meta.get("date", "?"),
-                                 meta.get("guest_kernel", "?"),
-                                 ", " + meta["note"] if meta.get("note") else ""))
+    w(run_line(meta))
     w("")
     w("pages     seq  overlap      crw   saved  (ovl)   paper saved  "
       "reg+dereg")

@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta, size_name  # noqa: E402
+from report import fit, fmt, gnuplot, png_head, read_meta, run_line, size_name  # noqa: E402
 
 FLOWS = [("pin", "pin every message"), ("cache", "registration cache"),
          ("odp", "ODP, declared per message"),
@@ -38,19 +38,6 @@ def load(rundir):
     return rows
 
 
-def fit(points):
-    """Least squares T = a * p + b over (p, T)."""
-    n = len(points)
-    if n < 2:
-        return None, None
-    sx = sum(p for p, _ in points)
-    sy = sum(t for _, t in points)
-    sxx = sum(p * p for p, _ in points)
-    sxy = sum(p * t for p, t in points)
-    a = (n * sxy - sx * sy) / (n * sxx - sx * sx)
-    return a, (sy - a * sx) / n
-
-
 def main():
     rundir = sys.argv[1]
     meta = read_meta(rundir)
@@ -60,9 +47,7 @@ def main():
     w = out.append
     w("Pinning on uzura: a stream of RDMA WRITEs, 4 in flight (MB/s, "
       "median of %s runs)" % meta.get("reps", "?"))
-    w("%s, guest kernel %s%s" % (meta.get("date", "?"),
-                                 meta.get("guest_kernel", "?"),
-                                 ", " + meta["note"] if meta.get("note") else ""))
+    w(run_line(meta))
     w("")
     w("    size      pin    cache      odp odp-cache  pin/cache  "
       "reg+dereg: pin     odp")

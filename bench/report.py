@@ -192,6 +192,26 @@ def collect(rundir, meta):
     return sizes, transports, res
 
 
+def run_line(meta):
+    """A paper experiment's second title line: when, on what, the note."""
+    return "%s, guest kernel %s%s" % (
+        meta.get("date", "?"), meta.get("guest_kernel", "?"),
+        ", " + meta["note"] if meta.get("note") else "")
+
+
+def fit(points):
+    """Least squares T = a * p + b over (p, T): (a, b), or Nones."""
+    n = len(points)
+    if n < 2:
+        return None, None
+    sx = sum(p for p, _ in points)
+    sy = sum(t for _, t in points)
+    sxx = sum(p * p for p, _ in points)
+    sxy = sum(p * t for p, t in points)
+    a = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+    return a, (sy - a * sx) / n
+
+
 def fmt(v, width=8):
     if v is None:
         return "-".rjust(width)
