@@ -140,6 +140,7 @@ struct uz_ibdev {
 	struct mutex stats_lock;	/* one query at a time */
 	__le64 *stats_buf;		/* UZ_CNT_NUM counters */
 	dma_addr_t stats_dma;
+	atomic_t rss_tbl_num;		/* last indirection table number */
 };
 
 enum uz_mmap_type {
@@ -287,6 +288,7 @@ struct uz_srq {
 	u32 limit;
 	struct mutex resize_mutex;	/* one modify_srq at a time */
 	struct uz_wq rq;
+	struct uz_wq ops;		/* IB_SRQT_TM: its list operations */
 };
 
 struct uz_qp {
@@ -304,6 +306,18 @@ struct uz_qp {
 	struct uz_sq_slot *sq_slots;	/* kernel QPs */
 	struct uz_srq *srq;
 	struct ib_qp_cap cap;
+};
+
+/* A verbs WQ (user only): a device raw QP with an RQ alone (uz_rss.c). */
+struct uz_rwq {
+	struct ib_wq ibwq;
+	u32 qpn;
+	u32 uctx;
+	struct uz_wq rq;
+};
+
+struct uz_rwq_ind_table {
+	struct ib_rwq_ind_table ibtbl;
 };
 
 static inline struct uz_ibdev *to_uzib(struct ib_device *ibdev)
@@ -451,6 +465,26 @@ int uz_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 void uz_qp_send_done(struct uz_qp *qp, const struct uz_cqe *cqe);
 void uz_qp_recv_done(struct uz_qp *qp);
 void uz_srq_recv_done(struct uz_ibdev *ib, u32 srqn);
+int uz_log_depth(struct ib_device *ibdev, const char *what, u32 wr,
+		 u32 max_wr);
+int uz_wq_alloc(struct uz_dev *uz, struct uz_wq *wq, struct ib_udata *udata,
+		u64 *key);
+void uz_wq_free(struct uz_dev *uz, struct uz_wq *wq);
+u32 uz_wq_map_size(const struct uz_wq *wq);
+
+/* uz_rss.c */
+struct ib_wq *uz_create_wq(struct ib_pd *ibpd, struct ib_wq_init_attr *init,
+			   struct ib_udata *udata);
+int uz_modify_wq(struct ib_wq *ibwq, struct ib_wq_attr *attr, u32 mask,
+		 struct ib_udata *udata);
+int uz_destroy_wq(struct ib_wq *ibwq, struct ib_udata *udata);
+int uz_create_rwq_ind_table(struct ib_rwq_ind_table *ibtbl,
+			    struct ib_rwq_ind_table_init_attr *init,
+			    struct ib_udata *udata);
+int uz_destroy_rwq_ind_table(struct ib_rwq_ind_table *ibtbl);
+int uz_rss_create_qp(struct uz_qp *qp, struct ib_qp_init_attr *init,
+		     struct ib_udata *udata);
+void uz_rss_caps(struct uz_dev *uz, struct ib_device_attr *props);
 
 /* uz_xrc.c */
 int uz_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);

@@ -175,7 +175,9 @@ struct ib_flow *uz_create_flow(struct ib_qp *ibqp, struct ib_flow_attr *attr,
 	dma_addr_t dma;
 	int err;
 
-	if (!(uz->caps & UZ_CAP_RAW) || qp->type != UZ_QPT_RAW) {
+	/* An RSS QP's rules spread frames over its WQs (uz_rss.c). */
+	if (!(uz->caps & UZ_CAP_RAW) ||
+	    (qp->type != UZ_QPT_RAW && qp->type != UZ_QPT_RSS)) {
 		ibdev_dbg(ibdev, "flow: QP %u is not a raw packet QP\n",
 			  qp->qpn);
 		return ERR_PTR(-EOPNOTSUPP);

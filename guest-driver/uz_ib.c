@@ -207,6 +207,7 @@ static int uz_query_device(struct ib_device *ibdev,
 	/* Flow rules steer frames to raw packet QPs (uz_flow.c). */
 	if (uz->caps & UZ_CAP_RAW)
 		props->device_cap_flags |= IB_DEVICE_MANAGED_FLOW_STEERING;
+	uz_rss_caps(uz, props);
 	if (uz->caps & UZ_CAP_MCAST) {
 		props->max_mcast_grp = le32_to_cpu(a->max_mcast_grp);
 		props->max_mcast_qp_attach = le32_to_cpu(a->max_mcast_qp_attach);
@@ -220,6 +221,14 @@ static int uz_query_device(struct ib_device *ibdev,
 	if (uz->caps & UZ_CAP_TIMESTAMP) {
 		props->timestamp_mask = ~0ULL;
 		props->hca_core_clock = UZ_CLOCK_KHZ;
+	}
+	/* Tag matching SRQs (uz_qp.c): RC only, one SGE per tagged buffer. */
+	if (uz->caps & UZ_CAP_TM) {
+		props->tm_caps.max_rndv_hdr_size = UZ_TM_RNDV_HDR_MAX;
+		props->tm_caps.max_num_tags = le32_to_cpu(a->max_tm_tags);
+		props->tm_caps.flags = IB_TM_CAP_RNDV_RC;
+		props->tm_caps.max_ops = le32_to_cpu(a->max_tm_ops);
+		props->tm_caps.max_sge = UZ_TM_MAX_SGE;
 	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
@@ -310,7 +319,7 @@ static void uz_ucontext_resp(struct uz_ucontext *uc,
 	resp->max_sge = le32_to_cpu(uz->attr.max_sge);
 	resp->max_inline = le32_to_cpu(uz->attr.max_inline);
 	resp->sq_max_log_wqe = 9;
-	resp->rq_max_log_wqe = 8;
+	resp->rq_max_log_wqe = 9;
 	resp->max_crw_tags = (uz->caps & UZ_CAP_CRW) ?
 			     le32_to_cpu(uz->attr.max_crw_tags) : 0;
 	resp->caps = uz->caps;
@@ -681,8 +690,10 @@ static const struct ib_device_ops uz_ib_ops = {
 	.create_cq = uz_create_cq,
 	.create_flow = uz_create_flow,
 	.create_qp = uz_create_qp,
+	.create_rwq_ind_table = uz_create_rwq_ind_table,
 	.create_srq = uz_create_srq,
 	.create_user_ah = uz_create_ah,
+	.create_wq = uz_create_wq,
 	.dealloc_dm = uz_dealloc_dm,
 	.dealloc_mw = uz_dealloc_mw,
 	.dealloc_pd = uz_dealloc_pd,
@@ -693,7 +704,9 @@ static const struct ib_device_ops uz_ib_ops = {
 	.destroy_cq = uz_destroy_cq,
 	.destroy_flow = uz_destroy_flow,
 	.destroy_qp = uz_destroy_qp,
+	.destroy_rwq_ind_table = uz_destroy_rwq_ind_table,
 	.destroy_srq = uz_destroy_srq,
+	.destroy_wq = uz_destroy_wq,
 	.detach_mcast = uz_detach_mcast,
 	.get_dma_mr = uz_get_dma_mr,
 	.get_hw_stats = uz_get_hw_stats,
@@ -704,6 +717,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	.mmap_free = uz_mmap_free,
 	.modify_qp = uz_modify_qp,
 	.modify_srq = uz_modify_srq,
+	.modify_wq = uz_modify_wq,
 	.poll_cq = uz_poll_cq,
 	.post_recv = uz_post_recv,
 	.post_send = uz_post_send,
@@ -725,6 +739,7 @@ static const struct ib_device_ops uz_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_mw, uz_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, uz_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, uz_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_rwq_ind_table, uz_rwq_ind_table, ibtbl),
 	INIT_RDMA_OBJ_SIZE(ib_srq, uz_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, uz_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_xrcd, uz_xrcd, ibxrcd),

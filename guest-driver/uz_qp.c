@@ -20,7 +20,7 @@
 #define UZ_SQ_LOG_WQE_MIN	6
 #define UZ_SQ_LOG_WQE_MAX	9
 #define UZ_RQ_LOG_WQE_MIN	4
-#define UZ_RQ_LOG_WQE_MAX	8
+#define UZ_RQ_LOG_WQE_MAX	9
 
 static u32 uz_wq_depth(const struct uz_wq *wq)
 {
@@ -38,8 +38,8 @@ static bool uz_wq_full(const struct uz_wq *wq)
 }
 
 /* log2 of a ring depth for wr entries, or -EINVAL above the device's. */
-static int uz_log_depth(struct ib_device *ibdev, const char *what, u32 wr,
-			u32 max_wr)
+int uz_log_depth(struct ib_device *ibdev, const char *what, u32 wr,
+		 u32 max_wr)
 {
 	u32 depth = roundup_pow_of_two(max_t(u32, wr, 2));
 
@@ -52,8 +52,8 @@ static int uz_log_depth(struct ib_device *ibdev, const char *what, u32 wr,
 }
 
 /* Allocate a work queue's ring, and hand it to the process for user QPs. */
-static int uz_wq_alloc(struct uz_dev *uz, struct uz_wq *wq,
-		       struct ib_udata *udata, u64 *key)
+int uz_wq_alloc(struct uz_dev *uz, struct uz_wq *wq, struct ib_udata *udata,
+		u64 *key)
 {
 	int err;
 
@@ -73,7 +73,7 @@ static int uz_wq_alloc(struct uz_dev *uz, struct uz_wq *wq,
 	return 0;
 }
 
-static void uz_wq_free(struct uz_dev *uz, struct uz_wq *wq)
+void uz_wq_free(struct uz_dev *uz, struct uz_wq *wq)
 {
 	if (wq->mmap)
 		rdma_user_mmap_entry_remove(wq->mmap);
@@ -83,7 +83,7 @@ static void uz_wq_free(struct uz_dev *uz, struct uz_wq *wq)
 }
 
 /* Ring size as the process maps it: the whole page-aligned allocation. */
-static u32 uz_wq_map_size(const struct uz_wq *wq)
+u32 uz_wq_map_size(const struct uz_wq *wq)
 {
 	return PAGE_ALIGN((size_t)uz_wq_depth(wq) << wq->log_wqe);
 }
@@ -288,6 +288,9 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			  init->create_flags);
 		return -EOPNOTSUPP;
 	}
+	/* Over an indirection table: an RSS QP, with no queue (uz_rss.c). */
+	if (init->rwq_ind_tbl)
+		return uz_rss_create_qp(qp, init, udata);
 	if (qp->type == UZ_QPT_XRC_TGT)
 		return uz_xrc_create_tgt(qp, init);
 	/* ib_core may give an XRC initiator a receive CQ, or none. */
@@ -513,6 +516,11 @@ int uz_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & ~UZ_QP_MODIFY_MASK) {
 		ibdev_dbg(ibqp->device, "QP: modify mask 0x%x not supported\n",
 			  mask & ~UZ_QP_MODIFY_MASK);
+		return -EOPNOTSUPP;
+	}
+	if (qp->type == UZ_QPT_RSS) {
+		ibdev_dbg(ibqp->device, "QP %u: an RSS QP has no states\n",
+			  qp->qpn);
 		return -EOPNOTSUPP;
 	}
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : READ_ONCE(qp->state);
@@ -996,6 +1004,59 @@ void uz_srq_recv_done(struct uz_ibdev *ib, u32 srqn)
 
 /* ---- SRQs ---- */
 
+/* A TM SRQ's list operation, as the ring holds it. */
+#define UZ_TM_OP_LOG_SIZE	6
+static_assert(sizeof(struct uz_tm_op) == BIT(UZ_TM_OP_LOG_SIZE));
+
+/*
+ * The tag matching fields of a CREATE_SRQ command @c (device spec 8.19):
+ * the CQ that ib_core passes in init->ext, one of the SRQ's own context
+ * (the device checks it again), the tag list of
+ * init->ext.tag_matching.max_num_tags entries, and an operation ring of
+ * 2^@ops_log, which the provider sized from its ibv_srq_init_attr_ex.
+ */
+static int uz_tm_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
+			 u32 ops_log, struct uz_cmd_create_srq *c)
+{
+	struct ib_device *ibdev = srq->ibsrq.device;
+	struct uz_dev *uz = ibdev_to_uz(ibdev);
+	u32 max_tags = le32_to_cpu(uz->attr.max_tm_tags);
+	u32 max_ops = le32_to_cpu(uz->attr.max_tm_ops);
+	u32 tags = init->ext.tag_matching.max_num_tags;
+	struct uz_cq *cq;
+
+	if (!(uz->caps & UZ_CAP_TM)) {
+		ibdev_dbg(ibdev, "SRQ: tag matching not supported\n");
+		return -EOPNOTSUPP;
+	}
+	if (!init->ext.cq) {
+		ibdev_dbg(ibdev, "SRQ: a TM SRQ needs a CQ\n");
+		return -EINVAL;
+	}
+	cq = to_uz_cq(init->ext.cq);
+	if (cq->uctx != srq->uctx) {
+		ibdev_dbg(ibdev, "SRQ: CQ %u is of context %u, the SRQ of %u\n",
+			  cq->cqn, cq->uctx, srq->uctx);
+		return -EINVAL;
+	}
+	if (!tags || tags > max_tags) {
+		ibdev_dbg(ibdev, "SRQ: %u tags: 1 .. %u\n", tags, max_tags);
+		return -EINVAL;
+	}
+	if (!ops_log || ops_log > 31 || BIT(ops_log) > max_ops) {
+		ibdev_dbg(ibdev, "SRQ: TM operation ring of 2^%u: 2 .. %u\n",
+			  ops_log, max_ops);
+		return -EINVAL;
+	}
+	srq->ops.log_depth = ops_log;
+	srq->ops.log_wqe = UZ_TM_OP_LOG_SIZE;
+	c->flags = UZ_SRQF_TM;
+	c->cqn = cpu_to_le32(cq->cqn);
+	c->max_tags = cpu_to_le16(tags);
+	c->ops_log_depth = ops_log;
+	return 0;
+}
+
 int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		  struct ib_udata *udata)
 {
@@ -1008,7 +1069,7 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct uzura_create_srq ucmd = {};
 	struct ib_srq_attr *attr = &init->attr;
 	struct uz_admin_cqe cqe;
-	u64 key = 0;
+	u64 key = 0, ops_key = 0;
 	u32 need;
 	int log, err;
 
@@ -1017,6 +1078,13 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		err = uz_xrc_srq_cmd(srq, init, c);
 		if (err)
 			return err;
+	} else if (init->srq_type == IB_SRQT_TM) {
+		/* Only the provider drives an operation ring. */
+		if (!udata) {
+			ibdev_dbg(ibsrq->device,
+				  "SRQ: kernel TM SRQs not supported\n");
+			return -EOPNOTSUPP;
+		}
 	} else if (init->srq_type != IB_SRQT_BASIC) {
 		ibdev_dbg(ibsrq->device, "SRQ type %d not supported\n",
 			  init->srq_type);
@@ -1046,13 +1114,24 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 					 min(udata->inlen, sizeof(ucmd)));
 		if (err)
 			return err;
-		if (ucmd.comp_mask) {
-			ibdev_dbg(ibsrq->device, "SRQ comp_mask 0x%x unknown\n",
-				  ucmd.comp_mask);
+		if (ucmd.comp_mask || ucmd.reserved) {
+			ibdev_dbg(ibsrq->device,
+				  "SRQ comp_mask 0x%x unknown, reserved 0x%x\n",
+				  ucmd.comp_mask, ucmd.reserved);
 			return -EINVAL;
 		}
 		if (ucmd.log_wqe)
 			srq->rq.log_wqe = ucmd.log_wqe;
+	}
+	if (init->srq_type == IB_SRQT_TM) {
+		err = uz_tm_srq_cmd(srq, init, ucmd.ops_log_depth, c);
+		if (err)
+			return err;
+	} else if (ucmd.ops_log_depth) {
+		ibdev_dbg(ibsrq->device,
+			  "SRQ: TM operation ring of 2^%u for SRQ type %d\n",
+			  ucmd.ops_log_depth, init->srq_type);
+		return -EINVAL;
 	}
 	if (srq->rq.log_wqe < UZ_RQ_LOG_WQE_MIN ||
 	    srq->rq.log_wqe > UZ_RQ_LOG_WQE_MAX) {
@@ -1070,6 +1149,12 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	err = uz_wq_alloc(uz, &srq->rq, udata, &key);
 	if (err)
 		return err;
+	if (init->srq_type == IB_SRQT_TM) {
+		err = uz_wq_alloc(uz, &srq->ops, udata, &ops_key);
+		if (err)
+			goto err_wq;
+		c->ops_addr = cpu_to_le64(srq->ops.ring.dma);
+	}
 	c->ring_addr = cpu_to_le64(srq->rq.ring.dma);
 	c->uctx = cpu_to_le32(srq->uctx);
 	c->pdn = cpu_to_le32(to_uz_pd(ibsrq->pd)->pdn);
@@ -1081,6 +1166,8 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_wq;
 	srq->srqn = le32_to_cpu(cqe.out0);
 	srq->rq.db = le32_to_cpu(cqe.out1);
+	if (init->srq_type == IB_SRQT_TM)
+		srq->ops.db = le32_to_cpu(cqe.out2);
 	/* uverbs answers create_srq with it; XRC senders name the SRQ so. */
 	if (init->srq_type == IB_SRQT_XRC)
 		ibsrq->ext.xrc.srq_num = srq->srqn;
@@ -1098,6 +1185,11 @@ int uz_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		resp.log_depth = srq->rq.log_depth;
 		resp.log_wqe = srq->rq.log_wqe;
 		resp.db_offset = uz_db_page_off(srq->rq.db);
+		if (init->srq_type == IB_SRQT_TM) {
+			resp.ops_mmap_key = ops_key;
+			resp.ops_size = uz_wq_map_size(&srq->ops);
+			resp.ops_db_offset = uz_db_page_off(srq->ops.db);
+		}
 		err = ib_copy_to_udata(udata, &resp,
 				       min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -1111,6 +1203,7 @@ err_xa:
 err_destroy:
 	uz_obj_cmd(uz, UZ_CMD_DESTROY_SRQ, srq->srqn, srq->uctx);
 err_wq:
+	uz_wq_free(uz, &srq->ops);
 	uz_wq_free(uz, &srq->rq);
 	return err;
 }
@@ -1291,6 +1384,7 @@ int uz_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 			srq->srqn, err);
 		return 0;
 	}
+	uz_wq_free(ib->uz, &srq->ops);
 	uz_wq_free(ib->uz, &srq->rq);
 	return 0;
 }

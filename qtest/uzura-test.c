@@ -90,7 +90,7 @@ static void test_ident(void)
                     UZ_CAP_MW | UZ_CAP_ODP | UZ_CAP_UC | UZ_CAP_MCAST |
                     UZ_CAP_SRQ_RESIZE | UZ_CAP_PLACEMENT | UZ_CAP_XRC |
                     UZ_CAP_TIMESTAMP | UZ_CAP_DM | UZ_CAP_RAW |
-                    UZ_CAP_ODP_IMPLICIT);
+                    UZ_CAP_ODP_IMPLICIT | UZ_CAP_TM | UZ_CAP_RSS);
     g_assert_cmpint(uz_rd(&t, UZ_REG_DB_PAGES), ==, 64);
     g_assert_cmpint(uz_rd(&t, UZ_REG_LINK_SPEED), ==, 25000);
     g_assert_cmphex(uz_rd(&t, UZ_REG_STATUS), ==,
@@ -266,6 +266,7 @@ static void test_bad_properties(void)
         { "vectors", 0 }, { "vectors", 33 }, { "db-pages", 3 },
         { "max-qp", 2 }, { "max-qp", 4000000000 }, { "max-cqe", 3 },
         { "max-qp-wr", 131072 }, { "xlat-cache-entries", 0 },
+        { "max-sge", 0 }, { "max-sge", 29 },
         { "max-qp-rd-atom", 0 }, { "max-qp-rd-atom", 256 },
         { "speed", 0 }, { "speed", 9 }, { "speed", 400001 },
     };

@@ -294,6 +294,19 @@ static void test_traffic(void)
     uz_cq_assert_empty(x.cq[1], 8);
     g_assert_cmpint(uz_qp_state(x.tgt), ==, UZ_QPS_RTS);
     exchange(&x.p, UZ_WR_SEND, 3000);
+
+    /*
+     * The target took SRQ 1's CQ for its last message; that SRQ, not the
+     * target, counts the CQ: once both are gone the CQ goes too.
+     */
+    g_assert_cmpint(obj_destroy(&x.p.n[1], UZ_CMD_DESTROY_QP, x.tgt->qpn),
+                    ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_destroy(&x.p.n[1], UZ_CMD_DESTROY_CQ,
+                                x.cq[1]->cqn), ==, UZ_CMD_BUSY);
+    g_assert_cmpint(obj_destroy(&x.p.n[1], UZ_CMD_DESTROY_SRQ,
+                                x.srq[1]->srqn), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_destroy(&x.p.n[1], UZ_CMD_DESTROY_CQ,
+                                x.cq[1]->cqn), ==, UZ_CMD_OK);
     pair_stop(&x.p);
 }
 

@@ -121,6 +121,13 @@ must_pass=(
 	# imported contexts, PDs, MRs and DMs
 	tests.test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write
 	tests.test_device.SharedDMTest.test_import_dm
+	# tag matching (device 0.19)
+	tests.test_tag_matching.TMTest.test_tm_traffic
+	tests.test_tag_matching.TMTest.test_tm_unexpected_tag
+	tests.test_tag_matching.TMTest.test_tm_no_tag
+	tests.test_tag_matching.TMTest.test_tm_rndv
+	# RSS over WQs and an indirection table (device 0.19)
+	tests.test_rss_traffic.RSSTrafficTest.test_rss_traffic
 )
 
 

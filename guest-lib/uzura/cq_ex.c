@@ -9,9 +9,12 @@
  * fields.  On a device with UZ_CAP_TIMESTAMP a CQ asking for completion
  * timestamps (device clock or wallclock: either) gets 64-byte CQEs that
  * carry the device clock, which read_completion_wallclock_ns converts
- * with the context's clock offset (clock.c).  The device gives no VLANs,
- * flow tags or tag matching: CQs asking for them, or for timestamps
- * without the clock, are refused with EOPNOTSUPP.
+ * with the context's clock offset (clock.c).  On a device with UZ_CAP_TM
+ * read_tm_info gives the tag of a matched receive (tm.c) and 0 as the
+ * TMH's app_ctx, which the device does not report.  The device gives no
+ * VLANs or flow tags: CQs asking for them, for timestamps without the
+ * clock or for tag matching without UZ_CAP_TM, are refused with
+ * EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -43,6 +46,8 @@ static int uz_cqx_fetch(struct uzura_cq *cq)
 		if (cq->cqe_size == sizeof(struct uz_cqe_ts))
 			cq->cur_ts = uz_cqe_timestamp(cqe);
 		reported = uzura_cq_convert(ctx, cqe, &cq->cur);
+		if (reported)
+			cq->cur_tag = uzura_tm_cqe_tag(cqe);
 		cq->ci = (cq->ci + 1) & UZ_DB_CI_MASK;
 		if (reported) {
 			cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
@@ -136,6 +141,14 @@ static uint8_t uz_read_dlid_path_bits(struct ibv_cq_ex *ibcqx)
 	return cqx_to_ucq(ibcqx)->cur.dlid_path_bits;
 }
 
+/* The TMH's tag of a matched receive; uzura reports no app_ctx. */
+static void uz_read_tm_info(struct ibv_cq_ex *ibcqx,
+			    struct ibv_wc_tm_info *tm_info)
+{
+	tm_info->tag = cqx_to_ucq(ibcqx)->cur_tag;
+	tm_info->priv = 0;
+}
+
 /* Device clock ticks: ns (hca_core_clock is UZ_CLOCK_KHZ). */
 static uint64_t uz_read_completion_ts(struct ibv_cq_ex *ibcqx)
 {
@@ -167,6 +180,8 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 
 	if (ctx->caps & UZ_CAP_TIMESTAMP)
 		wc_flags |= UZ_CQ_WC_FLAGS_TS;
+	if (ctx->caps & UZ_CAP_TM)
+		wc_flags |= IBV_WC_EX_WITH_TM_INFO;
 	/* No timestamps without the clock, ignoring overruns, ... */
 	if (attr->comp_mask & ~UZ_CQ_COMP_MASK ||
 	    attr->wc_flags & ~wc_flags ||
@@ -224,6 +239,8 @@ struct ibv_cq_ex *uzura_create_cq_ex(struct ibv_context *context,
 	cqx->read_slid = uz_read_slid;
 	cqx->read_sl = uz_read_sl;
 	cqx->read_dlid_path_bits = uz_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_TM_INFO)
+		cqx->read_tm_info = uz_read_tm_info;
 	if (ts) {
 		cqx->read_completion_ts = uz_read_completion_ts;
 		cqx->read_completion_wallclock_ns =

@@ -577,6 +577,10 @@ struct ibv_qp *uzura_create_qp_ex(struct ibv_context *context,
 	/* Made by the kernel alone, with no queues here (xrc.c). */
 	if (attr->qp_type == IBV_QPT_XRC_RECV)
 		return uzura_create_xrc_recv_qp(context, attr);
+	/* Over an indirection table, with no queues either (rss.c). */
+	if (attr->comp_mask &
+	    (IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_IND_TABLE))
+		return uzura_create_rss_qp(context, attr);
 	if (attr->comp_mask & ~UZ_QP_COMP_MASK ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags)) {

@@ -21,6 +21,11 @@ DECLARE_DRV_CMD(uzv_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		uzura_resize_cq, uzura_resize_cq_resp);
 DECLARE_DRV_CMD(uzv_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		uzura_create_qp, uzura_create_qp_resp);
+/* An RSS QP: the extended command carries the indirection table. */
+DECLARE_DRV_CMD(uzv_create_qp_rss, IB_USER_VERBS_EX_CMD_CREATE_QP,
+		uzura_create_qp, uzura_create_qp_resp);
+DECLARE_DRV_CMD(uzv_create_wq, IB_USER_VERBS_EX_CMD_CREATE_WQ,
+		uzura_create_wq, uzura_create_wq_resp);
 /* Basic and XRC SRQs, with the same driver data. */
 DECLARE_DRV_CMD(uzv_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ,
 		uzura_create_srq, uzura_create_srq_resp);

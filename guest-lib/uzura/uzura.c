@@ -61,6 +61,7 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.query_srq = uzura_query_srq,
 	.destroy_srq = uzura_destroy_srq,
 	.post_srq_recv = uzura_post_srq_recv,
+	.post_srq_ops = uzura_post_srq_ops,
 	.create_srq_ex = uzura_create_srq_ex,
 	.get_srq_num = uzura_get_srq_num,
 	.open_xrcd = uzura_open_xrcd,
@@ -72,6 +73,11 @@ static const struct verbs_context_ops uzura_ctx_ops = {
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.create_flow = uzura_create_flow,
 	.destroy_flow = uzura_destroy_flow,
+	.create_wq = uzura_create_wq,
+	.modify_wq = uzura_modify_wq,
+	.destroy_wq = uzura_destroy_wq,
+	.create_rwq_ind_table = uzura_create_rwq_ind_table,
+	.destroy_rwq_ind_table = uzura_destroy_rwq_ind_table,
 	.free_context = uzura_free_context,
 };
 

@@ -120,6 +120,7 @@ struct uzura_cq {
 	/* ibv_cq_ex polling (cq_ex.c): the completion the read_* return */
 	struct ibv_wc cur;
 	uint64_t cur_ts;		/* its timestamp, device clock ns */
+	uint64_t cur_tag;		/* its TM tag (read_tm_info) */
 };
 
 struct uzura_sq_slot {
@@ -131,14 +132,38 @@ struct uzura_sq_slot {
 
 struct uzura_crw_table;			/* outstanding CRWs (uzuradv.c) */
 
+/* A list operation of a TM SRQ between its posting and its CQE (tm.c). */
+struct uzura_tm_op_slot {
+	uint64_t wr_id;
+	uint16_t index;			/* ADD, DEL: the tag list entry */
+	uint8_t opcode;			/* UZ_TM_OP_* */
+	bool signaled;			/* the user asked for a completion */
+};
+
+/*
+ * The tag matching side of a TM SRQ (tm.c): the operation ring, whose
+ * lock guards all of it, and the provider's view of the tag list.
+ */
+struct uzura_tm {
+	struct uzura_wq ops;		/* of struct uz_tm_op */
+	struct uzura_tm_op_slot *slots;	/* one per ring entry */
+	uint8_t *refs;			/* per entry: CQEs to come; 0: free */
+	uint16_t *free;			/* free entries, oldest first */
+	uint32_t free_head;
+	uint32_t free_cnt;
+	uint32_t max_tags;
+	uint32_t max_ops;		/* as created, for query_srq */
+};
+
 struct uzura_srq {
 	union {
 		struct ibv_srq ibsrq;
-		struct verbs_srq vsrq;	/* ibv_create_srq_ex: XRC SRQs */
+		struct verbs_srq vsrq;	/* ibv_create_srq_ex: XRC, TM SRQs */
 	};
 	struct uzura_wq rq;
 	uint32_t srqn;
-	struct list_node entry;		/* XRC: in the context's srq_table */
+	struct list_node entry;		/* XRC, TM: in the context's srq_table */
+	struct uzura_tm *tm;		/* TM SRQs only */
 };
 
 struct uzura_qp {
@@ -167,6 +192,17 @@ struct uzura_qp {
 	int wr_err;			/* first error since wr_start */
 	bool wr_need_dest;		/* WQE still without wr_set_ud_addr (UD)
 					 * or wr_set_xrc_srqn (XRC) */
+	bool rss;			/* an RSS QP: no queues, no CQs (rss.c) */
+};
+
+/*
+ * A WQ (ibv_create_wq, rss.c): an RQ whose receives complete as a QP's
+ * do, so it has a QP's part for posting and polling: qp.rq, and qp.entry
+ * in the context's QP table under the wqn, with qp.ibqp.recv_cq its CQ.
+ */
+struct uzura_rwq {
+	struct ibv_wq ibwq;
+	struct uzura_qp qp;
 };
 
 struct uzura_ah {
@@ -396,6 +432,9 @@ int uzura_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int uzura_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
+struct list_head *uz_qp_bucket(struct uzura_context *ctx, uint32_t qpn);
+void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp);
+void uz_wq_reset(struct uzura_wq *wq);
 
 /*
  * Post one send WQE that fill() writes into the SQ slot (2^sq.log_wqe
@@ -425,6 +464,30 @@ int uzura_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int uzura_destroy_srq(struct ibv_srq *srq);
 int uzura_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
+int uz_wq_init(struct uzura_context *ctx, struct uzura_wq *wq, uint64_t key,
+	       uint32_t size, uint32_t log_depth, uint32_t log_wqe,
+	       uint32_t db_offset);
+void uz_wq_fini(struct uzura_wq *wq);
+void uz_rq_complete(struct uzura_wq *wq);
+
+/* tm.c: tag matching SRQs (UZ_CAP_TM). */
+struct ibv_srq *uzura_create_tm_srq(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+uint32_t uzura_tm_ops_log_depth(const struct ibv_srq_init_attr_ex *attr);
+int uzura_tm_init(struct uzura_context *ctx, struct uzura_srq *srq,
+		  const struct ibv_srq_init_attr_ex *attr,
+		  const struct uzura_create_srq_resp *resp);
+void uzura_tm_fini(struct uzura_srq *srq);
+int uzura_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *wr,
+		       struct ibv_ops_wr **bad_wr);
+bool uzura_tm_op_cqe(const struct uz_cqe *cqe);
+bool uzura_tm_recv_cqe(const struct uz_cqe *cqe);
+bool uzura_tm_op_convert(struct uzura_srq *srq, const struct uz_cqe *cqe,
+			 struct ibv_wc *wc);
+void uzura_tm_recv_convert(struct uzura_srq *srq, const struct uz_cqe *cqe,
+			   struct ibv_wc *wc);
+void uzura_tm_recv_retire(struct uzura_srq *srq, const struct uz_cqe *cqe);
+uint64_t uzura_tm_cqe_tag(const struct uz_cqe *cqe);
 
 /* xrc.c: XRC domains, XRC SRQs, XRC target QPs. */
 struct ibv_xrcd *uzura_open_xrcd(struct ibv_context *context,
@@ -440,6 +503,18 @@ struct ibv_qp *uzura_open_qp(struct ibv_context *context,
 
 struct ibv_ah *uzura_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int uzura_destroy_ah(struct ibv_ah *ah);
+
+/* rss.c: receive side scaling (UZ_CAP_RSS): WQs, tables, RSS QPs. */
+struct ibv_wq *uzura_create_wq(struct ibv_context *context,
+			       struct ibv_wq_init_attr *attr);
+int uzura_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr);
+int uzura_destroy_wq(struct ibv_wq *wq);
+struct ibv_rwq_ind_table *
+uzura_create_rwq_ind_table(struct ibv_context *context,
+			   struct ibv_rwq_ind_table_init_attr *attr);
+int uzura_destroy_rwq_ind_table(struct ibv_rwq_ind_table *tbl);
+struct ibv_qp *uzura_create_rss_qp(struct ibv_context *context,
+				   struct ibv_qp_init_attr_ex *attr);
 
 /* flow.c: flow steering rules of raw packet QPs (UZ_CAP_RAW). */
 struct ibv_flow *uzura_create_flow(struct ibv_qp *qp,

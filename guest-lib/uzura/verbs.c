@@ -39,9 +39,9 @@ static uint32_t uz_log2_up(uint32_t n)
 	return l;
 }
 
-static int uz_wq_init(struct uzura_context *ctx, struct uzura_wq *wq,
-		      uint64_t key, uint32_t size, uint32_t log_depth,
-		      uint32_t log_wqe, uint32_t db_offset)
+int uz_wq_init(struct uzura_context *ctx, struct uzura_wq *wq, uint64_t key,
+	       uint32_t size, uint32_t log_depth, uint32_t log_wqe,
+	       uint32_t db_offset)
 {
 	if (db_offset + 4 > ctx->db_page_size)
 		return EINVAL;
@@ -58,7 +58,7 @@ static int uz_wq_init(struct uzura_context *ctx, struct uzura_wq *wq,
 	return 0;
 }
 
-static void uz_wq_fini(struct uzura_wq *wq)
+void uz_wq_fini(struct uzura_wq *wq)
 {
 	if (!wq->ring)
 		return;
@@ -180,8 +180,7 @@ void uzura_unimport_mr(struct ibv_mr *ibmr)
 
 /* ---- QP table: poll_cq finds the QP of a CQE by its qpn ---- */
 
-static struct list_head *uz_qp_bucket(struct uzura_context *ctx,
-				      uint32_t qpn)
+struct list_head *uz_qp_bucket(struct uzura_context *ctx, uint32_t qpn)
 {
 	return &ctx->qp_table[qpn % UZURA_QP_TABLE_SIZE];
 }
@@ -448,6 +447,16 @@ static enum ibv_wc_opcode uz_wc_opcode(uint8_t op)
 		return UZURADV_WC_CRW;
 	case UZ_WC_STCRW:
 		return UZURADV_WC_STCRW;
+	case UZ_WC_TM_ADD:
+		return IBV_WC_TM_ADD;
+	case UZ_WC_TM_DEL:
+		return IBV_WC_TM_DEL;
+	case UZ_WC_TM_SYNC:
+		return IBV_WC_TM_SYNC;
+	case UZ_WC_TM_RECV:
+		return IBV_WC_TM_RECV;
+	case UZ_WC_TM_NO_TAG:
+		return IBV_WC_TM_NO_TAG;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -492,7 +501,7 @@ static void uz_sq_complete(struct uzura_qp *qp, const struct uz_cqe *cqe)
 }
 
 /* Receive WQEs of an RQ or SRQ are taken in ring order. */
-static void uz_rq_complete(struct uzura_wq *wq)
+void uz_rq_complete(struct uzura_wq *wq)
 {
 	pthread_spin_lock(&wq->lock);
 	if (wq->ci != wq->pi)
@@ -559,7 +568,27 @@ static bool uz_xrc_convert(struct uzura_context *ctx,
 	return true;
 }
 
-/* Fill wc from a CQE; false when its QP is gone (the CQE is dropped). */
+/*
+ * A list operation of a TM SRQ, which the CQE names in qpn: false when
+ * the SRQ is not this context's, or the operation's completion is one
+ * the provider asked for itself (tm.c).
+ */
+static bool uz_tm_op_convert(struct uzura_context *ctx,
+			     const struct uz_cqe *cqe, struct ibv_wc *wc)
+{
+	struct uzura_srq *srq;
+
+	srq = uz_srq_lookup(ctx, le32toh(cqe->qpn) & 0xffffff);
+	if (!srq || !srq->tm)
+		return false;
+	uz_wc_fill(cqe, wc);
+	return uzura_tm_op_convert(srq, cqe, wc);
+}
+
+/*
+ * Fill wc from a CQE; false when its QP (or SRQ) is gone or the CQE is
+ * the provider's own (the CQE is dropped).
+ */
 bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 		      struct ibv_wc *wc)
 {
@@ -568,6 +597,8 @@ bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 
 	if (cqe->wc_flags & UZ_WC_F_XRC)
 		return uz_xrc_convert(ctx, cqe, wc);
+	if (uzura_tm_op_cqe(cqe))
+		return uz_tm_op_convert(ctx, cqe, wc);
 	qp = uz_qp_lookup(ctx, le32toh(cqe->qpn) & 0xffffff);
 	if (!qp)
 		return false;
@@ -583,6 +614,11 @@ bool uzura_cq_convert(struct uzura_context *ctx, const struct uz_cqe *cqe,
 	rq = qp->srq ? &qp->srq->rq : &qp->rq;
 	if (!rq->ring)
 		return false;
+	/* A tagged buffer's, or an SRQ WQE's (tm.c) */
+	if (qp->srq && qp->srq->tm && uzura_tm_recv_cqe(cqe)) {
+		uzura_tm_recv_convert(qp->srq, cqe, wc);
+		return true;
+	}
 	uz_rq_complete(rq);
 	uz_wc_recv(cqe, wc);
 	return true;
@@ -816,7 +852,7 @@ struct ibv_qp *uzura_create_qp(struct ibv_pd *pd,
 }
 
 /* The device restarts every index of a QP at 0 after RESET. */
-static void uz_wq_reset(struct uzura_wq *wq)
+void uz_wq_reset(struct uzura_wq *wq)
 {
 	if (!wq->ring)
 		return;
@@ -829,13 +865,17 @@ static void uz_wq_reset(struct uzura_wq *wq)
 /*
  * Whether uz_cq_drop drops @c: a CQE of @qp other than a CRW completion,
  * or a receive of XRC SRQ @xsrq (a receive through an XRC target QP is
- * its XRC SRQ's, never @qp's).
+ * its XRC SRQ's, never @qp's), or a list operation of TM SRQ @xsrq
+ * (whose qpn is the SRQ's number).
  */
 static bool uz_cqe_dropped(const struct uz_cqe *c, const struct uzura_qp *qp,
 			   const struct uzura_srq *xsrq)
 {
 	if (c->wc_flags & UZ_WC_F_XRC)
 		return xsrq && (le32toh(c->src_qp) & 0xffffff) == xsrq->srqn;
+	if (uzura_tm_op_cqe(c))
+		return xsrq && xsrq->tm &&
+		       (le32toh(c->qpn) & 0xffffff) == xsrq->srqn;
 	return qp && (le32toh(c->qpn) & 0xffffff) == qp->ibqp.qp_num &&
 	       c->opcode != UZ_WC_CRW;
 }
@@ -867,7 +907,10 @@ static void uz_cq_drop(struct uzura_cq *cq, struct uzura_qp *qp,
 		uint32_t to = cq->ci + i + dropped;
 
 		if (uz_cqe_dropped(c, qp, xsrq)) {
-			if (qp && qp->srq && (c->opcode & UZ_WC_RECV))
+			if (qp && qp->srq && qp->srq->tm &&
+			    uzura_tm_recv_cqe(c))
+				uzura_tm_recv_retire(qp->srq, c);
+			else if (qp && qp->srq && (c->opcode & UZ_WC_RECV))
 				uz_rq_complete(&qp->srq->rq);
 			dropped++;
 		} else if (dropped) {
@@ -883,7 +926,7 @@ static void uz_cq_drop(struct uzura_cq *cq, struct uzura_qp *qp,
 	uzura_cq_report(cq, true);
 }
 
-static void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
+void uzura_cq_clean(struct uzura_cq *cq, struct uzura_qp *qp)
 {
 	pthread_spin_lock(&cq->lock);
 	uz_cq_drop(cq, qp, NULL);
@@ -908,6 +951,11 @@ int uzura_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 		uzura_cq_clean(to_ucq(ibqp->send_cq), qp);
 		if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
 			uzura_cq_clean(to_ucq(ibqp->recv_cq), qp);
+		/* A TM SRQ's CQ takes its QPs' receives. */
+		if (qp->srq && qp->srq->tm &&
+		    qp->srq->vsrq.cq != ibqp->send_cq &&
+		    qp->srq->vsrq.cq != ibqp->recv_cq)
+			uzura_cq_clean(to_ucq(qp->srq->vsrq.cq), qp);
 		uz_wq_reset(&qp->sq);
 		uzura_crw_reset(qp);
 		if (!qp->srq)
@@ -946,6 +994,12 @@ int uzura_destroy_qp(struct ibv_qp *ibqp)
 		free(qp);
 		return 0;
 	}
+	/* Nor an RSS QP any ring or CQ: nothing completes to it. */
+	if (qp->rss) {
+		uzura_pd_put(ibqp->pd);
+		free(qp);
+		return 0;
+	}
 
 	/* No poll_cq may hold the QP after this. */
 	uz_lock_cqs(ibqp);
@@ -953,6 +1007,13 @@ int uzura_destroy_qp(struct ibv_qp *ibqp)
 	list_del(&qp->entry);
 	pthread_spin_unlock(&ctx->qp_table_lock);
 	uz_unlock_cqs(ibqp);
+	/* Nor a poll of a TM SRQ's CQ, which takes the QP's receives. */
+	if (qp->srq && qp->srq->tm) {
+		struct uzura_cq *tcq = to_ucq(qp->srq->vsrq.cq);
+
+		pthread_spin_lock(&tcq->lock);
+		pthread_spin_unlock(&tcq->lock);
+	}
 
 	uzura_pd_put(ibqp->pd);
 	uz_wq_fini(&qp->rq);
@@ -1284,8 +1345,9 @@ static int uzura_srq_init(struct uzura_context *ctx, struct uzura_srq *srq,
 }
 
 /*
- * A basic or an XRC SRQ (xrc.c checks the latter's domain and CQ): the
- * kernel makes both with the same driver command and answer.
+ * A basic, XRC or TM SRQ (xrc.c and tm.c check the others' domain, CQ
+ * and limits): the kernel makes all with the same driver command and
+ * answer, a TM SRQ with its operation ring.
  */
 struct ibv_srq *uzura_srq_create(struct ibv_context *context,
 				 struct ibv_srq_init_attr_ex *attr)
@@ -1293,6 +1355,8 @@ struct ibv_srq *uzura_srq_create(struct ibv_context *context,
 	struct uzura_context *ctx = to_uctx(context);
 	struct uzv_create_xsrq_resp resp = {};
 	struct uzv_create_xsrq cmd = {};
+	bool tm = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+		  attr->srq_type == IBV_SRQT_TM;
 	struct uzura_srq *srq;
 	int ret;
 
@@ -1301,6 +1365,9 @@ struct ibv_srq *uzura_srq_create(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	/* tm.c checked it against the device's limit */
+	if (tm)
+		cmd.ops_log_depth = uzura_tm_ops_log_depth(attr);
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
@@ -1309,6 +1376,11 @@ struct ibv_srq *uzura_srq_create(struct ibv_context *context,
 	if (ret)
 		goto err_free;
 	ret = uzura_srq_init(ctx, srq, &resp.drv_payload);
+	if (!ret && tm) {
+		ret = uzura_tm_init(ctx, srq, attr, &resp.drv_payload);
+		if (ret)
+			uz_wq_fini(&srq->rq);
+	}
 	if (ret) {
 		verbs_err(&ctx->ibvctx, "uzura: cannot map SRQ %u: %s\n",
 			  resp.drv_payload.srqn, strerror(ret));
@@ -1319,8 +1391,9 @@ struct ibv_srq *uzura_srq_create(struct ibv_context *context,
 	srq->ibsrq.pd = attr->pd;
 	srq->ibsrq.srq_context = attr->srq_context;
 	uzura_pd_get(attr->pd);
+	/* CQEs name them: XRC receives, TM list operations */
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	    attr->srq_type == IBV_SRQT_XRC)
+	    (attr->srq_type == IBV_SRQT_XRC || tm))
 		uzura_srq_table_add(ctx, srq);
 	return &srq->ibsrq;
 
@@ -1404,7 +1477,8 @@ int uzura_destroy_srq(struct ibv_srq *ibsrq)
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	if (srq->vsrq.srq_type == IBV_SRQT_XRC) {
+	if (srq->vsrq.srq_type == IBV_SRQT_XRC ||
+	    srq->vsrq.srq_type == IBV_SRQT_TM) {
 		/* No poll_cq may hold the SRQ after this. */
 		cq = to_ucq(srq->vsrq.cq);
 		pthread_spin_lock(&cq->lock);
@@ -1415,6 +1489,7 @@ int uzura_destroy_srq(struct ibv_srq *ibsrq)
 		pthread_spin_unlock(&cq->lock);
 	}
 	uzura_pd_put(ibsrq->pd);
+	uzura_tm_fini(srq);
 	uz_wq_fini(&srq->rq);
 	free(srq);
 	return 0;

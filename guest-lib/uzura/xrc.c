@@ -74,7 +74,7 @@ static struct ibv_srq *uz_create_xrc_srq(struct ibv_context *context,
 	return uzura_srq_create(context, attr);
 }
 
-/* Basic SRQs as ibv_create_srq makes them, and XRC SRQs; no tag matching. */
+/* Basic SRQs as ibv_create_srq makes them, XRC SRQs and TM SRQs (tm.c). */
 struct ibv_srq *uzura_create_srq_ex(struct ibv_context *context,
 				    struct ibv_srq_init_attr_ex *attr)
 {
@@ -93,6 +93,8 @@ struct ibv_srq *uzura_create_srq_ex(struct ibv_context *context,
 		return uzura_srq_create(context, attr);
 	case IBV_SRQT_XRC:
 		return uz_create_xrc_srq(context, attr);
+	case IBV_SRQT_TM:
+		return uzura_create_tm_srq(context, attr);
 	default:
 		errno = EOPNOTSUPP;
 		return NULL;

@@ -55,7 +55,16 @@
  *    domain, a CQ whose domain is a plain PD: EINVAL; a PD with a parent
  *    domain, a thread domain in one and a parent domain with a QP or CQ
  *    on it: EBUSY; a QP and a CQ on a parent domain carry a SEND.
+ *  - tag matching SRQs (the provider's tm.c, the device's UZ_CAP_TM): a
+ *    tag list or operation ring beyond tm_caps, or no CQ: EINVAL;
+ *    post_srq_ops on an SRQ without tag matching, with two SGEs, an
+ *    unknown flag or a handle no ADD gave: EINVAL, a full tag list:
+ *    ENOMEM, *bad_wr at that WR; an ADD the device refuses (a bad lkey)
+ *    completes IBV_WC_TM_ERR though unsignalled, the completions of
+ *    unsignalled operations that succeed are not reported, and an entry
+ *    is handed out again once its DEL's completion was polled.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1250,6 +1259,231 @@ out:
 }
 
 /* ::ffff:a.b.c.d, or an IPv6 group with @v6 */
+/*
+ * The next completion of @cq other than a SEND's: true if it has opcode
+ * @op and status @status.
+ */
+static bool tm_wait(struct ibv_cq *cq, enum ibv_wc_opcode op,
+		    enum ibv_wc_status status, struct ibv_wc *wc)
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		if (!wait_wc(cq, wc))
+			return false;
+		if (wc->opcode != IBV_WC_SEND || wc->status != IBV_WC_SUCCESS)
+			return wc->opcode == op && wc->status == status;
+	}
+	return false;
+}
+
+/* Post one list operation; the post's error. */
+static int tm_op(struct ibv_srq *srq, struct ibv_ops_wr *wr)
+{
+	struct ibv_ops_wr *bad = NULL;
+	int ret = ibv_post_srq_ops(srq, wr, &bad);
+
+	return ret || bad == NULL ? ret : -1;
+}
+
+/* A SEND of a TMH of @opcode and @tag and 16 bytes of @text. */
+static int tm_send(struct ibv_qp *qp, struct ibv_mr *mr, char *msg,
+		   uint8_t opcode, uint64_t tag, const char *text)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)msg, .length = 32, .lkey = mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	uint64_t be = htobe64(tag);
+
+	memset(msg, 0, 32);
+	msg[0] = opcode;
+	memcpy(msg + 8, &be, 8);
+	strncpy(msg + 16, text, 16);
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static void check_tm(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	struct ibv_srq_init_attr basic = { .attr = { .max_wr = 2, .max_sge = 1 } };
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
+		.srq_type = IBV_SRQT_TM, .pd = pd, .cq = cq,
+	};
+	char *buf = aligned_alloc(4096, 4096);
+	struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, 4096,
+					     IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_sge sge[2] = {
+		{ .addr = (uintptr_t)buf, .length = 64 },
+		{ .addr = (uintptr_t)buf + 64, .length = 64 },
+	};
+	struct ibv_ops_wr add[3], del = { .wr_id = 5, .opcode = IBV_WR_TAG_DEL };
+	struct ibv_ops_wr sync = {
+		.wr_id = 9, .opcode = IBV_WR_TAG_SYNC,
+		.flags = IBV_OPS_SIGNALED,
+	}, *bad;
+	struct ibv_srq *srq = NULL, *bsrq = NULL;
+	struct ibv_qp *qp = NULL;
+	struct ibv_device_attr_ex dx;
+	struct ibv_wc wc;
+	uint32_t h0, h1;
+	int i, err, gidx = ipv4_gid_index(ctx);
+
+	if (ibv_query_device_ex(ctx, NULL, &dx) || !cq || !mr) {
+		check(false, "tag matching: query_device_ex, a CQ and an MR");
+		goto out;
+	}
+	check(dx.tm_caps.flags & IBV_TM_CAP_RC && dx.tm_caps.max_num_tags &&
+	      dx.tm_caps.max_ops && dx.tm_caps.max_sge == 1 &&
+	      dx.tm_caps.max_rndv_hdr_size >= 32,
+	      "tm_caps: flags 0x%x, %u tags, %u ops, %u SGE, RNDV header %u",
+	      dx.tm_caps.flags, dx.tm_caps.max_num_tags, dx.tm_caps.max_ops,
+	      dx.tm_caps.max_sge, dx.tm_caps.max_rndv_hdr_size);
+	sge[0].lkey = sge[1].lkey = mr->lkey;
+
+	sa.tm_cap.max_num_tags = dx.tm_caps.max_num_tags + 1;
+	sa.tm_cap.max_ops = 2;
+	errno = 0;
+	srq = ibv_create_srq_ex(ctx, &sa);
+	err = errno;
+	check_null(srq, err, EINVAL, "TM SRQ of max_num_tags + 1 tags");
+	sa.tm_cap.max_num_tags = 2;
+	sa.tm_cap.max_ops = dx.tm_caps.max_ops + 1;
+	errno = 0;
+	srq = srq ? srq : ibv_create_srq_ex(ctx, &sa);
+	err = errno;
+	check_null(srq, err, EINVAL, "TM SRQ of max_ops + 1 operations");
+	sa.tm_cap.max_ops = 3;
+	sa.comp_mask &= ~IBV_SRQ_INIT_ATTR_CQ;
+	errno = 0;
+	srq = srq ? srq : ibv_create_srq_ex(ctx, &sa);
+	err = errno;
+	check_null(srq, err, EINVAL, "TM SRQ without a CQ");
+	sa.comp_mask |= IBV_SRQ_INIT_ATTR_CQ;
+	if (srq)
+		ibv_destroy_srq(srq);
+	srq = ibv_create_srq_ex(ctx, &sa);
+	bsrq = ibv_create_srq(pd, &basic);
+	check(srq && bsrq, "a TM SRQ of 2 tags and 3 operations, a basic SRQ");
+	if (!srq || !bsrq)
+		goto out;
+
+	memset(add, 0, sizeof(add));
+	for (i = 0; i < 3; i++) {
+		add[i].wr_id = 1 + i;
+		add[i].opcode = IBV_WR_TAG_ADD;
+		add[i].tm.add.recv_wr_id = 100 + i;
+		add[i].tm.add.sg_list = &sge[0];
+		add[i].tm.add.num_sge = 1;
+		add[i].tm.add.tag = 1 + i;
+		add[i].tm.add.mask = ~0ULL;
+		add[i].next = i < 2 ? &add[i + 1] : NULL;
+	}
+	check_ret(ibv_post_srq_ops(bsrq, &sync, &bad), EINVAL,
+		  "post_srq_ops on a basic SRQ");
+	add[0].tm.add.num_sge = 2;
+	bad = NULL;
+	check(ibv_post_srq_ops(srq, add, &bad) == EINVAL && bad == &add[0],
+	      "post_srq_ops: an ADD of 2 SGEs is EINVAL, bad_wr at it");
+	add[0].tm.add.num_sge = 1;
+	add[0].flags = 1 << 7;
+	bad = NULL;
+	check(ibv_post_srq_ops(srq, add, &bad) == EINVAL && bad == &add[0],
+	      "post_srq_ops: an unknown flag is EINVAL, bad_wr at it");
+	add[0].flags = 0;
+	del.tm.handle = 0;
+	check_ret(tm_op(srq, &del), EINVAL, "post_srq_ops: DEL of no ADD's entry");
+	bad = NULL;
+	check(ibv_post_srq_ops(srq, add, &bad) == ENOMEM && bad == &add[2],
+	      "post_srq_ops: a third ADD to a list of 2 is ENOMEM, bad_wr at it");
+	h0 = add[0].tm.handle;
+	h1 = add[1].tm.handle;
+	check(h0 < 2 && h1 < 2 && h0 != h1, "ADDs: handles %u and %u", h0, h1);
+	check(!tm_op(srq, &sync) &&
+	      tm_wait(cq, IBV_WC_TM_SYNC, IBV_WC_SUCCESS, &wc) && wc.wr_id == 9,
+	      "unsignalled ADDs complete unseen: the SYNC after them first");
+
+	del.tm.handle = h0;
+	del.next = &sync;
+	sync.wr_id = 10;
+	check(!tm_op(srq, &del) &&
+	      tm_wait(cq, IBV_WC_TM_SYNC, IBV_WC_SUCCESS, &wc) && wc.wr_id == 10,
+	      "an unsignalled DEL completes unseen: the SYNC after it first");
+	del.next = NULL;
+	add[2].next = NULL;
+	add[2].wr_id = 11;
+	sge[1].lkey = mr->lkey ^ 0x100;
+	add[2].tm.add.sg_list = &sge[1];
+	check(!tm_op(srq, &add[2]) && add[2].tm.handle == h0 &&
+	      tm_wait(cq, IBV_WC_TM_ADD, IBV_WC_TM_ERR, &wc) && wc.wr_id == 11,
+	      "an unsignalled ADD of a bad lkey reuses the DELeted entry and "
+	      "completes IBV_WC_TM_ERR (got opcode %d status %d wr_id %llu)",
+	      wc.opcode, wc.status, (unsigned long long)wc.wr_id);
+
+	/* Traffic from an RC QP on the SRQ to itself */
+	{
+		struct ibv_qp_init_attr qa = {
+			.send_cq = cq, .recv_cq = cq, .srq = srq,
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		};
+		struct ibv_sge rsge = {
+			.addr = (uintptr_t)buf + 1024, .length = 64,
+			.lkey = mr->lkey,
+		};
+		struct ibv_recv_wr rwr = {
+			.wr_id = 7, .sg_list = &rsge, .num_sge = 1,
+		}, *rbad;
+
+		qp = gidx >= 0 ? ibv_create_qp(pd, &qa) : NULL;
+		if (!qp || connect_self(ctx, qp, gidx, IBV_ACCESS_LOCAL_WRITE) ||
+		    ibv_post_srq_recv(srq, &rwr, &rbad)) {
+			check(false, "an RC QP on the TM SRQ, a receive on it");
+			goto out;
+		}
+	}
+	add[2].tm.add.sg_list = &sge[0];
+	add[2].tm.add.tag = 0x5000000000000004ULL;
+	check(!tm_op(srq, &add[2]) && add[2].tm.handle == h0,
+	      "an ADD once the failed one completed: entry %u again", h0);
+	check(!tm_send(qp, mr, buf + 512, 3, 0x5000000000000004ULL,
+		       "tagged payload") &&
+	      tm_wait(cq, IBV_WC_TM_RECV, IBV_WC_SUCCESS, &wc) &&
+	      wc.wr_id == 102 && wc.byte_len == 16 &&
+	      wc.wc_flags == (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID) &&
+	      !strcmp(buf, "tagged payload"),
+	      "an EAGER message lands in the matching entry's buffer, TMH "
+	      "stripped (opcode %d, status %d, wr_id %llu, %u bytes, "
+	      "flags 0x%x)", wc.opcode, wc.status,
+	      (unsigned long long)wc.wr_id, wc.byte_len, wc.wc_flags);
+	check(!tm_send(qp, mr, buf + 512, 0, 0, "no tag") &&
+	      tm_wait(cq, IBV_WC_TM_NO_TAG, IBV_WC_SUCCESS, &wc) &&
+	      wc.wr_id == 7 && wc.byte_len == 32 && !wc.wc_flags &&
+	      !strcmp(buf + 1024 + 16, "no tag"),
+	      "an untagged message takes the SRQ's receive, TMH and all "
+	      "(opcode %d, status %d, wr_id %llu, %u bytes, flags 0x%x)",
+	      wc.opcode, wc.status, (unsigned long long)wc.wr_id,
+	      wc.byte_len, wc.wc_flags);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (bsrq)
+		ibv_destroy_srq(bsrq);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	free(buf);
+}
+
 static union ibv_gid mcast_gid(uint32_t addr, bool v6)
 {
 	union ibv_gid gid = {};
@@ -1505,6 +1739,7 @@ int main(void)
 	check_domains(ctx, pd, mr, buf);
 	check_mcast(pd, cq, &dattr);
 	check_srq_resize(ctx, pd, buf);
+	check_tm(ctx, pd);
 	check_placement(ctx, pd, buf);
 	check_ex_verbs(ctx, pd, cq, mr, buf, &dattr);
 	check_ret(ibv_dereg_mr(mr), 0, "dereg_mr");

@@ -27,13 +27,28 @@ int main(void)
 	CHECK(offsetof(struct uzura_create_cq_resp, ring_mmap_key) % 8 == 0);
 	/* Where 0.14's kernels left a reserved 0 (0 = 32-byte CQEs). */
 	CHECK(offsetof(struct uzura_create_cq_resp, cqe_size) == 28);
-	CHECK_SIZE(struct uzura_create_qp, 16);
+	CHECK_SIZE(struct uzura_create_qp, 72);
+	/* RSS: past the 16 bytes of older providers' commands. */
+	CHECK(offsetof(struct uzura_create_qp, rx_hash_fields_mask) == 16);
+	CHECK(offsetof(struct uzura_create_qp, rx_hash_function) == 24);
+	CHECK(offsetof(struct uzura_create_qp, rx_hash_key) == 32);
+	CHECK(sizeof(((struct uzura_create_qp *)0)->rx_hash_key) ==
+	      UZURA_RX_HASH_KEY_LEN);
+	CHECK(UZURA_RX_HASH_KEY_LEN == 40);
+	CHECK_SIZE(struct uzura_create_wq, 8);
+	CHECK_SIZE(struct uzura_create_wq_resp, 32);
+	CHECK(offsetof(struct uzura_create_wq_resp, rq_mmap_key) % 8 == 0);
 	CHECK_SIZE(struct uzura_create_qp_resp, 48);
 	CHECK(offsetof(struct uzura_create_qp_resp, sq_mmap_key) % 8 == 0);
 	CHECK(offsetof(struct uzura_create_qp_resp, rq_mmap_key) % 8 == 0);
-	CHECK_SIZE(struct uzura_create_srq, 8);
-	CHECK_SIZE(struct uzura_create_srq_resp, 32);
+	CHECK_SIZE(struct uzura_create_srq, 16);
+	/* Where a provider from before tag matching ends its command. */
+	CHECK(offsetof(struct uzura_create_srq, ops_log_depth) == 8);
+	CHECK_SIZE(struct uzura_create_srq_resp, 48);
 	CHECK(offsetof(struct uzura_create_srq_resp, ring_mmap_key) % 8 == 0);
+	/* Tag matching: past the 32 bytes of older kernels' answers. */
+	CHECK(offsetof(struct uzura_create_srq_resp, ops_mmap_key) == 32);
+	CHECK(offsetof(struct uzura_create_srq_resp, ops_db_offset) == 44);
 	CHECK_SIZE(struct uzura_create_ah_resp, 8);
 	CHECK(UZURA_UVERBS_ABI_VERSION == 1);
 	return tap_done();

@@ -181,11 +181,31 @@ int main(void)
 	      UZ_FLOW_L4_TCP == 6 && UZ_FLOW_L4_UDP == 17 &&
 	      UZ_FLOW_MAX == 256);
 	/* Version 0.18: implicit ODP MRs (spec 8.10.5). */
-	CHECK(UZ_VERSION_MINOR == 18 && UZ_CAP_ODP_IMPLICIT == 0x200000 &&
+	CHECK(UZ_CAP_ODP_IMPLICIT == 0x200000 &&
 	      UZ_MR_F_IMPLICIT == 0x10 && UZ_IMR_SHIFT == 30 &&
 	      UZ_IMR_ENTRIES == 0x20000 &&
 	      UZ_IMR_ENTRY(0x1234) == 0x0000123400000001ull &&
 	      UZ_IMR_KEY(0xabcd000000000001ull) == 0xabcd0000u);
+	/* Version 0.19: tag matching (spec 8.19) and RSS (spec 8.18.1). */
+	CHECK(UZ_VERSION_MINOR == 19 && UZ_CAP_TM == 0x400000 &&
+	      UZ_CAP_RSS == 0x800000 && UZ_SRQF_TM == 2 &&
+	      sizeof(struct uz_cmd_create_srq) == 48 &&
+	      offsetof(struct uz_cmd_create_srq, ops_addr) == 32 &&
+	      offsetof(struct uz_cmd_create_srq, max_tags) == 40 &&
+	      offsetof(struct uz_cmd_create_srq, ops_log_depth) == 42 &&
+	      sizeof(struct uz_tm_op) == 64 &&
+	      offsetof(struct uz_tm_op, unexpected_cnt) == 32 &&
+	      offsetof(struct uz_tm_op, index) == 36 &&
+	      offsetof(struct uz_tm_op, opcode) == 38 &&
+	      offsetof(struct uz_tm_op, num_sge) == 40 &&
+	      offsetof(struct uz_tm_op, addr) == 48 &&
+	      UZ_WC_TM_ADD == 0x20 && UZ_WC_TM_RECV == 0x82 &&
+	      UZ_WC_F_TM_DATA_VALID == 0x80 && UZ_WC_STATUS_TM_ERR == 22 &&
+	      offsetof(struct uz_device_attr, max_tm_tags) == 140 &&
+	      offsetof(struct uz_device_attr, max_rss_tbl) == 148 &&
+	      UZ_QPT_RSS == 0x0b && UZ_QPF_NO_SQ == 2 &&
+	      offsetof(struct uz_rss_conf, fields) == 40 &&
+	      offsetof(struct uz_rss_conf, qpn) == 48);
 	CHECK(offsetof(struct uz_send_wqe, bind.length) == 32 &&
 	      offsetof(struct uz_send_wqe, bind.access) == 40 &&
 	      offsetof(struct uz_send_wqe, bind.mr_key) == 44);

@@ -77,12 +77,30 @@ struct uzura_resize_cq_resp {
  * create_qp: the provider asks for WQE sizes that fit its max_send_sge,
  * max_inline_data and max_recv_sge (0: the kernel chooses from the caps
  * in ib_qp_init_attr); the kernel answers with what it created.
+ *
+ * A raw packet QP over an indirection table (an RSS QP, UZ_CAP_RSS) has
+ * no queue of its own: the provider sets UZURA_CREATE_QP_RX_HASH and the
+ * hash that picks the table entry of each frame, in verbs' terms (struct
+ * ibv_rx_hash_conf): IBV_RX_HASH_FUNC_TOEPLITZ, a key of 40 bytes, and
+ * IBV_RX_HASH_* fields, whose bits are the device's UZ_RSS_F_*.  Its
+ * response has the qpn alone.  A kernel from before RSS refuses it.
  */
+enum uzura_create_qp_comp_mask {
+	UZURA_CREATE_QP_RX_HASH = 1 << 0,
+};
+
+#define UZURA_RX_HASH_KEY_LEN		40
+
 struct uzura_create_qp {
-	__u32 comp_mask;
+	__u32 comp_mask;		/* UZURA_CREATE_QP_* */
 	__u32 sq_log_wqe;		/* 6 .. sq_max_log_wqe, or 0 */
 	__u32 rq_log_wqe;		/* 4 .. rq_max_log_wqe, or 0 */
 	__u32 reserved;
+	__aligned_u64 rx_hash_fields_mask;	/* IBV_RX_HASH_* */
+	__u8 rx_hash_function;		/* IBV_RX_HASH_FUNC_TOEPLITZ */
+	__u8 rx_hash_key_len;		/* UZURA_RX_HASH_KEY_LEN */
+	__u8 reserved_208[6];
+	__u8 rx_hash_key[UZURA_RX_HASH_KEY_LEN];
 };
 
 struct uzura_create_qp_resp {
@@ -101,10 +119,19 @@ struct uzura_create_qp_resp {
 	__u32 reserved;
 };
 
-/* create_srq */
+/*
+ * create_srq.  A tag matching SRQ (IB_SRQT_TM, UZ_CAP_TM) also has a ring
+ * of 2^ops_log_depth list operations (struct uz_tm_op) that the kernel
+ * allocates and the provider maps with ops_mmap_key; ops_db_offset is its
+ * doorbell's offset in the context's doorbell page.  ops_log_depth is 0
+ * for other SRQs, and a kernel from before tag matching answers with
+ * ops_size 0 (or not at all).
+ */
 struct uzura_create_srq {
 	__u32 comp_mask;
 	__u32 log_wqe;			/* 4 .. rq_max_log_wqe, or 0 */
+	__u32 ops_log_depth;		/* TM: 1 .. log2(max_ops); else 0 */
+	__u32 reserved;
 };
 
 struct uzura_create_srq_resp {
@@ -117,6 +144,9 @@ struct uzura_create_srq_resp {
 	__u16 reserved_16;
 	__u32 db_offset;
 	__u32 reserved;
+	__aligned_u64 ops_mmap_key;	/* TM: the operation ring */
+	__u32 ops_size;			/* TM: bytes to map; else 0 */
+	__u32 ops_db_offset;		/* TM: in the context's doorbell page */
 };
 
 /*
@@ -139,6 +169,29 @@ struct uzura_modify_srq_resp {
 	__aligned_u64 ring_mmap_key;
 	__u8 log_depth;
 	__u8 reserved_8[7];
+};
+
+/*
+ * create_wq (IB_WQT_RQ, UZ_CAP_RSS): a receive queue alone, whose ring
+ * and doorbell are those of a QP's RQ (struct uz_recv_wqe, the doorbell
+ * taking the new producer index) and whose receives complete into its
+ * CQ with qpn = wqn.  The provider asks for a WQE size that fits its
+ * max_sge (0: the kernel chooses).
+ */
+struct uzura_create_wq {
+	__u32 comp_mask;
+	__u32 rq_log_wqe;		/* 4 .. rq_max_log_wqe, or 0 */
+};
+
+struct uzura_create_wq_resp {
+	__u32 comp_mask;
+	__u32 wqn;
+	__aligned_u64 rq_mmap_key;
+	__u32 rq_size;			/* bytes to map */
+	__u32 rq_db_offset;		/* in the context's doorbell page */
+	__u8 rq_log_depth;
+	__u8 rq_log_wqe;
+	__u8 reserved_8[6];
 };
 
 /* create_ah: the device's AH number, for the ud.ahn field of a UD WQE. */

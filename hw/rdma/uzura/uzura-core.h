@@ -33,7 +33,8 @@ typedef struct QEMUBH QEMUBH;
                      UZ_CAP_MR_REREG | UZ_CAP_MW | UZ_CAP_ODP | \
                      UZ_CAP_UC | UZ_CAP_MCAST | \
                      UZ_CAP_SRQ_RESIZE | UZ_CAP_PLACEMENT | UZ_CAP_XRC | \
-                     UZ_CAP_TIMESTAMP | UZ_CAP_RAW | UZ_CAP_ODP_IMPLICIT)
+                     UZ_CAP_TIMESTAMP | UZ_CAP_RAW | UZ_CAP_ODP_IMPLICIT | \
+                     UZ_CAP_TM | UZ_CAP_RSS)
 
 /* Entries between two ring indices. */
 static inline uint32_t uzura_ring_used(uint32_t pi, uint32_t ci)
@@ -74,6 +75,7 @@ typedef enum UzuraDbKind {
     UZ_DBK_SRQ,
     UZ_DBK_SQ,
     UZ_DBK_RQ,
+    UZ_DBK_TM,                  /* a TM SRQ's list operations */
     UZ_DBK_MAX,
 } UzuraDbKind;
 

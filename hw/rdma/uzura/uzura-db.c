@@ -82,6 +82,9 @@ void uzura_db_write(UzuraCore *core, hwaddr addr, uint64_t val,
     case UZ_DBK_SRQ:
         uzura_srq_doorbell(core, UZ_DB_INDEX(entry), val);
         break;
+    case UZ_DBK_TM:
+        uzura_tm_doorbell(core, UZ_DB_INDEX(entry), val);
+        break;
     case UZ_DBK_SQ:
     case UZ_DBK_RQ:
         uzura_qp_doorbell(core, UZ_DB_INDEX(entry),

@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            18
+#define UZ_VERSION_MINOR            19
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -145,6 +145,8 @@
                                                 * UZ_MR_F_DM, dm_size */
 #define UZ_CAP_RAW                  (1u << 20) /* UZ_QPT_RAW, CREATE_FLOW */
 #define UZ_CAP_ODP_IMPLICIT         (1u << 21) /* UZ_MR_F_IMPLICIT */
+#define UZ_CAP_TM                   (1u << 22) /* tag matching SRQs */
+#define UZ_CAP_RSS                  (1u << 23) /* UZ_QPT_RSS, UZ_QPF_NO_SQ */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -307,7 +309,10 @@ struct uz_device_attr {
 	uint32_t dm_size;           /* device memory, bytes (UZ_CAP_DM) */
 	uint32_t dm_offset;         /* where it starts in BAR 4 */
 	uint32_t max_dm;            /* allocations of it */
-	uint32_t reserved[5];
+	uint32_t max_tm_tags;       /* tag list of a TM SRQ (UZ_CAP_TM) */
+	uint32_t max_tm_ops;        /* its ops ring, entries */
+	uint32_t max_rss_tbl;       /* RSS table entries (UZ_CAP_RSS) */
+	uint32_t reserved[2];
 };
 UZ_ASSERT_SIZE(struct uz_device_attr, 160);
 
@@ -424,7 +429,8 @@ UZ_ASSERT_SIZE(struct uz_eth_desc, 16);
 #define UZ_CMD_MODIFY_QP            0x17
 #define UZ_CMD_QUERY_QP             0x18 /* writes uz_qp_attr to buf */
 #define UZ_CMD_DESTROY_QP           0x19
-#define UZ_CMD_CREATE_SRQ           0x1a /* out0: srqn, out1: doorbell */
+#define UZ_CMD_CREATE_SRQ           0x1a /* out0: srqn, out1: doorbell,
+					  * out2: UZ_SRQF_TM ops doorbell */
 #define UZ_CMD_MODIFY_SRQ           0x1b
 #define UZ_CMD_DESTROY_SRQ          0x1c
 #define UZ_CMD_REG_MR               0x1d /* out0: lkey = rkey */
@@ -511,7 +517,7 @@ struct uz_cmd_create_qp {
 	uint8_t sq_log_depth;
 	uint8_t rq_log_depth;
 	uint8_t sq_log_wqe_size;    /* log2 bytes, 6 .. 9 (64 .. 512) */
-	uint8_t rq_log_wqe_size;    /* log2 bytes, 4 .. 8 (16 .. 256) */
+	uint8_t rq_log_wqe_size;    /* log2 bytes, 4 .. 9 (16 .. 512) */
 	uint8_t flags;              /* UZ_QPF_* */
 	uint16_t reserved_16;
 	uint32_t xrcd;              /* UZ_QPT_XRC_TGT: its XRC domain */
@@ -519,6 +525,9 @@ struct uz_cmd_create_qp {
 
 #define UZ_NO_SRQ                   0xffffffffu
 #define UZ_QPF_SIG_ALL              (1u << 0)  /* every WQE signalled */
+#define UZ_QPF_NO_SQ                (1u << 1)  /* UZ_QPT_RAW: a receive
+						* queue only (a WQ); sq_*
+						* and send_cqn ignored */
 
 #define UZ_QPT_RC                   0x02
 #define UZ_QPT_UC                   0x03       /* unreliable connected */
@@ -527,6 +536,7 @@ struct uz_cmd_create_qp {
 #define UZ_QPT_RAW                  0x08       /* raw Ethernet frames */
 #define UZ_QPT_XRC_INI              0x09       /* XRC initiator: an SQ only */
 #define UZ_QPT_XRC_TGT              0x0a       /* XRC target: no queues */
+#define UZ_QPT_RSS                  0x0b       /* spreads raw frames */
 
 /*
  * XRC (UZ_CAP_XRC).  An XRC domain (ALLOC_XRCD; it belongs to the device,
@@ -597,15 +607,49 @@ UZ_ASSERT_SIZE(struct uz_flow_spec, 128);
 #define UZ_FLOW_L4_UDP              17
 #define UZ_FLOW_MAX                 256 /* rules, the device's */
 
+/*
+ * Receive side scaling (UZ_CAP_RSS, docs/device-spec.md 8.18.1).  An RSS
+ * QP (UZ_QPT_RSS) has no queues and no state to move through: from its
+ * creation on, each frame its flow rules match goes to one raw QP of its
+ * table, the entry that the low log_size bits of the Toeplitz hash of the
+ * frame's fields (in the order src IP, dst IP, src port, dst port, those
+ * of fields that the frame has) select.  The table's QPs are raw QPs of
+ * the same context, usually with UZ_QPF_NO_SQ (the verbs' WQs); one that
+ * is not in RTR or RTS drops the frame.  CREATE_QP of an RSS QP reads
+ * this structure at sq_addr (pdn, uctx and type count; the rest is
+ * ignored).  DESTROY_QP of a QP an RSS table names is UZ_CMD_BUSY.
+ */
+struct uz_rss_conf {
+	uint8_t key[40];            /* Toeplitz key */
+	uint32_t fields;            /* UZ_RSS_F_* */
+	uint8_t log_size;           /* 2^log_size entries, 0 .. 8 */
+	uint8_t func;               /* UZ_RSS_TOEPLITZ */
+	uint16_t reserved_16;
+	uint32_t qpn[256];          /* 2^log_size used */
+};
+UZ_ASSERT_SIZE(struct uz_rss_conf, 1072);
+
+#define UZ_RSS_TOEPLITZ             1
+#define UZ_RSS_LOG_MAX              8
+#define UZ_RSS_F_SRC_IPV4           (1u << 0)
+#define UZ_RSS_F_DST_IPV4           (1u << 1)
+#define UZ_RSS_F_SRC_IPV6           (1u << 2)
+#define UZ_RSS_F_DST_IPV6           (1u << 3)
+#define UZ_RSS_F_SRC_PORT_TCP       (1u << 4)
+#define UZ_RSS_F_DST_PORT_TCP       (1u << 5)
+#define UZ_RSS_F_SRC_PORT_UDP       (1u << 6)
+#define UZ_RSS_F_DST_PORT_UDP       (1u << 7)
+
 /* The queues a QP type has of its own, for device and driver alike. */
 static inline int uz_qpt_has_sq(uint8_t type)
 {
-	return type != UZ_QPT_XRC_TGT;
+	return type != UZ_QPT_XRC_TGT && type != UZ_QPT_RSS;
 }
 
 static inline int uz_qpt_receives(uint8_t type)
 {
-	return type != UZ_QPT_XRC_INI && type != UZ_QPT_XRC_TGT;
+	return type != UZ_QPT_XRC_INI && type != UZ_QPT_XRC_TGT &&
+	       type != UZ_QPT_RSS;
 }
 
 /* MODIFY_QP: the attributes named in attr_mask are applied. */
@@ -810,7 +854,12 @@ struct uz_cmd_create_srq {
 	uint8_t flags;              /* UZ_SRQF_* */
 	uint8_t reserved_8;
 	uint32_t xrcd;              /* UZ_SRQF_XRC: its XRC domain */
-	uint32_t cqn;               /* UZ_SRQF_XRC: CQ of its receives */
+	uint32_t cqn;               /* UZ_SRQF_XRC, UZ_SRQF_TM: its CQ */
+	uint64_t ops_addr;          /* UZ_SRQF_TM: 2^ops_log_depth uz_tm_op */
+	uint16_t max_tags;          /* UZ_SRQF_TM: tag list entries */
+	uint8_t ops_log_depth;      /* UZ_SRQF_TM: 1 .. log2(max_tm_ops) */
+	uint8_t reserved_8b;
+	uint32_t reserved_32;
 };
 
 /*
@@ -820,6 +869,64 @@ struct uz_cmd_create_srq {
  * its WQEs, is checked against its PD and completes into its CQ.
  */
 #define UZ_SRQF_XRC                 (1u << 0)
+
+/*
+ * Tag matching (UZ_CAP_TM, docs/device-spec.md 8.19).  A TM SRQ
+ * (UZ_SRQF_TM) has, besides its ring of receive WQEs (the buffers of
+ * unexpected and untagged messages), a list of max_tags tagged buffers
+ * and a ring of list operations (struct uz_tm_op) with a doorbell of its
+ * own (out2 of CREATE_SRQ; the value is the new producer index).  Each
+ * SEND to a QP on the SRQ starts with a tag matching header (TMH); an
+ * EAGER or RNDV message whose tag matches an entry lands in, or is read
+ * by the device into, that entry's buffer; everything else takes a
+ * receive WQE.  Completions of operations and receives go to the SRQ's
+ * CQ (cqn).
+ */
+#define UZ_SRQF_TM                  (1u << 1)
+
+struct uz_tm_op {
+	uint64_t wr_id;             /* of the operation's own completion */
+	uint64_t recv_wr_id;        /* ADD: of the tagged receive's CQEs */
+	uint64_t tag;               /* ADD */
+	uint64_t mask;              /* ADD: a message matches when its tag
+				     * & mask == tag & mask */
+	uint32_t unexpected_cnt;    /* with UZ_TM_OP_F_SYNC */
+	uint16_t index;             /* ADD, DEL: the tag list entry */
+	uint8_t opcode;             /* UZ_TM_OP_* */
+	uint8_t flags;              /* UZ_TM_OP_F_* */
+	uint8_t num_sge;            /* ADD: 0 or 1 */
+	uint8_t reserved[7];
+	uint64_t addr;              /* ADD: the tagged buffer, an SGE */
+	uint32_t length;
+	uint32_t lkey;
+};
+UZ_ASSERT_SIZE(struct uz_tm_op, 64);
+
+#define UZ_TM_OP_ADD                1
+#define UZ_TM_OP_DEL                2
+#define UZ_TM_OP_SYNC               3
+#define UZ_TM_OP_F_SIGNALED         (1u << 0)  /* a CQE when done */
+#define UZ_TM_OP_F_SYNC             (1u << 1)  /* unexpected_cnt is valid */
+
+/*
+ * The TMH (16 bytes, first in the payload of every SEND to a TM SRQ) and,
+ * after it in a RNDV message, the rendezvous header (16 bytes); fields in
+ * network order.
+ */
+#define UZ_TMH_LEN                  16
+#define UZ_TMH_OPCODE               0   /* 1 byte: UZ_TMH_* */
+#define UZ_TMH_APP_CTX              4   /* 4 bytes */
+#define UZ_TMH_TAG                  8   /* 8 bytes */
+#define UZ_RVH_LEN                  16
+#define UZ_RVH_VA                   16  /* 8 bytes: the sender's buffer */
+#define UZ_RVH_RKEY                 24  /* 4 bytes */
+#define UZ_RVH_DLEN                 28  /* 4 bytes: its length */
+#define UZ_TMH_NO_TAG               0
+#define UZ_TMH_RNDV                 1
+#define UZ_TMH_FIN                  2
+#define UZ_TMH_EAGER                3
+#define UZ_TM_RNDV_HDR_MAX          64  /* longest RNDV message (bytes) */
+#define UZ_TM_MAX_SGE               1
 
 struct uz_cmd_modify_srq {
 	uint32_t srqn;
@@ -1258,8 +1365,13 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_WC_ATOMIC_WRITE          0x09
 #define UZ_WC_CRW                   0x10
 #define UZ_WC_STCRW                 0x11
+#define UZ_WC_TM_ADD                0x20 /* TM SRQ list operations */
+#define UZ_WC_TM_DEL                0x21
+#define UZ_WC_TM_SYNC               0x22
 #define UZ_WC_RECV                  0x80
 #define UZ_WC_RECV_RDMA_WITH_IMM    0x81
+#define UZ_WC_TM_RECV               0x82 /* EAGER or RNDV, matched or not */
+#define UZ_WC_TM_NO_TAG             0x83
 
 #define UZ_WC_F_IMM                 (1u << 0)
 #define UZ_WC_F_INV                 (1u << 1)
@@ -1268,6 +1380,19 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_WC_F_XRC                 (1u << 4)  /* a receive through an XRC
                                                 * target QP (qpn): src_qp
                                                 * is the XRC SRQ's number */
+#define UZ_WC_F_TM_SYNC_REQ         (1u << 5)  /* TM: out of sync */
+#define UZ_WC_F_TM_MATCH            (1u << 6)  /* TM: a tag matched */
+#define UZ_WC_F_TM_DATA_VALID       (1u << 7)  /* TM: the data is there */
+
+/*
+ * TM SRQ completions (qpn: the QP of a receive, the SRQ's number for an
+ * operation).  Those of a tagged buffer (UZ_WC_F_TM_MATCH, and a RNDV's
+ * second, UZ_WC_F_TM_DATA_VALID alone) and of ADD and DEL have the entry
+ * in pkey_index; a matched receive's has the message's tag in imm_data
+ * (low 32 bits) and src_qp (high 32 bits), both little-endian like every
+ * CQE field but an immediate, and recv_wr_id as wr_id.  An operation's
+ * has its ring index (the producer index it was posted at) in byte_len.
+ */
 
 /* Completion status: the InfiniBand work completion status values. */
 #define UZ_WC_STATUS_SUCCESS        0
@@ -1286,6 +1411,8 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_WC_STATUS_REM_ABORT_ERR  16
 #define UZ_WC_STATUS_FATAL_ERR      19
 #define UZ_WC_STATUS_GENERAL_ERR    21
+#define UZ_WC_STATUS_TM_ERR         22 /* a TM list operation failed */
+#define UZ_WC_STATUS_TM_RNDV_INCOMPLETE 23
 
 /* Vendor error detail in uz_cqe.vendor_err. */
 #define UZ_VERR_NONE                0x00

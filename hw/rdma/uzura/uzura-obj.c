@@ -33,9 +33,13 @@ void uzura_rdma_init(UzuraCore *core)
 void uzura_rdma_uninit(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
+    uint32_t i;
 
     uzura_qp_free_all(core);
     uzura_xlat_uninit(core);
+    for (i = 0; r->srq && i < r->lim.max_srq; i++) {
+        uzura_tm_srq_destroy(NULL, &r->srq[i]);
+    }
     g_free(r->uctx);
     g_free(r->pd);
     g_free(r->cq);
@@ -50,9 +54,14 @@ void uzura_rdma_uninit(UzuraCore *core)
 void uzura_rdma_reset(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
+    uint32_t i;
 
     uzura_qp_free_all(core);
     uzura_xlat_reset(core);
+    for (i = 0; i < r->lim.max_srq; i++) {
+        uzura_tm_srq_destroy(NULL, &r->srq[i]);     /* the map is cleared */
+    }
+    r->tm_owed = false;
     memset(r->uctx, 0, (r->lim.max_uctx + 1) * sizeof(*r->uctx));
     memset(r->pd, 0, r->lim.max_pd * sizeof(*r->pd));
     memset(r->cq, 0, r->lim.max_cq * sizeof(*r->cq));
@@ -93,6 +102,9 @@ void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr)
     attr->dm_size = cpu_to_le32(core->rdma.dm_size);
     attr->dm_offset = cpu_to_le32(core->rdma.dm_offset);
     attr->max_dm = cpu_to_le32(core->rdma.max_dm);
+    attr->max_tm_tags = cpu_to_le32(UZ_TM_MAX_TAGS);
+    attr->max_tm_ops = cpu_to_le32(1u << UZ_TM_LOG_MAX_OPS);
+    attr->max_rss_tbl = cpu_to_le32(1u << UZ_RSS_LOG_MAX);
     /* Pages of 4 KiB up to 1 GiB. */
     attr->page_size_cap = cpu_to_le32(MAKE_64BIT_MASK(12, 19));
 }
@@ -468,27 +480,39 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
 {
     const struct uz_cmd_create_srq *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), limit = le32_to_cpu(c->limit), db;
+    uint32_t ops_db = 0;
     uint64_t ring = le64_to_cpu(c->ring_addr);
-    bool xrc = c->flags & UZ_SRQF_XRC;
+    bool xrc = c->flags & UZ_SRQF_XRC, tm = c->flags & UZ_SRQF_TM;
     UzuraRdma *r = &core->rdma;
     UzuraXrcd *xrcd = NULL;
     UzuraCq *cq = NULL;
     UzuraPd *pd;
+    uint8_t st;
     int64_t i;
 
+    /* Tag matching is for RC QPs; an XRC SRQ serves XRC targets. */
+    if (xrc && tm) {
+        return UZ_CMD_BAD_PARAM;
+    }
     pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
     if (xrc) {
         xrcd = uzura_xrcd_lookup(core, le32_to_cpu(c->xrcd));
+    }
+    if (xrc || tm) {
         cq = uzura_cq_lookup(core, le32_to_cpu(c->cqn), uctx);
     }
-    if (!pd || (xrc && (!xrcd || !cq))) {
+    if (!pd || (xrc && !xrcd) || ((xrc || tm) && !cq)) {
         return UZ_CMD_BAD_HANDLE;
     }
-    if ((c->flags & ~UZ_SRQF_XRC) || c->log_depth < 1 || c->log_depth > 16 ||
-        (1u << c->log_depth) > r->lim.max_srq_wr ||
-        c->log_wqe_size < 4 || c->log_wqe_size > 8 ||
+    if ((c->flags & ~(UZ_SRQF_XRC | UZ_SRQF_TM)) || c->log_depth < 1 ||
+        c->log_depth > 16 || (1u << c->log_depth) > r->lim.max_srq_wr ||
+        c->log_wqe_size < 4 || c->log_wqe_size > 9 ||
         limit >= (1u << c->log_depth)) {
         return UZ_CMD_BAD_PARAM;
+    }
+    st = tm ? uzura_tm_srq_check(core, c) : UZ_CMD_OK;
+    if (st != UZ_CMD_OK) {
+        return st;
     }
     if (!uzura_dma_ok(core, ring, (uint64_t)1 << (c->log_depth +
                                                   c->log_wqe_size), false)) {
@@ -498,21 +522,32 @@ static uint8_t uzura_cmd_create_srq(UzuraCore *core,
     if (i < 0 || !uzura_db_alloc(core, uctx, UZ_DBK_SRQ, i, &db)) {
         return UZ_CMD_NO_RESOURCES;
     }
+    /* A TM SRQ's list operations ring a second slot of the page. */
+    if (tm && !uzura_db_alloc(core, uctx, UZ_DBK_TM, i, &ops_db)) {
+        uzura_db_free(core, db);
+        return UZ_CMD_NO_RESOURCES;
+    }
     r->srq[i] = (UzuraSrq) {
         .valid = true, .xrc = xrc, .uctx = uctx, .pdn = le32_to_cpu(c->pdn),
         .xrcd = xrc ? le32_to_cpu(c->xrcd) : 0,
-        .cqn = xrc ? le32_to_cpu(c->cqn) : 0,
+        .cqn = cq ? le32_to_cpu(c->cqn) : 0,
         .ring_addr = ring, .log_depth = c->log_depth,
         .log_wqe_size = c->log_wqe_size, .limit = limit, .db_offset = db,
     };
+    if (tm) {
+        uzura_tm_srq_init(&r->srq[i], c, ops_db);
+    }
     pd->users++;
     if (xrc) {
         xrcd->users++;
+    }
+    if (cq) {
         cq->users++;
     }
     uzura_uctx_get(core, uctx);
     cqe->out0 = cpu_to_le32(i);
     cqe->out1 = cpu_to_le32(db);
+    cqe->out2 = cpu_to_le32(ops_db);
     return UZ_CMD_OK;
 }
 
@@ -592,6 +627,10 @@ static uint8_t uzura_cmd_destroy_srq(UzuraCore *core,
         core->rdma.xrcd[srq->xrcd].users--;
         core->rdma.cq[srq->cqn].users--;
         uzura_xrc_srq_gone(core, le32_to_cpu(c->handle));
+    }
+    if (srq->tm) {
+        core->rdma.cq[srq->cqn].users--;
+        uzura_tm_srq_destroy(core, srq);
     }
     uzura_db_free(core, srq->db_offset);
     uzura_uctx_put(core, srq->uctx);

@@ -255,8 +255,13 @@ static void uzura_qp_flush_held(UzuraCore *core, UzuraQp *qp)
         };
 
         x->have_rwqe = false;
-        uzura_xrc_cqe(qp, &cqe);
         trace_uzura_qp_flush(x->qpn, false, 0, x->rwqe.wr_id);
+        if (x->tm_kind) {
+            /* A TM SRQ's: to its CQ, and a tagged entry is free again. */
+            uzura_tm_complete(core, qp, &cqe, false);
+            return;
+        }
+        uzura_xrc_cqe(qp, &cqe);
         uzura_cq_post(core, qp->recv_cqn, &cqe, false);
     }
 }
@@ -273,6 +278,7 @@ static void uzura_qp_to_reset(UzuraCore *core, UzuraQp *qp)
     }
     uzura_req_reset(core, qp);
     uzura_crw_flush(core, qp);
+    uzura_tm_qp_flush(core, qp);
     uzura_resp_init(core, qp);
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->sq_pi = qp->rq_pi = 0;
@@ -288,6 +294,7 @@ static void uzura_qp_free_xfer(UzuraCore *core, UzuraQp *qp)
         g_free(qp->x->rd);
         g_free(qp->x->crw);
         g_free(qp->x->crw_ready);
+        g_free(qp->x->rndv);
         g_free(qp->x);
         qp->x = NULL;
     }
@@ -373,6 +380,7 @@ static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
             !uzura_qp_flush_one(core, qpn, qp, false)) {
             /* Parked CRWs last: their SQ WQEs completed long ago. */
             uzura_crw_flush(core, qp);
+            uzura_tm_qp_flush(core, qp);
             return false;
         }
     }
@@ -424,6 +432,7 @@ void uzura_qp_free_all(UzuraCore *core)
 
     for (i = 0; i < r->lim.max_qp; i++) {
         uzura_qp_free_xfer(core, &r->qp[i]);
+        g_clear_pointer(&r->qp[i].rss, g_free);
     }
 }
 
@@ -465,6 +474,12 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
         return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->type == UZ_QPT_RSS) {
+        /* Active from its creation, with no state to move through. */
+        uzura_guest_error(trace_uzura_qp_err_transition(qpn, 0, 0),
+                          "QP %u: an RSS QP has no states", qpn);
+        return UZ_CMD_BAD_STATE;
     }
     if (!uzura_dma_read(core, le64_to_cpu(c->buf_addr), &a, sizeof(a))) {
         return UZ_CMD_BAD_ADDR;
@@ -552,9 +567,13 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
                                     uint32_t sq_log_depth, bool rc)
 {
     UzuraXfer *x = g_new0(UzuraXfer, 1);
-    /* Messages in flight: SQ WQEs, and (RC) the writes of matched CRWs. */
+    /*
+     * Messages in flight: SQ WQEs, and (RC) the writes of matched CRWs and
+     * a READ or FIN of each rendezvous slot.
+     */
     uint32_t nmsg = pow2ceil((1u << sq_log_depth) +
-                             (rc ? core->rdma.lim.max_crw_tags : 0));
+                             (rc ? core->rdma.lim.max_crw_tags +
+                                   UZ_TM_RNDV_SLOTS : 0));
 
     x->core = core;
     x->qpn = qpn;
@@ -574,19 +593,27 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
     uint32_t srqn = le32_to_cpu(c->srqn), sq_db = 0, rq_db = 0;
     uint64_t sq = le64_to_cpu(c->sq_addr), rq = le64_to_cpu(c->rq_addr);
     bool tgt = c->type == UZ_QPT_XRC_TGT, ini = c->type == UZ_QPT_XRC_INI;
+    bool rss = c->type == UZ_QPT_RSS;
+    /* A raw QP with UZ_QPF_NO_SQ is a verbs WQ: a receive queue only. */
+    bool has_sq = uz_qpt_has_sq(c->type) && !(c->flags & UZ_QPF_NO_SQ);
     bool has_srq, has_rq;
     UzuraPd *pd = NULL;
     UzuraCq *scq = NULL, *rcq = NULL;
     UzuraSrq *srq = NULL;
     UzuraXrcd *xrcd = NULL;
+    UzuraRss *table = NULL;
     int64_t qpn = -1, i;
+    uint8_t st;
 
-    /* XRC: an initiator has no receive side, a target no queue at all. */
-    if (tgt || ini) {
+    /*
+     * XRC: an initiator has no receive side, a target no queue at all;
+     * nor has an RSS QP.
+     */
+    if (tgt || ini || rss) {
         srqn = UZ_NO_SRQ;
     }
     has_srq = srqn != UZ_NO_SRQ;
-    has_rq = !has_srq && !tgt && !ini;
+    has_rq = !has_srq && uz_qpt_receives(c->type);
     if (tgt) {
         xrcd = uzura_xrcd_lookup(core, le32_to_cpu(c->xrcd));
         if (!xrcd || !uzura_uctx_ok(core, uctx)) {
@@ -594,33 +621,39 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         }
     } else {
         pd = uzura_pd_lookup(core, pdn, uctx);
-        scq = uzura_cq_lookup(core, le32_to_cpu(c->send_cqn), uctx);
-        if (!ini) {
+        if (has_sq) {
+            scq = uzura_cq_lookup(core, le32_to_cpu(c->send_cqn), uctx);
+        }
+        if (uz_qpt_receives(c->type)) {
             rcq = uzura_cq_lookup(core, le32_to_cpu(c->recv_cqn), uctx);
         }
         if (has_srq) {
             srq = uzura_srq_lookup(core, srqn);
-            if (srq && (srq->uctx != uctx || srq->xrc)) {
+            /* Tag matching is RC's (a TM SRQ's SENDs carry a TMH). */
+            if (srq && (srq->uctx != uctx || srq->xrc ||
+                        (srq->tm && c->type != UZ_QPT_RC))) {
                 srq = NULL;
             }
         }
-        if (!pd || !scq || (!ini && !rcq) || (has_srq && !srq)) {
+        if (!pd || (has_sq && !scq) ||
+            (uz_qpt_receives(c->type) && !rcq) || (has_srq && !srq)) {
             return UZ_CMD_BAD_HANDLE;
         }
     }
     if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UC &&
          c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI &&
-         c->type != UZ_QPT_RAW && !tgt && !ini) ||
-        (c->flags & ~UZ_QPF_SIG_ALL) ||
-        (!tgt && (c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
+         c->type != UZ_QPT_RAW && !tgt && !ini && !rss) ||
+        (c->flags & ~(UZ_QPF_SIG_ALL | UZ_QPF_NO_SQ)) ||
+        ((c->flags & UZ_QPF_NO_SQ) && c->type != UZ_QPT_RAW) ||
+        (has_sq && (c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
                   (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
                   c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9)) ||
         (has_rq && (c->rq_log_depth < 1 || c->rq_log_depth > 16 ||
                     (1u << c->rq_log_depth) > r->lim.max_qp_wr ||
-                    c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 8))) {
+                    c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 9))) {
         return UZ_CMD_BAD_PARAM;
     }
-    if ((!tgt &&
+    if ((has_sq &&
          !uzura_dma_ok(core, sq, (uint64_t)1 << (c->sq_log_depth +
                                                  c->sq_log_wqe_size), false)) ||
         (has_rq &&
@@ -645,34 +678,49 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
             return UZ_CMD_NO_RESOURCES;
         }
     }
-    if (!tgt && !uzura_db_alloc(core, uctx, UZ_DBK_SQ, qpn, &sq_db)) {
+    /* RSS: the table at sq_addr, its QPs raw QPs of this context. */
+    if (rss) {
+        st = uzura_rss_create(core, sq, uctx, &table);
+        if (st != UZ_CMD_OK) {
+            return st;
+        }
+    }
+    if (has_sq && !uzura_db_alloc(core, uctx, UZ_DBK_SQ, qpn, &sq_db)) {
         return UZ_CMD_NO_RESOURCES;
     }
     if (has_rq && !uzura_db_alloc(core, uctx, UZ_DBK_RQ, qpn, &rq_db)) {
-        uzura_db_free(core, sq_db);
+        if (has_sq) {
+            uzura_db_free(core, sq_db);
+        }
         return UZ_CMD_NO_RESOURCES;
     }
     r->qp[qpn] = (UzuraQp) {
         .valid = true, .type = c->type, .flags = c->flags, .uctx = uctx,
         .pdn = tgt ? UINT32_MAX : pdn,
-        .send_cqn = tgt ? UINT32_MAX : le32_to_cpu(c->send_cqn),
+        .send_cqn = scq ? le32_to_cpu(c->send_cqn) : UINT32_MAX,
         .recv_cqn = rcq ? le32_to_cpu(c->recv_cqn) : UINT32_MAX,
         .srqn = srqn, .xrcd = tgt ? le32_to_cpu(c->xrcd) : 0,
-        .sq_addr = tgt ? 0 : sq, .rq_addr = has_rq ? rq : 0,
-        .sq_log_depth = tgt ? 0 : c->sq_log_depth,
+        .sq_addr = has_sq ? sq : 0, .rq_addr = has_rq ? rq : 0,
+        .sq_log_depth = has_sq ? c->sq_log_depth : 0,
         .rq_log_depth = has_rq ? c->rq_log_depth : 0,
-        .sq_log_wqe_size = tgt ? 0 : c->sq_log_wqe_size,
+        .sq_log_wqe_size = has_sq ? c->sq_log_wqe_size : 0,
         .rq_log_wqe_size = has_rq ? c->rq_log_wqe_size : 0,
         .sq_db = sq_db, .rq_db = rq_db,
     };
-    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, tgt ? 0 : c->sq_log_depth,
+    r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, has_sq ? c->sq_log_depth : 0,
                                      c->type == UZ_QPT_RC);
     r->qp[qpn].x->xrc_srqn = UZ_NO_SRQ;
     if (tgt) {
         xrcd->users++;
     } else {
         pd->users++;
+    }
+    if (scq) {
         scq->users++;
+    }
+    if (table) {
+        uzura_rss_attach(core, &r->qp[qpn], table);
+        trace_uzura_rss_create(qpn, table->mask + 1, table->fields);
     }
     if (rcq) {
         rcq->users++;
@@ -699,23 +747,32 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     if (qp->flows) {
         return UZ_CMD_BUSY;
     }
+    if (qp->rss_refs) {
+        /* Not a guest error: ib_core keeps the order; say who holds it. */
+        trace_uzura_rss_err_busy(le32_to_cpu(c->handle), qp->rss_refs);
+        return UZ_CMD_BUSY;
+    }
     if (uzura_qp_has_sq(qp)) {
         uzura_db_free(core, qp->sq_db);
     }
     if (uzura_qp_has_rq(qp)) {
         uzura_db_free(core, qp->rq_db);
-    } else if (!uzura_qp_is_xrc(qp)) {
+    } else if (qp->srqn != UZ_NO_SRQ && !uzura_qp_is_xrc(qp)) {
         r->srq[qp->srqn].users--;
     }
     if (qp->type == UZ_QPT_XRC_TGT) {
         r->xrcd[qp->xrcd].users--;
     } else {
         r->pd[qp->pdn].users--;
+    }
+    if (qp->send_cqn != UINT32_MAX) {
         r->cq[qp->send_cqn].users--;
     }
-    if (!uzura_qp_is_xrc(qp)) {
+    /* An XRC target's recv_cqn is its last SRQ's, which that SRQ counts. */
+    if (qp->recv_cqn != UINT32_MAX && !uzura_qp_is_xrc(qp)) {
         r->cq[qp->recv_cqn].users--;
     }
+    uzura_rss_release(core, qp);
     uzura_uctx_put(core, qp->uctx);
     if (qp->type == UZ_QPT_XRC_TGT) {
         uzura_qp_flush_held(core, qp);     /* as at RESET */
@@ -723,6 +780,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     trace_uzura_qp_destroy(le32_to_cpu(c->handle));
     /* Parked CRWs have no SQ WQE left to find them by: complete them. */
     uzura_crw_flush(core, qp);
+    uzura_tm_qp_flush(core, qp);
     uzura_mw_qp_gone(core, le32_to_cpu(c->handle));
     uzura_mcast_qp_gone(core, le32_to_cpu(c->handle));
     uzura_qp_free_xfer(core, qp);

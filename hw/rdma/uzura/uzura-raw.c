@@ -7,7 +7,8 @@
  * each attached to one raw QP; every frame from the link, and every
  * frame a raw QP sends to this NIC's own MAC or to a group, is matched
  * against all of them before RoCE and the Ethernet function see it, and
- * a frame some rule matched goes only to the raw QPs that match it.
+ * a frame some rule matched goes only to the raw QPs that match it (for
+ * a rule on an RSS QP, the one its table picks, uzura-rss.c).
  */
 #include "qemu/osdep.h"
 #include "qemu/cutils.h"
@@ -17,21 +18,6 @@
 #define ETHERTYPE_VLAN      0x8100
 #define ETHERTYPE_IPV4      0x0800
 #define ETHERTYPE_IPV6      0x86dd
-
-/* What the rules look at in a frame; 16-bit fields in network order. */
-typedef struct UzuraFrameKey {
-    const uint8_t *dmac;
-    const uint8_t *smac;
-    uint16_t ethertype;
-    uint16_t vlan_tci;
-    uint8_t ip_ver;             /* 0: neither IPv4 nor IPv6 */
-    uint8_t ip_proto;
-    uint8_t src_ip[16];
-    uint8_t dst_ip[16];
-    bool l4;                    /* ports below are valid */
-    uint16_t sport;
-    uint16_t dport;
-} UzuraFrameKey;
 
 static uint16_t uzura_raw_be16(const uint8_t *p)
 {
@@ -153,11 +139,14 @@ bool uzura_raw_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         }
         matched = true;
         qp = &r->qp[f->qpn];
+        if (qp->type == UZ_QPT_RSS) {
+            qp = uzura_rss_target(core, qp, &k);
+        }
         if (qp->raw_seq == r->raw_seq) {
-            continue;           /* another of its rules matched */
+            continue;           /* another rule took it there */
         }
         qp->raw_seq = r->raw_seq;
-        trace_uzura_raw_rx(i, f->qpn, size);
+        trace_uzura_raw_rx(i, qp->x->qpn, size);
         uzura_resp_raw(core, qp, buf, size);
     }
     return matched;
@@ -192,7 +181,8 @@ uint8_t uzura_flow_create(UzuraCore *core, const struct uz_cmd_create_flow *c,
     struct uz_flow_spec s;
     int64_t i;
 
-    if (!qp || qp->uctx != le32_to_cpu(c->uctx) || qp->type != UZ_QPT_RAW) {
+    if (!qp || qp->uctx != le32_to_cpu(c->uctx) ||
+        (qp->type != UZ_QPT_RAW && qp->type != UZ_QPT_RSS)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_dma_read(core, le64_to_cpu(c->spec_addr), &s, sizeof(s))) {

@@ -63,9 +63,12 @@ typedef struct UzuraCq {
     uint32_t users;             /* QPs that complete into this CQ */
 } UzuraCq;
 
+typedef struct UzuraTm UzuraTm;
+
 typedef struct UzuraSrq {
     bool valid;
     bool xrc;                   /* an XRC SRQ: xrcd and cqn are its own */
+    UzuraTm *tm;                /* UZ_SRQF_TM: tag list, ops (uzura-tm.c) */
     uint32_t uctx;
     uint32_t pdn;
     uint32_t xrcd;
@@ -104,8 +107,10 @@ typedef struct UzuraQp {
     struct uz_qp_attr attr;     /* current attributes, host order */
     uint32_t mw_count;          /* type 2 windows it bound */
     uint32_t xrcd;              /* XRC target: its domain */
-    uint32_t flows;             /* raw: flow rules attached */
+    uint32_t flows;             /* raw, RSS: flow rules attached */
     uint64_t raw_seq;           /* raw: the last frame it took */
+    uint32_t rss_refs;          /* raw: RSS table entries naming it */
+    struct UzuraRss *rss;       /* UZ_QPT_RSS: its table (uzura-rss.c) */
     UzuraXfer *x;               /* transport state */
 } UzuraQp;
 
@@ -173,6 +178,29 @@ typedef struct UzuraDm {
     uint32_t users;             /* DM MRs */
 } UzuraDm;
 
+/* An RSS QP's table: a frame goes to qpn[hash & mask]. */
+typedef struct UzuraRss {
+    uint8_t key[40];
+    uint32_t fields;            /* UZ_RSS_F_* */
+    uint32_t mask;              /* entries - 1 */
+    uint32_t qpn[];
+} UzuraRss;
+
+/* What flow rules and RSS look at in a frame; 16-bit fields as sent. */
+typedef struct UzuraFrameKey {
+    const uint8_t *dmac;
+    const uint8_t *smac;
+    uint16_t ethertype;
+    uint16_t vlan_tci;
+    uint8_t ip_ver;             /* 0: neither IPv4 nor IPv6 */
+    uint8_t ip_proto;
+    uint8_t src_ip[16];
+    uint8_t dst_ip[16];
+    bool l4;                    /* ports below are valid */
+    uint16_t sport;
+    uint16_t dport;
+} UzuraFrameKey;
+
 /* A flow rule: frames it matches go to raw QP qpn. */
 typedef struct UzuraFlow {
     bool valid;
@@ -212,6 +240,7 @@ typedef struct UzuraRdma {
     uint32_t ack_timeout_max_us;    /* 0: the QP's IB timeout as is */
     uint32_t sr_rto_low_us;     /* recovery=sr, few packets in flight */
     uint32_t sr_kept;           /* packets all QPs keep */
+    bool tm_owed;               /* a TM SRQ has list operations to do */
 } UzuraRdma;
 
 #define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
@@ -239,10 +268,13 @@ static inline bool uzura_qp_is_xrc(const UzuraQp *qp)
     return qp->type == UZ_QPT_XRC_INI || qp->type == UZ_QPT_XRC_TGT;
 }
 
-/* Queues of its own: an XRC target has none, an XRC initiator no RQ. */
+/*
+ * Queues of its own: an XRC target and an RSS QP have none, an XRC
+ * initiator no RQ, a UZ_QPF_NO_SQ raw QP (a WQ) no SQ.
+ */
 static inline bool uzura_qp_has_sq(const UzuraQp *qp)
 {
-    return uz_qpt_has_sq(qp->type);
+    return uz_qpt_has_sq(qp->type) && !(qp->flags & UZ_QPF_NO_SQ);
 }
 
 static inline bool uzura_qp_has_rq(const UzuraQp *qp)
@@ -353,6 +385,27 @@ void uzura_raw_transmit(UzuraCore *core, const uint8_t *buf, size_t len);
 uint8_t uzura_flow_create(UzuraCore *core, const struct uz_cmd_create_flow *c,
                           struct uz_admin_cqe *cqe);
 uint8_t uzura_flow_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
+
+/* uzura-rss.c: receive side scaling (spec 8.18.1) */
+uint32_t uzura_rss_toeplitz(const uint8_t *key, const uint8_t *in,
+                            size_t len);
+uint8_t uzura_rss_create(UzuraCore *core, uint64_t addr, uint32_t uctx,
+                         UzuraRss **out);
+void uzura_rss_attach(UzuraCore *core, UzuraQp *qp, UzuraRss *rss);
+void uzura_rss_release(UzuraCore *core, UzuraQp *qp);
+UzuraQp *uzura_rss_target(UzuraCore *core, const UzuraQp *qp,
+                          const UzuraFrameKey *k);
+
+/* uzura-tm.c: tag matching SRQs (spec 8.19) */
+#define UZ_TM_MAX_TAGS          256     /* max_tm_tags */
+#define UZ_TM_LOG_MAX_OPS       10      /* max_tm_ops = 1024 */
+uint8_t uzura_tm_srq_check(UzuraCore *core,
+                           const struct uz_cmd_create_srq *c);
+void uzura_tm_srq_init(UzuraSrq *srq, const struct uz_cmd_create_srq *c,
+                       uint32_t ops_db);
+void uzura_tm_srq_destroy(UzuraCore *core, UzuraSrq *srq);
+void uzura_tm_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val);
+void uzura_tm_work(UzuraCore *core);
 
 /* uzura-mcast.c: UD multicast groups */
 bool uzura_mcast_gid(const uint8_t *gid);

@@ -453,6 +453,7 @@ void uzura_work_bh(void *opaque)
     core->busy = true;
     uzura_eth_work(core);
     uzura_loop_work(core);
+    uzura_tm_work(core);
     uzura_qp_work(core);
     core->busy = false;
     if (core->rx_flush_owed) {

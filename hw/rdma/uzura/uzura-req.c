@@ -325,7 +325,11 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
             w->done = true;
             w->status = UZ_WC_STATUS_SUCCESS;
         }
-        if (w->status != UZ_WC_STATUS_SUCCESS || w->signaled) {
+        if (w->rndv >= 0) {
+            /* A rendezvous' READ or FIN: its CQEs are the TM SRQ's. */
+            uzura_tm_rndv_retired(core, qp, w->rndv, w->opcode, w->status,
+                                  w->verr);
+        } else if (w->status != UZ_WC_STATUS_SUCCESS || w->signaled) {
             struct uz_cqe cqe = {
                 .wr_id = cpu_to_le64(w->wr_id),
                 .byte_len = cpu_to_le32(w->byte_len),
@@ -339,7 +343,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
         }
         trace_uzura_req_complete(x->qpn, w->sq_idx, w->status);
         x->m_ci = uzura_next(x->m_ci);
-        if (w->crw < 0 || w->park) {
+        if ((w->crw < 0 && w->rndv < 0) || w->park) {
             qp->sq_ci = uzura_next(qp->sq_ci);
         }
         if (w->park) {
@@ -433,9 +437,10 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
 
 /*
  * (Re)start message m_next.  One started before a rewind is sent again
- * from the same source; a new one is the oldest matched CRW's write, or
- * else the next SQ WQE.  A CRW WQE is parked and sends nothing
- * (cur_active stays false).  False when it must wait, or failed.
+ * from the same source; a new one is the oldest rendezvous' READ or FIN
+ * (uzura-tm.c), else the oldest matched CRW's write, or else the next SQ
+ * WQE.  A CRW WQE is parked and sends nothing (cur_active stays false).
+ * False when it must wait, or failed.
  */
 static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
 {
@@ -444,22 +449,31 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     UzuraSwqe *w = uzura_msg(qp, x->m_next);
     bool resend = x->m_next != x->m_high;
     uint32_t mtu = uzura_req_mtu(core, qp), sq_idx = 0;
-    int32_t crw = -1;
-    uint8_t status, verr, opcode;
+    int32_t crw = -1, rndv = -1;
+    uint8_t status, verr, opcode, rndv_op = 0;
 
     if (resend) {
         sq_idx = w->sq_idx;
         crw = w->crw;
+        rndv = w->rndv;
+        rndv_op = w->opcode;
     } else if (qp->attr.state != UZ_QPS_RTS) {
         return false;           /* SQD starts nothing new */
     } else {
-        crw = uzura_crw_ready(qp);
-        if (crw < 0 && x->sq_take == qp->sq_pi) {
+        rndv = uzura_tm_rndv_ready(qp);
+        crw = rndv < 0 ? uzura_crw_ready(qp) : -1;
+        if (rndv < 0 && crw < 0 && x->sq_take == qp->sq_pi) {
             return false;
         }
-        sq_idx = crw >= 0 ? x->crw[crw].sq_idx : x->sq_take;
+        sq_idx = crw >= 0 ? x->crw[crw].sq_idx : rndv >= 0 ? rndv :
+                 x->sq_take;
+        if (rndv >= 0) {
+            rndv_op = uzura_tm_rndv_opcode(qp, rndv);
+        }
     }
-    if (crw >= 0) {
+    if (rndv >= 0) {
+        status = uzura_tm_rndv_load(core, qp, rndv, rndv_op, wr, &verr);
+    } else if (crw >= 0) {
         status = uzura_crw_load(core, qp, crw, wr, &verr);
     } else {
         verr = uzura_sq_load(core, qp, sq_idx, wr);
@@ -489,17 +503,19 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     opcode = crw >= 0 ? UZ_WR_CRW : wr->h.opcode;
     *w = (UzuraSwqe) {
         .wr_id = wr->h.wr_id, .opcode = opcode, .sq_idx = sq_idx,
-        .crw = crw, .first_psn = x->psn, .byte_len = wr->len,
+        .crw = crw, .rndv = rndv, .first_psn = x->psn, .byte_len = wr->len,
         .signaled = crw >= 0 ? x->crw[crw].signaled :
-                    (wr->h.flags & UZ_WQE_F_SIGNALED) ||
-                    (qp->flags & UZ_QPF_SIG_ALL),
+                    rndv < 0 && ((wr->h.flags & UZ_WQE_F_SIGNALED) ||
+                                 (qp->flags & UZ_QPF_SIG_ALL)),
         /* A READ sent again keeps the response packets it has. */
         .resp_got = resend ? w->resp_got : 0,
         .resp_bits = resend ? w->resp_bits : 0,
     };
     if (!resend) {
         x->m_high = uzura_next(x->m_high);
-        if (crw >= 0) {
+        if (rndv >= 0) {
+            uzura_tm_rndv_take(qp, rndv);
+        } else if (crw >= 0) {
             uzura_crw_take_ready(qp);
         } else {
             x->sq_take = uzura_next(x->sq_take);
@@ -776,14 +792,20 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
 /*
  * The SQ WQE of message @idx, decoded again, kept in @c while the same
  * message needs it (its READ response packets, its packets a SACK asked
- * for); NULL when the ring no longer holds a valid one.
+ * for); NULL when the ring no longer holds a valid one.  A rendezvous'
+ * READ has no SQ WQE: its slot gives the same.
  */
 static UzuraSendWr *uzura_req_wqe_at(UzuraCore *core, UzuraQp *qp,
                                      UzuraWqeCache *c, uint32_t idx)
 {
+    UzuraSwqe *w = uzura_msg(qp, idx);
+    uint8_t verr;
+
     if (c->idx != idx) {
         c->idx = -1;
-        if (uzura_sq_load(core, qp, uzura_msg(qp, idx)->sq_idx, &c->wr)) {
+        if (w->rndv >= 0 ?
+            uzura_tm_rndv_load(core, qp, w->rndv, w->opcode, &c->wr, &verr) :
+            uzura_sq_load(core, qp, w->sq_idx, &c->wr)) {
             return NULL;
         }
         c->idx = idx;
@@ -813,7 +835,7 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
     if (!w || w->done || w->park) {
         return;
     }
-    if (w->crw >= 0) {
+    if (w->crw >= 0 || w->rndv >= 0) {
         /* A matched CRW's write has no SQ WQE to read back: go back N. */
         x->sr_left = 0;
         uzura_req_rewind(core, qp);

@@ -57,11 +57,11 @@ static void uzura_resp_nak(UzuraCore *core, UzuraQp *qp, uint8_t syndrome,
     uzura_resp_ack(core, qp, syndrome, psn);
 }
 
-/* Read and decode the receive WQE at @addr of @size bytes. */
+/* Read and decode the receive WQE at @addr of @size (<= 512) bytes. */
 static uint8_t uzura_rwqe_load(UzuraCore *core, uint64_t addr, uint32_t size,
                                UzuraRecvWr *rw)
 {
-    uint8_t buf[256];
+    uint8_t buf[1u << 9];               /* rq_log_wqe_size <= 9 */
     uint32_t i, n;
 
     memset(rw, 0, sizeof(rw->wr_id) + sizeof(rw->sgl.num) +
@@ -71,7 +71,7 @@ static uint8_t uzura_rwqe_load(UzuraCore *core, uint64_t addr, uint32_t size,
     }
     rw->wr_id = ldq_le_p(buf);
     n = buf[8];
-    if (n > core->rdma.lim.max_sge ||
+    if (n > core->rdma.lim.max_sge || n > UZ_SGL_MAX ||
         sizeof(struct uz_recv_wqe) + n * sizeof(struct uz_sge) > size) {
         return UZ_VERR_BAD_WQE;
     }
@@ -130,8 +130,13 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
 
     cqe->wr_id = cpu_to_le64(x->rwqe.wr_id);
     cqe->qpn = cpu_to_le32(x->qpn);
-    uzura_xrc_cqe(qp, cqe);
-    uzura_cq_post(core, qp->recv_cqn, cqe, solicited);
+    if (x->tm_kind) {
+        /* A SEND of a TM SRQ: to its CQ, as tag matching says. */
+        uzura_tm_complete(core, qp, cqe, solicited);
+    } else {
+        uzura_xrc_cqe(qp, cqe);
+        uzura_cq_post(core, qp->recv_cqn, cqe, solicited);
+    }
     trace_uzura_resp_complete(x->qpn, le32_to_cpu(cqe->byte_len),
                               cqe->status);
     x->have_rwqe = false;
@@ -362,24 +367,77 @@ static bool uzura_resp_take_or_nak(UzuraCore *core, UzuraQp *qp,
     return got > 0;
 }
 
+/*
+ * The first packet of a SEND at a QP of a TM SRQ (spec 8.19): a matched
+ * EAGER message takes its tag's buffer, a matched RNDV message starts a
+ * rendezvous and is done with, the others take a receive WQE of the
+ * SRQ.  False when the message is done with or refused.
+ */
+static bool uzura_resp_tm_first(UzuraCore *core, UzuraQp *qp,
+                                const UzuraPkt *pkt)
+{
+    UzuraXfer *x = qp->x;
+    uint8_t kind;
+    int32_t idx;
+
+    kind = uzura_tm_classify(core, qp, pkt, &idx);
+    switch (kind) {
+    case UZ_TMK_EAGER:
+        uzura_tm_take_eager(core, qp, idx, x->tm_tag);
+        return true;
+    case UZ_TMK_RNDV:
+        switch (uzura_tm_rndv_start(core, qp, pkt, idx)) {
+        case 0:
+            uzura_resp_done(core, qp, pkt, 1);
+            break;
+        case 1:
+            uzura_resp_rnr(core, qp, pkt->psn);    /* no rendezvous slot */
+            break;
+        default:
+            uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
+                             UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
+            break;
+        }
+        return false;
+    default:
+        x->tm_kind = kind;
+        if (!uzura_resp_take_or_nak(core, qp, pkt)) {
+            /* None posted: the message comes again, classified again. */
+            if (!x->have_rwqe) {
+                x->tm_kind = UZ_TMK_NONE;
+            }
+            return false;
+        }
+        return true;
+    }
+}
+
 static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     UzuraXfer *x = qp->x;
     uint16_t h = uzura_ops[pkt->opcode].hdrs;
+    uint32_t skip = 0;
     uint8_t verr;
 
     /* A first packet that met an absent ODP page has its WQE already. */
-    if ((h & UZ_H_FIRST) && !x->have_rwqe &&
-        !uzura_resp_take_or_nak(core, qp, pkt)) {
-        return;
+    if ((h & UZ_H_FIRST) && !x->have_rwqe) {
+        if (uzura_tm_qp(core, qp) ? !uzura_resp_tm_first(core, qp, pkt) :
+                                    !uzura_resp_take_or_nak(core, qp, pkt)) {
+            return;
+        }
     }
-    if (x->recv_off + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
+    /* A matched EAGER message's data follows its TMH. */
+    if ((h & UZ_H_FIRST) && x->tm_kind == UZ_TMK_EAGER) {
+        skip = UZ_TMH_LEN;
+    }
+    if (x->recv_off + (uint64_t)pkt->paylen - skip > x->rwqe.sgl.len) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
                          UZ_WC_STATUS_LOC_LEN_ERR, UZ_VERR_NONE);
         return;
     }
     verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, x->recv_off,
-                          (void *)pkt->payload, pkt->paylen, true);
+                          (void *)pkt->payload + skip, pkt->paylen - skip,
+                          true);
     if (verr == UZURA_VERR_FAULT) {
         /* The requester sends it again after the RNR wait. */
         uzura_resp_rnr(core, qp, pkt->psn);
@@ -390,7 +448,7 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
                               verr);
         return;
     }
-    x->recv_off += pkt->paylen;
+    x->recv_off += pkt->paylen - skip;
     if (h & UZ_H_LAST) {
         struct uz_cqe cqe = {
             .byte_len = cpu_to_le32(x->recv_off), .imm_data = pkt->imm,
@@ -1178,6 +1236,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->ack_owed = false;
     x->in_msg = 0;
     x->have_rwqe = false;
+    x->tm_kind = UZ_TMK_NONE;
     x->xrc_srqn = UZ_NO_SRQ;
     x->resp_fault_wait = false;
     x->err_owed = false;

@@ -175,12 +175,14 @@ uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key,
 /*
  * A message as the requester tracks it from start to completion.  Most
  * come from one SQ WQE each; a matched CRW's write comes from the tag
- * table, and a CRW's parking takes its SQ WQE and sends nothing.
+ * table, and a CRW's parking takes its SQ WQE and sends nothing; a
+ * rendezvous' READ and FIN come from its slot (uzura-tm.c).
  */
 typedef struct UzuraSwqe {
     uint64_t wr_id;
     uint32_t sq_idx;            /* the SQ WQE it came from */
     int32_t crw;                /* tag table entry, -1 none */
+    int32_t rndv;               /* rendezvous slot, -1 none */
     bool park;                  /* parks the CRW of crw: sends nothing */
     uint32_t first_psn;
     uint32_t npkts;             /* PSNs it consumes */
@@ -247,6 +249,44 @@ typedef enum UzuraRecovery {
 
 typedef struct UzuraSrSlot UzuraSrSlot;
 
+/*
+ * Tag matching (uzura-tm.c): how the responder classified the SEND in
+ * progress at a QP of a TM SRQ, and the rendezvous a matched RNDV
+ * message starts: a READ of the sender's buffer into the tag's, then a
+ * FIN to the sender, both messages of this QP's requester.
+ */
+typedef enum UzuraTmKind {
+    UZ_TMK_NONE = 0,            /* not a TM SRQ's, or not classified yet */
+    UZ_TMK_NO_TAG,              /* into an SRQ WQE, UZ_WC_TM_NO_TAG */
+    UZ_TMK_UNEXP,               /* into an SRQ WQE, unexpected */
+    UZ_TMK_EAGER,               /* into the tag list entry tm_idx */
+    UZ_TMK_RNDV,                /* matched: a rendezvous (never held) */
+} UzuraTmKind;
+
+#define UZ_TM_RNDV_SLOTS    8       /* rendezvous in progress per QP */
+
+typedef enum UzuraRndvState {
+    UZ_RNDV_FREE = 0,
+    UZ_RNDV_READ_READY,         /* the READ waits to start */
+    UZ_RNDV_READ,               /* the READ is a message being sent */
+    UZ_RNDV_FIN_READY,          /* the data is in: the FIN waits */
+    UZ_RNDV_FIN,                /* the FIN is a message being sent */
+} UzuraRndvState;
+
+typedef struct UzuraRndv {
+    uint8_t state;              /* UzuraRndvState */
+    uint16_t idx;               /* the tag list entry */
+    uint32_t srqn;
+    uint64_t seq;               /* when it became ready: FIFO order */
+    uint64_t tag;
+    uint64_t recv_wr_id;
+    struct uz_sge sge;          /* the entry's buffer, host order */
+    uint8_t num_sge;
+    uint64_t va;                /* the sender's buffer (RVH) */
+    uint32_t rkey;
+    uint32_t len;
+} UzuraRndv;
+
 /* A conditional RDMA write's tag table entry (uzura-crw.c). */
 typedef enum UzuraCrwState {
     UZ_CRW_FREE = 0,
@@ -305,6 +345,10 @@ typedef struct UzuraXfer {
     uint32_t crw_rhead;
     uint32_t crw_rnum;
 
+    /* tag matching: rendezvous slots, allocated on first use */
+    UzuraRndv *rndv;            /* UZ_TM_RNDV_SLOTS entries */
+    uint64_t rndv_seq;
+
     /* responder */
     uint32_t epsn;              /* expected PSN */
     uint32_t msn;
@@ -315,6 +359,9 @@ typedef struct UzuraXfer {
     bool have_rwqe;
     UzuraRecvWr rwqe;
     uint32_t xrc_srqn;          /* XRC target: the message's SRQ */
+    uint8_t tm_kind;            /* UzuraTmKind of the message in hand */
+    uint16_t tm_idx;            /* UZ_TMK_EAGER: its tag list entry */
+    uint64_t tm_tag;            /* UZ_TMK_EAGER: the message's tag */
     uint32_t recv_off;
     uint64_t wr_va;             /* multi-packet WRITE in progress */
     uint32_t wr_rkey;
@@ -354,6 +401,25 @@ uint8_t uzura_crw_load(UzuraCore *core, UzuraQp *qp, int32_t e,
 void uzura_crw_unpin(UzuraQp *qp, int32_t e);
 void uzura_crw_release(UzuraQp *qp, int32_t e);
 void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
+
+/* uzura-tm.c: the data path's side of tag matching */
+bool uzura_tm_qp(UzuraCore *core, UzuraQp *qp);
+uint8_t uzura_tm_classify(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
+                          int32_t *idx);
+void uzura_tm_take_eager(UzuraCore *core, UzuraQp *qp, int32_t idx,
+                         uint64_t tag);
+int uzura_tm_rndv_start(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
+                        int32_t idx);
+void uzura_tm_complete(UzuraCore *core, UzuraQp *qp, struct uz_cqe *cqe,
+                       bool solicited);
+int32_t uzura_tm_rndv_ready(UzuraQp *qp);
+uint8_t uzura_tm_rndv_load(UzuraCore *core, UzuraQp *qp, int32_t s,
+                           uint8_t opcode, UzuraSendWr *wr, uint8_t *verr);
+uint8_t uzura_tm_rndv_opcode(UzuraQp *qp, int32_t s);
+void uzura_tm_rndv_take(UzuraQp *qp, int32_t s);
+void uzura_tm_rndv_retired(UzuraCore *core, UzuraQp *qp, int32_t s,
+                           uint8_t opcode, uint8_t status, uint8_t verr);
+void uzura_tm_qp_flush(UzuraCore *core, UzuraQp *qp);
 
 /* uzura-resp.c */
 void uzura_resp_init(UzuraCore *core, UzuraQp *qp);

@@ -188,13 +188,15 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
         }
     }
     if (l->max_qp < 3 || l->max_mr < 2 || !l->max_sge ||
+        l->max_sge > UZ_SGL_MAX ||
         !is_power_of_2(l->max_cqe) || !is_power_of_2(l->max_qp_wr) ||
         !is_power_of_2(l->max_srq_wr) ||
         l->max_cqe > (1u << UZ_CQ_LOG_DEPTH_MAX) ||
         l->max_qp_wr > (1u << 16) || l->max_srq_wr > (1u << 16)) {
         error_setg(errp, "uzura: RDMA limits out of range (rings a power "
                    "of 2, max-cqe up to 4194304, max-qp-wr and max-srq-wr "
-                   "up to 65536, max-qp at least 3, max-mr at least 2)");
+                   "up to 65536, max-qp at least 3, max-mr at least 2, "
+                   "max-sge 1..28)");
         return false;
     }
     /* The responder keeps a ring of this many READ/atomic slots. */
