@@ -27,7 +27,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta, run_line  # noqa: E402
+from report import fmt, gnuplot, png_head, read_meta, run_line, write_table  # noqa: E402
 
 LINE = re.compile(r"^\d+@(\d+\.\d+):(uzura_\w+) (.*)$")
 SQ_KIND = 7             # UzuraDbKind's UZ_DBK_SQ
@@ -143,10 +143,7 @@ def main():
         w("")
         w("ib_send_lat, the same run: t_min %.2f us, t_typical %.2f us "
           "(one way)" % lat)
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_table(rundir, out)
 
     dat = os.path.join(rundir, "plot.dat")
     with open(dat, "w") as f:

@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta, run_line  # noqa: E402
+from report import fmt, gnuplot, png_head, read_meta, run_line, write_table  # noqa: E402
 
 # The paper's table 2: memory per additional connection (MVAPICH, KB).
 PAPER_MEM = {5: 8.82, 10: 12.82, 20: 20.81, 40: 36.86, 100: 68.73,
@@ -62,10 +62,7 @@ def main():
             vals = [rows.get(("rate", d, v, s)) for v in VARIANTS]
             w("%7d %5d " % (s, d) + "".join(
                 fmt(v / 1000 if v is not None else None, 14) for v in vals))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_table(rundir, out)
 
     q = lambda x: "?" if x is None else "%.3f" % x  # noqa: E731
     mem = os.path.join(rundir, "mem.dat")

@@ -18,7 +18,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta  # noqa: E402
+from report import fmt, gnuplot, png_head, read_meta, write_table  # noqa: E402
 
 NAMES = {"uzura-gbn": "uzura go-back-N", "uzura-sr": "uzura selective repeat",
          "rxe": "rxe (netem)", "tcp": "TCP (netem)"}
@@ -115,10 +115,7 @@ def table(rundir, meta, rows):
         for r in rates:
             w("  %6s  " % r + "".join(
                 "%15s" % fmt(rows.get((r, t, c), (None,))[0]) for c in COUNTERS))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    write_table(rundir, out)
     return rates, trs
 
 

@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fit, fmt, gnuplot, png_head, read_meta, run_line  # noqa: E402
+from report import fit, fmt, gnuplot, png_head, read_meta, run_line, write_table  # noqa: E402
 
 # The paper's figures (FRRWP, section 4): registration plus deregistration
 # T = a * p + b with a = 0.77 us per page and b = 7.42 us per operation,
@@ -72,10 +72,7 @@ def main():
         w("saved by FRRWP, fitted: T = %.2f + %.3f * p us "
           "(paper: T = %.2f + %.2f * p us)" % (sb, sa, PAPER_TC + PAPER_B,
                                                 PAPER_A))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_table(rundir, out)
 
     dat = os.path.join(rundir, "plot.dat")
     with open(dat, "w") as f:

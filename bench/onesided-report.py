@@ -14,7 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, fmt_ratio, gnuplot, png_head, read_meta, run_line, size_name  # noqa: E402,E501
+from report import fmt, fmt_ratio, gnuplot, png_head, read_meta, run_line, size_name, write_table  # noqa: E402,E501
 
 TRS = [("uzura", "uzura"), ("tcp-virtio", "TCP")]
 # The paper's figures for its RDMA-based design on InfiniBand (MT23108,
@@ -101,10 +101,7 @@ def main():
         line("%d origin%s, 64 KiB" % (n, "s" if n > 1 else ""),
              [get(rows, tr, "origins", 0, n, 65536) for tr, _ in TRS],
              PAPER.get(("origins", n), ""))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_table(rundir, out)
 
     q = lambda x: "?" if x is None else "%.3f" % x  # noqa: E731
     dat = os.path.join(rundir, "plot.dat")

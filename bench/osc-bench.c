@@ -134,57 +134,50 @@ static void check_burst(const char *test, long size)
 	}
 }
 
+/*
+ * @n round trips of @size bytes between ranks 0 and 1: with MPI_Put and
+ * fences (@two_sided false; every rank takes part in the fences), or
+ * with MPI_Send/MPI_Recv.  Returns the seconds they took.
+ */
+static double round_trips(int two_sided, long size, long n)
+{
+	double t;
+	long i;
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	t = MPI_Wtime();
+	for (i = 0; i < n; i++) {
+		if (!two_sided) {
+			if (rank == 1)
+				MPI_Put(local, size, MPI_BYTE, 0, 0, size, MPI_BYTE, win);
+			MPI_Win_fence(0, win);
+			if (rank == 0)
+				MPI_Put(local, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
+			MPI_Win_fence(0, win);
+		} else if (rank == 1) {
+			MPI_Send(local, size, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+			MPI_Recv(local, size, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		} else if (rank == 0) {
+			MPI_Recv(local, size, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Send(local, size, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+		}
+	}
+	return MPI_Wtime() - t;
+}
+
 /* One-sided ping-pong through fences, and the two-sided one. */
 static void latency(long size)
 {
-	long n, i;
+	long rounds;
 	double t;
 	int k;
 
 	for (k = 0; k < 2; k++) {
-		long rounds = 0;
-
-		for (n = 0; n < 4; n++) {	/* warm-up, then a probe */
-			MPI_Barrier(MPI_COMM_WORLD);
-			t = MPI_Wtime();
-			for (i = 0; i < (n < 3 ? 1 : 10); i++) {
-				if (k == 0) {
-					if (rank == 1)
-						MPI_Put(local, size, MPI_BYTE, 0, 0, size, MPI_BYTE, win);
-					MPI_Win_fence(0, win);
-					if (rank == 0)
-						MPI_Put(local, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
-					MPI_Win_fence(0, win);
-				} else if (rank == 1) {
-					MPI_Send(local, size, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-					MPI_Recv(local, size, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-				} else if (rank == 0) {
-					MPI_Recv(local, size, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-					MPI_Send(local, size, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-				}
-			}
-			t = MPI_Wtime() - t;
-		}
+		/* Three round trips of warm-up, then a probe of ten. */
+		round_trips(k, size, 3);
+		t = round_trips(k, size, 10);
 		rounds = agree_rounds(t / 10);
-		MPI_Barrier(MPI_COMM_WORLD);
-		t = MPI_Wtime();
-		for (i = 0; i < rounds; i++) {
-			if (k == 0) {
-				if (rank == 1)
-					MPI_Put(local, size, MPI_BYTE, 0, 0, size, MPI_BYTE, win);
-				MPI_Win_fence(0, win);
-				if (rank == 0)
-					MPI_Put(local, size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
-				MPI_Win_fence(0, win);
-			} else if (rank == 1) {
-				MPI_Send(local, size, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-				MPI_Recv(local, size, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-			} else if (rank == 0) {
-				MPI_Recv(local, size, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-				MPI_Send(local, size, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-			}
-		}
-		t = MPI_Wtime() - t;
+		t = round_trips(k, size, rounds);
 		out(k == 0 ? "latency" : "pingpong", 0, 1, size,
 		    t / rounds / 2 * 1e6, "us");
 	}

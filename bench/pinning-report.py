@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fit, fmt, gnuplot, png_head, read_meta, run_line, size_name  # noqa: E402
+from report import fit, fmt, gnuplot, png_head, read_meta, run_line, size_name, write_table  # noqa: E402
 
 FLOWS = [("pin", "pin every message"), ("cache", "registration cache"),
          ("odp", "ODP, declared per message"),
@@ -72,10 +72,7 @@ def main():
     w("paper (Open-MX pin + unpin, table 1):")
     for cpu, base, ns, gbs in PAPER:
         w("  %-24s %.1f us + %d ns/page (%.1f GB/s)" % (cpu, base, ns, gbs))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_table(rundir, out)
 
     dat = os.path.join(rundir, "plot.dat")
     with open(dat, "w") as f:

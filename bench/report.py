@@ -192,6 +192,14 @@ def collect(rundir, meta):
     return sizes, transports, res
 
 
+def write_table(rundir, lines):
+    """A report's table: RUNDIR/table.txt, and the same on stdout."""
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(rundir, "table.txt"), "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+
 def run_line(meta):
     """A paper experiment's second title line: when, on what, the note."""
     return "%s, guest kernel %s%s" % (

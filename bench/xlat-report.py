@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import fmt, gnuplot, png_head, read_meta, run_line  # noqa: E402
+from report import fmt, gnuplot, png_head, read_meta, run_line, write_table  # noqa: E402
 
 # The UZURA paper's stage times (its table 5): a translation from the
 # table on the NIC takes 0.04 us, one read from host memory 0.32 us.
@@ -62,10 +62,7 @@ def main():
     w("")
     w("modeled xlat: hit rate x %.2f us (on the NIC) + miss rate x %.2f us "
       "(host memory), the UZURA paper's stage times" % (ON_NIC_US, HOST_US))
-    text = "\n".join(out) + "\n"
-    with open(os.path.join(rundir, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
+    write_table(rundir, out)
 
     dat = os.path.join(rundir, "plot.dat")
     q = lambda x: "?" if x is None else "%.4f" % x  # noqa: E731

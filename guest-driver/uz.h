@@ -489,6 +489,7 @@ void uz_rss_caps(struct uz_dev *uz, struct ib_device_attr *props);
 /* uz_xrc.c */
 int uz_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 int uz_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+struct uz_cq *uz_srq_ext_cq(struct uz_srq *srq, struct ib_srq_init_attr *init);
 int uz_xrc_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
 		   struct uz_cmd_create_srq *c);
 int uz_xrc_create_tgt(struct uz_qp *qp, struct ib_qp_init_attr *init);

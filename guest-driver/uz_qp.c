@@ -1010,8 +1010,7 @@ static_assert(sizeof(struct uz_tm_op) == BIT(UZ_TM_OP_LOG_SIZE));
 
 /*
  * The tag matching fields of a CREATE_SRQ command @c (device spec 8.19):
- * the CQ that ib_core passes in init->ext, one of the SRQ's own context
- * (the device checks it again), the tag list of
+ * the CQ that ib_core passes in init->ext (uz_srq_ext_cq), the tag list of
  * init->ext.tag_matching.max_num_tags entries, and an operation ring of
  * 2^@ops_log, which the provider sized from its ibv_srq_init_attr_ex.
  */
@@ -1029,16 +1028,9 @@ static int uz_tm_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
 		ibdev_dbg(ibdev, "SRQ: tag matching not supported\n");
 		return -EOPNOTSUPP;
 	}
-	if (!init->ext.cq) {
-		ibdev_dbg(ibdev, "SRQ: a TM SRQ needs a CQ\n");
-		return -EINVAL;
-	}
-	cq = to_uz_cq(init->ext.cq);
-	if (cq->uctx != srq->uctx) {
-		ibdev_dbg(ibdev, "SRQ: CQ %u is of context %u, the SRQ of %u\n",
-			  cq->cqn, cq->uctx, srq->uctx);
-		return -EINVAL;
-	}
+	cq = uz_srq_ext_cq(srq, init);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
 	if (!tags || tags > max_tags) {
 		ibdev_dbg(ibdev, "SRQ: %u tags: 1 .. %u\n", tags, max_tags);
 		return -EINVAL;

@@ -40,10 +40,28 @@ int uz_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 }
 
 /*
- * The XRC fields of a CREATE_SRQ command @c: the domain and the CQ that
- * ib_core passes in init->ext, the CQ one of the SRQ's own context (the
- * device checks it again).
+ * The CQ that ib_core passes in init->ext for an XRC or TM SRQ: there
+ * must be one, of the SRQ's own context (the device checks it again).
  */
+struct uz_cq *uz_srq_ext_cq(struct uz_srq *srq, struct ib_srq_init_attr *init)
+{
+	struct ib_device *ibdev = srq->ibsrq.device;
+	struct uz_cq *cq;
+
+	if (!init->ext.cq) {
+		ibdev_dbg(ibdev, "SRQ: an XRC or TM SRQ needs a CQ\n");
+		return ERR_PTR(-EINVAL);
+	}
+	cq = to_uz_cq(init->ext.cq);
+	if (cq->uctx != srq->uctx) {
+		ibdev_dbg(ibdev, "SRQ: CQ %u is of context %u, the SRQ of %u\n",
+			  cq->cqn, cq->uctx, srq->uctx);
+		return ERR_PTR(-EINVAL);
+	}
+	return cq;
+}
+
+/* The XRC fields of a CREATE_SRQ command @c: the domain and the CQ. */
 int uz_xrc_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
 		   struct uz_cmd_create_srq *c)
 {
@@ -54,16 +72,13 @@ int uz_xrc_srq_cmd(struct uz_srq *srq, struct ib_srq_init_attr *init,
 		ibdev_dbg(ibdev, "SRQ: XRC not supported\n");
 		return -EOPNOTSUPP;
 	}
-	if (!init->ext.xrc.xrcd || !init->ext.cq) {
-		ibdev_dbg(ibdev, "SRQ: an XRC SRQ needs an XRCD and a CQ\n");
+	if (!init->ext.xrc.xrcd) {
+		ibdev_dbg(ibdev, "SRQ: an XRC SRQ needs an XRCD\n");
 		return -EINVAL;
 	}
-	cq = to_uz_cq(init->ext.cq);
-	if (cq->uctx != srq->uctx) {
-		ibdev_dbg(ibdev, "SRQ: CQ %u is of context %u, the SRQ of %u\n",
-			  cq->cqn, cq->uctx, srq->uctx);
-		return -EINVAL;
-	}
+	cq = uz_srq_ext_cq(srq, init);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
 	c->flags = UZ_SRQF_XRC;
 	c->xrcd = cpu_to_le32(to_uz_xrcd(init->ext.xrc.xrcd)->xrcdn);
 	c->cqn = cpu_to_le32(cq->cqn);
