@@ -18,6 +18,7 @@
 #include "uzura-hw.h"
 #include "uzura-rdma.h"
 #include "uzura-fault.h"
+#include "uzura-model.h"
 
 typedef struct PCIDevice PCIDevice;
 typedef struct NICState NICState;
@@ -246,6 +247,7 @@ typedef struct UzuraCore {
     uint8_t *roce_frame;        /* the same, for RoCE frames */
 
     UzuraFault fault;
+    UzuraModel model;
     QSIMPLEQ_HEAD(, UzuraLoopFrame) loop;   /* RoCE frames to our own MAC */
     uint32_t loop_queued;
     UzuraCounters counters;
@@ -328,6 +330,16 @@ bool uzura_fault_set_rules(UzuraCore *core, const char *text, char **why);
 char *uzura_fault_get_rules(UzuraCore *core);
 void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
                           uint32_t period_us);
+
+/* uzura-model.c */
+void uzura_model_init(UzuraCore *core);
+void uzura_model_uninit(UzuraCore *core);
+void uzura_model_reset(UzuraCore *core);
+bool uzura_model_check(const UzuraModelParams *p, Error **errp);
+bool uzura_model_set_sync(UzuraCore *core, bool on, Error **errp);
+void uzura_model_kick(UzuraCore *core, int64_t delay_ns);
+void uzura_model_send(UzuraCore *core, const uint8_t *buf, size_t len);
+ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len);
 
 /* uzura-crc.c */
 uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len);

@@ -127,7 +127,7 @@ static void uzura_eth_tx_work(UzuraCore *core)
     if (r->valid) {
         uzura_eth_event(core, r, true);
         if (!budget && r->ci != r->pi) {
-            qemu_bh_schedule(core->work_bh);
+            uzura_work_schedule(core);
         }
     }
 }
@@ -215,7 +215,7 @@ ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     r->ci = (r->ci + 1) & UZ_IDX_MASK;
     /* One event per batch: the bottom half posts it. */
     r->event_owed = true;
-    qemu_bh_schedule(core->work_bh);
+    uzura_work_schedule(core);
     return size;
 }
 
@@ -235,8 +235,11 @@ void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val)
     r->pi = pi;
     if (!tx) {
         core->rx_flush_owed = true;
+    } else if (core->model.on) {
+        uzura_model_kick(core, core->model.p.doorbell_ns);
+        return;
     }
-    qemu_bh_schedule(core->work_bh);
+    uzura_work_schedule(core);
 }
 
 uint8_t uzura_eth_create(UzuraCore *core, bool tx,

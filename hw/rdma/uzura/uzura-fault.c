@@ -120,7 +120,11 @@ static void uzura_fault_wire(UzuraCore *core, const uint8_t *buf, size_t len,
                              int copies)
 {
     while (copies--) {
-        qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
+        if (core->model.on) {
+            uzura_model_send(core, buf, len);
+        } else {
+            qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
+        }
     }
 }
 

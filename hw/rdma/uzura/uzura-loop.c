@@ -45,7 +45,7 @@ static void uzura_loop_queue(UzuraCore *core, const uint8_t *buf, size_t len,
     core->loop_queued++;
     core->counters.loop_frames++;
     trace_uzura_loop_send(len, core->loop_queued);
-    qemu_bh_schedule(core->work_bh);
+    uzura_work_schedule(core);
 }
 
 void uzura_loop_send(UzuraCore *core, const uint8_t *buf, size_t len)
@@ -79,7 +79,7 @@ void uzura_loop_work(UzuraCore *core)
         g_free(fr);
     }
     if (!QSIMPLEQ_EMPTY(&core->loop)) {
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
     }
 }
 

@@ -420,7 +420,7 @@ void uzura_qp_work(UzuraCore *core)
     }
     r->rr_next = (r->rr_next + 1) % r->lim.max_qp;
     if (more || r->flush_owed) {
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
     }
 }
 
@@ -439,7 +439,7 @@ void uzura_qp_free_all(UzuraCore *core)
 static void uzura_qp_flush_later(UzuraCore *core)
 {
     core->rdma.flush_owed = true;
-    qemu_bh_schedule(core->work_bh);
+    uzura_work_schedule(core);
 }
 
 /*
@@ -529,7 +529,7 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
     } else if (from == UZ_QPS_RTR && to == UZ_QPS_RTS) {
         uzura_req_init(core, qp);
     } else if (to == UZ_QPS_RTS) {
-        qemu_bh_schedule(core->work_bh);   /* SQD or SQE resume */
+        uzura_work_schedule(core);   /* SQD or SQE resume */
     }
     trace_uzura_qp_modify(qpn, from, to, mask);
     return UZ_CMD_OK;
@@ -803,15 +803,20 @@ static void uzura_qp_send_now(UzuraCore *core, UzuraQp *qp)
 {
     unsigned budget = UZ_QP_BUDGET;
 
+    /* The timing model's doorbell takes its time to reach the NIC. */
+    if (core->model.on) {
+        uzura_model_kick(core, core->model.p.doorbell_ns);
+        return;
+    }
     if (core->busy || qp->attr.state < UZ_QPS_RTR) {
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
         return;
     }
     core->busy = true;
     uzura_req_work(core, qp, &budget);
     core->busy = false;
     if (!budget || core->rx_flush_owed) {
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
     }
 }
 

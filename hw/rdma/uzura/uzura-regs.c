@@ -323,6 +323,7 @@ void uzura_core_init(UzuraCore *core)
     core->tx_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
     core->roce_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
     uzura_fault_init(core);
+    uzura_model_init(core);
     QSIMPLEQ_INIT(&core->loop);
 }
 
@@ -334,6 +335,7 @@ void uzura_core_uninit(UzuraCore *core)
     g_free(core->tx_frame);
     g_free(core->roce_frame);
     uzura_fault_uninit(core);
+    uzura_model_uninit(core);
     uzura_loop_flush(core);
     uzura_rdma_uninit(core);
 }
@@ -389,6 +391,7 @@ void uzura_core_reset(UzuraCore *core)
     qemu_bh_cancel(core->work_bh);
     core->rx_flush_owed = false;
     uzura_fault_flush(core);
+    uzura_model_reset(core);
     uzura_loop_flush(core);
 
     memcpy(core->mac, core->perm_mac, sizeof(core->mac));
@@ -425,7 +428,7 @@ void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
         core->status |= UZ_STATUS_LINK_UP;
         /* Frames the backend queued while the link was down may flow. */
         core->rx_flush_owed = true;
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
     } else {
         core->status &= ~UZ_STATUS_LINK_UP;
         /* Frames in flight on the cable are lost with it. */
@@ -435,9 +438,14 @@ void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
                         1, 0);
 }
 
+/* The bottom half, or with the timing model the same at this moment. */
 void uzura_work_schedule(UzuraCore *core)
 {
-    qemu_bh_schedule(core->work_bh);
+    if (core->model.on) {
+        uzura_model_kick(core, 0);
+    } else {
+        qemu_bh_schedule(core->work_bh);
+    }
 }
 
 /*
@@ -468,7 +476,7 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
 {
     if (core->busy) {
         core->rx_flush_owed = true;
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
         return 0;
     }
     /*

@@ -278,7 +278,7 @@ void uzura_tm_work(UzuraCore *core)
     }
     if (more) {
         r->tm_owed = true;
-        qemu_bh_schedule(core->work_bh);
+        uzura_work_schedule(core);
     }
 }
 

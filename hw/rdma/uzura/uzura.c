@@ -110,7 +110,8 @@ static bool uzura_nc_can_receive(NetClientState *nc)
 {
     UzuraState *s = qemu_get_nic_opaque(nc);
 
-    return uzura_eth_can_receive(&s->core);
+    /* The timing model keeps frames until their time, in its own queue. */
+    return s->core.model.on || uzura_eth_can_receive(&s->core);
 }
 
 static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
@@ -118,7 +119,9 @@ static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
 {
     UzuraState *s = qemu_get_nic_opaque(nc);
     bool g = uzura_enter(&s->core);
-    ssize_t ret = uzura_core_receive(&s->core, buf, size);
+    ssize_t ret = s->core.model.on ?
+                  uzura_model_receive(&s->core, buf, size) :
+                  uzura_core_receive(&s->core, buf, size);
 
     uzura_leave(&s->core, g);
     return ret;
@@ -246,6 +249,9 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     if (!uzura_check_limits(&s->lim, errp)) {
         return;
     }
+    if (s->core.model.on && !uzura_model_check(&s->core.model.p, errp)) {
+        return;
+    }
 
     memory_region_init_io(&s->regs, OBJECT(s), &uzura_mmio_ops, s,
                           "uzura-regs", UZ_BAR_REGS_SIZE);
@@ -361,7 +367,48 @@ static const Property uzura_properties[] = {
     DEFINE_PROP_UINT32("max-crw-tags", UzuraState, lim.max_crw_tags, 64),
     DEFINE_PROP_UINT32("max-fast-reg-pages", UzuraState,
                        lim.max_fast_reg_pages, 512),
+    /* The timing model (8.20): the UZURA paper's table 5 and table 6. */
+    DEFINE_PROP_BOOL("model", UzuraState, core.model.on, false),
+    DEFINE_PROP_UINT32("model-doorbell-ns", UzuraState,
+                       core.model.p.doorbell_ns, 780),
+    DEFINE_PROP_UINT32("model-dma-read-ns", UzuraState,
+                       core.model.p.dma_rd_ns, 708),
+    DEFINE_PROP_UINT32("model-dma-read-ps", UzuraState,
+                       core.model.p.dma_rd_ps, 809),
+    DEFINE_PROP_UINT32("model-xlat-hit-ns", UzuraState,
+                       core.model.p.xlat_hit_ns, 40),
+    DEFINE_PROP_UINT32("model-xlat-miss-ns", UzuraState,
+                       core.model.p.xlat_miss_ns, 320),
+    DEFINE_PROP_UINT32("model-nic-tx-ns", UzuraState,
+                       core.model.p.nic_tx_ns, 250),
+    DEFINE_PROP_UINT32("model-link-ns", UzuraState,
+                       core.model.p.link_ns, 1560),
+    DEFINE_PROP_UINT32("model-link-mbps", UzuraState,
+                       core.model.p.link_mbps, 10000),
+    DEFINE_PROP_UINT32("model-nic-rx-ns", UzuraState,
+                       core.model.p.nic_rx_ns, 500),
+    DEFINE_PROP_UINT32("model-dma-write-ns", UzuraState,
+                       core.model.p.dma_wr_ns, 121),
+    DEFINE_PROP_UINT32("model-dma-write-ps", UzuraState,
+                       core.model.p.dma_wr_ps, 920),
 };
+
+/* Lockstep with the peer's timing model, at run time (8.20.2). */
+static bool uzura_get_model_sync(Object *obj, Error **errp)
+{
+    return UZURA(obj)->core.model.engaged;
+}
+
+static void uzura_set_model_sync(Object *obj, bool value, Error **errp)
+{
+    UzuraState *s = UZURA(obj);
+
+    if (!s->nic) {
+        error_setg(errp, "model-sync: set it once the device is realized");
+        return;
+    }
+    uzura_model_set_sync(&s->core, value, errp);
+}
 
 /* The link property is the cable: settable at run time with qom-set. */
 static bool uzura_get_link(Object *obj, Error **errp)
@@ -607,6 +654,14 @@ static void uzura_instance_init(Object *obj)
                         uzura_get_flap, uzura_set_flap, NULL,
                         &s->core.fault.flap_down_us);
     uzura_fault_set_seed(&s->core.fault, 0);
+    object_property_add_bool(obj, "model-sync", uzura_get_model_sync,
+                             uzura_set_model_sync);
+    object_property_add_uint64_ptr(obj, "model-quanta",
+                                   &s->core.model.quanta, OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "model-late", &s->core.model.late,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "model-drops", &s->core.model.drops,
+                                   OBJ_PROP_FLAG_READ);
     /* Counters, read-only with qom-get: the names QUERY_COUNTERS uses. */
     for (i = 0; i < UZ_CNT_NUM; i++) {
         object_property_add_uint64_ptr(obj, uzura_counter_descs[i].name,
