@@ -460,8 +460,9 @@ void uzura_work_bh(void *opaque)
 
     core->busy = true;
     uzura_eth_work(core);
-    uzura_loop_work(core);
+    /* List operations rung before a looped-back message go first. */
     uzura_tm_work(core);
+    uzura_loop_work(core);
     uzura_qp_work(core);
     core->busy = false;
     if (core->rx_flush_owed) {

@@ -95,7 +95,15 @@ void uzura_tm_srq_destroy(UzuraCore *core, UzuraSrq *srq)
     }
 }
 
-/* The ops doorbell: the new producer index; the bottom half does them. */
+static bool uzura_tm_ops(UzuraCore *core, uint32_t srqn, unsigned budget);
+
+/*
+ * The ops doorbell: the new producer index.  The operations run in the
+ * store itself, as an SQ doorbell's first turn does, so that a message
+ * the guest sends after posting an ADD finds the entry in the list (the
+ * loopback delivers it in the bottom half, which could otherwise run
+ * first); what the budget leaves goes to the bottom half.
+ */
 void uzura_tm_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val)
 {
     UzuraSrq *srq = &core->rdma.srq[srqn];
@@ -117,6 +125,16 @@ void uzura_tm_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val)
     }
     trace_uzura_tm_doorbell(srqn, pi);
     tm->ops_pi = pi;
+    if (!core->busy && !core->model.on) {
+        bool more;
+
+        core->busy = true;
+        more = uzura_tm_ops(core, srqn, UZ_TM_OPS_BUDGET);
+        core->busy = false;
+        if (!more && !core->rx_flush_owed) {
+            return;
+        }
+    }
     core->rdma.tm_owed = true;
     uzura_work_schedule(core);
 }
