@@ -8,6 +8,7 @@
  * others refer to count their users and refuse to go while used.
  */
 #include "qemu/osdep.h"
+#include "qemu/bitmap.h"
 #include "qemu/bitops.h"
 #include "qemu/host-utils.h"
 #include "uzura-core.h"
@@ -25,6 +26,7 @@ void uzura_rdma_init(UzuraCore *core)
     r->cq = g_new0(UzuraCq, r->lim.max_cq);
     r->srq = g_new0(UzuraSrq, r->lim.max_srq);
     r->qp = g_new0(UzuraQp, r->lim.max_qp);
+    r->qp_live = bitmap_new(r->lim.max_qp);
     r->mr = g_new0(UzuraMr, r->lim.max_mr);
     r->ah = g_new0(UzuraAh, r->lim.max_ah);
     uzura_xlat_init(core);
@@ -45,6 +47,7 @@ void uzura_rdma_uninit(UzuraCore *core)
     g_free(r->cq);
     g_free(r->srq);
     g_free(r->qp);
+    g_free(r->qp_live);
     g_free(r->mr);
     g_free(r->ah);
     uzura_dm_uninit(core);
@@ -67,6 +70,7 @@ void uzura_rdma_reset(UzuraCore *core)
     memset(r->cq, 0, r->lim.max_cq * sizeof(*r->cq));
     memset(r->srq, 0, r->lim.max_srq * sizeof(*r->srq));
     memset(r->qp, 0, r->lim.max_qp * sizeof(*r->qp));
+    bitmap_zero(r->qp_live, r->lim.max_qp);
     memset(r->mr, 0, r->lim.max_mr * sizeof(*r->mr));
     memset(r->ah, 0, r->lim.max_ah * sizeof(*r->ah));
     memset(r->mcast, 0, sizeof(r->mcast));

@@ -9,6 +9,7 @@
  * without changing the QP.
  */
 #include "qemu/osdep.h"
+#include "qemu/bitops.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "uzura-core.h"
@@ -396,29 +397,34 @@ static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
 void uzura_qp_work(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
+    uint32_t max = r->lim.max_qp, start = r->rr_next % max, pass, qpn;
     bool flush = r->flush_owed, more = false;
-    uint32_t n;
 
     r->flush_owed = false;
-    for (n = 0; n < r->lim.max_qp; n++) {
-        uint32_t qpn = (r->rr_next + n) % r->lim.max_qp;
-        UzuraQp *qp = &r->qp[qpn];
-        unsigned budget = UZ_QP_BUDGET;
+    /* The QPs that exist, from the round-robin start round to it again. */
+    for (pass = 0; pass < 2; pass++) {
+        uint32_t end = pass ? start : max;
 
-        if (!qp->valid || qp->attr.state < UZ_QPS_RTR) {
-            continue;
-        }
-        if (qp->attr.state == UZ_QPS_ERR) {
-            if (flush && uzura_qp_flush(core, qpn, qp)) {
-                r->flush_owed = true;
+        for (qpn = find_next_bit(r->qp_live, end, pass ? 0 : start);
+             qpn < end; qpn = find_next_bit(r->qp_live, end, qpn + 1)) {
+            UzuraQp *qp = &r->qp[qpn];
+            unsigned budget = UZ_QP_BUDGET;
+
+            if (!qp->valid || qp->attr.state < UZ_QPS_RTR) {
+                continue;
             }
-            continue;
+            if (qp->attr.state == UZ_QPS_ERR) {
+                if (flush && uzura_qp_flush(core, qpn, qp)) {
+                    r->flush_owed = true;
+                }
+                continue;
+            }
+            uzura_resp_work(core, qp, &budget);
+            uzura_req_work(core, qp, &budget);
+            more |= !budget;
         }
-        uzura_resp_work(core, qp, &budget);
-        uzura_req_work(core, qp, &budget);
-        more |= !budget;
     }
-    r->rr_next = (r->rr_next + 1) % r->lim.max_qp;
+    r->rr_next = (start + 1) % max;
     if (more || r->flush_owed) {
         uzura_work_schedule(core);
     }
@@ -707,6 +713,7 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         .rq_log_wqe_size = has_rq ? c->rq_log_wqe_size : 0,
         .sq_db = sq_db, .rq_db = rq_db,
     };
+    set_bit(qpn, r->qp_live);
     r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, has_sq ? c->sq_log_depth : 0,
                                      c->type == UZ_QPT_RC);
     r->qp[qpn].x->xrc_srqn = UZ_NO_SRQ;
@@ -785,6 +792,7 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
     uzura_mcast_qp_gone(core, le32_to_cpu(c->handle));
     uzura_qp_free_xfer(core, qp);
     qp->valid = false;
+    clear_bit(le32_to_cpu(c->handle), core->rdma.qp_live);
     return UZ_CMD_OK;
 }
 

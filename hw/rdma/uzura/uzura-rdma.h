@@ -224,6 +224,7 @@ typedef struct UzuraRdma {
     UzuraXlatEntry *xlat;       /* xlat_cache_entries */
     uint32_t xlat_gen;
     uint32_t rr_next;           /* round-robin start of the work loop */
+    unsigned long *qp_live;     /* bitmap of valid QPs, for that loop */
     /* device memory (uzura-dm.c): RAM of BAR 4, from dm_offset */
     uint8_t *dm_mem;
     MemoryRegion *dm_region;
