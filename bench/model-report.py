@@ -90,6 +90,21 @@ def load(rundir):
     return lat, bw
 
 
+def lockstep(rundir, config):
+    """The counters './uzura model' printed after a configuration's runs:
+    {name: [node 1's, node 2's]}."""
+    out = {}
+    try:
+        with open(os.path.join(rundir, "logs", "model-%s.log" % config)) as f:
+            for line in f:
+                k = line.split()
+                if len(k) == 2 and k[0].startswith("model-") and k[1].isdigit():
+                    out.setdefault(k[0], []).append(int(k[1]))
+    except OSError:
+        pass
+    return out
+
+
 def within(v, ref):
     return "" if v is None else "%+.1f %%" % (100 * (v - ref) / ref)
 
@@ -127,6 +142,12 @@ def main():
                 label, fmt(r["t_min_us"], 6), fmt(r["t_typical_us"], 8),
                 fmt(r["t_avg_us"], 6), fmt(r["p99_us"], 6),
                 within(r["t_typical_us"], PAPER_LAT)))
+    for cfg, label in names[:2]:
+        c = lockstep(rundir, cfg)
+        if c.get("model-late"):
+            w("  %s: frames after their time %s, quanta %s" % (
+                label, " and ".join(map(str, c["model-late"])),
+                " and ".join(map(str, c.get("model-quanta", [])))))
     if "icount" in lat:
         w("  guest software in the lockstep run (typical - model): %.2f us"
           % (lat["icount"]["t_typical_us"] - m_lat))

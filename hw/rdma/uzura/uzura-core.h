@@ -335,6 +335,9 @@ void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
 void uzura_model_init(UzuraCore *core);
 void uzura_model_uninit(UzuraCore *core);
 void uzura_model_reset(UzuraCore *core);
+void uzura_model_instance_init(UzuraCore *core);
+void uzura_model_finalize(UzuraCore *core);
+void uzura_model_link_down(UzuraCore *core);
 bool uzura_model_check(const UzuraModelParams *p, Error **errp);
 bool uzura_model_set_sync(UzuraCore *core, bool on, Error **errp);
 void uzura_model_kick(UzuraCore *core, int64_t delay_ns);

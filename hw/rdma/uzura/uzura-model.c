@@ -204,11 +204,10 @@ void uzura_model_send(UzuraCore *core, const uint8_t *buf, size_t len)
     }
 }
 
-static void uzura_model_tx_timer(void *opaque)
+/* Send the held frames whose time has come (all of them: INT64_MAX). */
+static void uzura_model_send_due(UzuraCore *core, int64_t now)
 {
-    UzuraCore *core = opaque;
     UzuraModel *m = &core->model;
-    int64_t now = uzura_model_now();
     UzuraModelFrame *fr;
 
     while ((fr = uzura_model_due(&m->txq, &m->tx_queued, now))) {
@@ -216,6 +215,27 @@ static void uzura_model_tx_timer(void *opaque)
         g_free(fr);
     }
     uzura_model_arm(m->tx_timer, &m->txq);
+}
+
+static void uzura_model_tx_timer(void *opaque)
+{
+    uzura_model_send_due(opaque, uzura_model_now());
+}
+
+static void uzura_model_send_held(UzuraCore *core)
+{
+    uzura_model_send_due(core, INT64_MAX);
+}
+
+/* Frames on the cable are lost with it. */
+void uzura_model_link_down(UzuraCore *core)
+{
+    UzuraModel *m = &core->model;
+
+    if (m->tx_timer) {
+        timer_del(m->tx_timer);
+        uzura_model_free_queue(&m->txq, &m->tx_queued);
+    }
 }
 
 /* Frames whose data is in memory by now: the NIC receives them. */
@@ -240,7 +260,7 @@ static void uzura_model_rx_timer(void *opaque)
     uzura_leave(core, g);
 }
 
-static void uzura_model_poll(UzuraCore *core, bool may_wait);
+static bool uzura_model_step(UzuraCore *core);
 
 static void uzura_model_ctl_rx(UzuraCore *core, const uint8_t *buf)
 {
@@ -252,13 +272,24 @@ static void uzura_model_ctl_rx(UzuraCore *core, const uint8_t *buf)
         trace_uzura_model_sync("peer engaged", t);
         m->peer_on = true;
         m->peer_mark = -1;
-        if (m->engaged && t != m->quantum) {
+        if (m->engaged && t != m->quantum && !m->warned) {
+            m->warned = true;
             warn_report("uzura: model-sync: the peer's quantum is %" PRId64
                         " ns, ours %" PRId64 ": set the same model-* "
                         "properties on both nodes", t, m->quantum);
         }
         break;
     case UZ_MODEL_MARK:
+        /*
+         * Marks only go forward, and never past where our own mark lets
+         * the peer be; a bad one from the wire is counted and ignored.
+         */
+        if (t < m->peer_mark ||
+            (m->engaged && t > m->barrier - m->epoch + m->quantum)) {
+            m->bad++;
+            trace_uzura_model_bad("mark", t);
+            return;
+        }
         m->peer_mark = t;
         break;
     case UZ_MODEL_STAMP:
@@ -277,7 +308,7 @@ static void uzura_model_ctl_rx(UzuraCore *core, const uint8_t *buf)
         return;
     }
     qemu_cond_broadcast(&m->cond);
-    uzura_model_poll(core, false);
+    uzura_model_step(core);
 }
 
 /*
@@ -296,10 +327,19 @@ ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len)
         uzura_model_ctl_rx(core, buf);
         return len;
     }
-    /* A stamp is for the next frame from the same sender. */
+    /*
+     * A stamp is for the next frame from the same sender, and says when
+     * it arrives: not long before now, nor far ahead (the wire's word).
+     */
     if (m->has_stamp && m->engaged && m->peer_on && len >= 12 &&
         !memcmp(buf + 6, m->stamp_src, sizeof(m->stamp_src))) {
-        arrive = m->epoch + m->stamp;
+        if (m->stamp >= now - m->epoch - m->quantum &&
+            m->stamp <= now - m->epoch + UZ_MODEL_AHEAD_MAX_NS) {
+            arrive = m->epoch + m->stamp;
+        } else {
+            m->bad++;
+            trace_uzura_model_bad("stamp", m->stamp);
+        }
     }
     m->has_stamp = false;
     due = MAX(arrive + p->nic_rx_ns, m->rx_free) + p->dma_wr_ns +
@@ -336,29 +376,18 @@ static void uzura_model_kick_timer(void *opaque)
 }
 
 /*
- * Whether this thread may wait for the peer: only the vCPU thread, whose
- * waiting is what stops guest time; never while the VM is to stop or the
- * vCPU has work queued, which its loop must do first.
+ * At the barrier: send our mark once, and pass when the peer has passed
+ * the same time (frames it sent before its mark came before the mark, so
+ * they wait in the receive queue by now).  Never waits: true when the
+ * barrier holds.
  */
-static bool uzura_model_may_block(void)
-{
-    CPUState *cpu = current_cpu;
-
-    return qemu_in_vcpu_thread() && runstate_is_running() && !cpu->stop &&
-           cpu_work_list_empty(cpu);
-}
-
-/*
- * At the barrier: send our mark once, then pass when the peer has passed
- * the same time.  Frames it sent before its mark came before the mark, so
- * they wait in the receive queue by now.
- */
-static void uzura_model_poll(UzuraCore *core, bool may_wait)
+static bool uzura_model_step(UzuraCore *core)
 {
     UzuraModel *m = &core->model;
+    bool held = false;
 
     if (m->in_poll) {
-        return;
+        return false;
     }
     m->in_poll = true;
     while (m->engaged && uzura_model_now() >= m->barrier) {
@@ -377,34 +406,61 @@ static void uzura_model_poll(UzuraCore *core, bool may_wait)
             timer_mod(&m->sync_timer, m->barrier);
             continue;
         }
-        rt = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
-        if (!m->wait_since) {
+        /* A stopped VM does not wait for its peer. */
+        rt = runstate_is_running() ? qemu_clock_get_ms(QEMU_CLOCK_REALTIME)
+                                   : 0;
+        if (!m->wait_since || !rt) {
             m->wait_since = rt;
         } else if (rt - m->wait_since > UZ_MODEL_WAIT_MAX_MS) {
             error_report("uzura: model-sync: no mark from the peer for %d "
                          "ms; the clocks run free", UZ_MODEL_WAIT_MAX_MS);
             m->in_poll = false;
             uzura_model_set_sync(core, false, NULL);
-            return;
+            return false;
         }
-        if (!may_wait || !uzura_model_may_block()) {
-            break;
-        }
-        qemu_cond_timedwait_bql(&m->cond, 20);
+        held = true;
+        break;
     }
     m->in_poll = false;
+    return held;
+}
+
+/*
+ * Where the vCPU thread waits at the barrier: queued work of the first
+ * vCPU, which its thread runs with no device code on its stack (the
+ * notification can come from within another device's MMIO handler).
+ * The vCPU cannot run past the barrier meanwhile: its instruction budget
+ * ends there.  The device is referenced until the wait ends.
+ */
+static void uzura_model_wait(CPUState *cpu, run_on_cpu_data data)
+{
+    UzuraCore *core = data.host_ptr;
+    UzuraModel *m = &core->model;
+
+    m->wait_queued = false;
+    while (uzura_model_step(core) && runstate_is_running() && !cpu->stop) {
+        qemu_cond_timedwait_bql(&m->cond, 20);
+    }
+    object_unref(OBJECT(core->owner));
 }
 
 /*
  * The sync timer list's notification: what the main list's does (kick a
- * vCPU to take the new deadline), then the barrier, where the vCPU thread
- * waits and the main loop only marks.
+ * vCPU to take the new deadline), then the barrier: the mark, and the
+ * wait queued on the first vCPU if the peer's mark is not in yet.
  */
 static void uzura_model_notify(void *opaque, QEMUClockType type)
 {
+    UzuraCore *core = opaque;
+    UzuraModel *m = &core->model;
+
     qemu_timer_notify_cb(opaque, type);
-    if (type == QEMU_CLOCK_VIRTUAL && bql_locked()) {
-        uzura_model_poll(opaque, true);
+    if (type == QEMU_CLOCK_VIRTUAL && bql_locked() && uzura_model_step(core) &&
+        !m->wait_queued && first_cpu) {
+        m->wait_queued = true;
+        object_ref(OBJECT(core->owner));
+        async_run_on_cpu(first_cpu, uzura_model_wait,
+                         RUN_ON_CPU_HOST_PTR(core));
     }
 }
 
@@ -444,6 +500,14 @@ bool uzura_model_set_sync(UzuraCore *core, bool on, Error **errp)
                    "model-dma-write-ns must be at least %d ns",
                    UZ_MODEL_QUANTUM_MIN_NS);
         return false;
+    }
+    /* Frames held unsynchronised go now, ahead of the stamped ones. */
+    uzura_model_send_held(core);
+    /* A peer engaged before us waits at its first barrier, time 0. */
+    if (m->peer_mark > 0) {
+        m->bad++;
+        trace_uzura_model_bad("mark", m->peer_mark);
+        m->peer_mark = -1;
     }
     m->engaged = true;
     m->marked = false;
@@ -519,13 +583,16 @@ void uzura_model_init(UzuraCore *core)
                                core);
     m->rx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_model_rx_timer,
                                core);
-    qemu_cond_init(&m->cond);
     timerlistgroup_init(&m->sync_tlg, uzura_model_notify, core);
     timer_init_full(&m->sync_timer, &m->sync_tlg, QEMU_CLOCK_VIRTUAL,
                     SCALE_NS, 0, uzura_model_sync_timer, core);
     m->peer_mark = -1;
 }
 
+/*
+ * After the owner has left the lockstep (it does before its NIC goes): a
+ * vCPU still in uzura_model_wait() finds it disengaged and returns.
+ */
 void uzura_model_uninit(UzuraCore *core)
 {
     UzuraModel *m = &core->model;
@@ -533,12 +600,25 @@ void uzura_model_uninit(UzuraCore *core)
     if (!m->kick) {
         return;
     }
-    uzura_model_set_sync(core, false, NULL);
+    m->engaged = false;
+    qemu_cond_broadcast(&m->cond);
     uzura_model_reset(core);
     timer_free(m->kick);
     timer_free(m->tx_timer);
     timer_free(m->rx_timer);
     m->kick = NULL;
+    m->tx_timer = NULL;
+    timer_del(&m->sync_timer);
     timerlistgroup_deinit(&m->sync_tlg);
-    qemu_cond_destroy(&m->cond);
+}
+
+/* The condition lives as long as the object, which a waiting vCPU holds. */
+void uzura_model_instance_init(UzuraCore *core)
+{
+    qemu_cond_init(&core->model.cond);
+}
+
+void uzura_model_finalize(UzuraCore *core)
+{
+    qemu_cond_destroy(&core->model.cond);
 }

@@ -19,6 +19,7 @@ typedef struct UzuraModelFrame UzuraModelFrame;
 #define UZ_MODEL_PS_MAX         1000000u   /* 1 us per byte */
 #define UZ_MODEL_QUANTUM_MIN_NS 100     /* the shortest lockstep */
 #define UZ_MODEL_WAIT_MAX_MS    10000   /* for the peer, then unsync */
+#define UZ_MODEL_AHEAD_MAX_NS   1000000000ll   /* a stamp's, at most */
 
 /* The stage durations, device properties; defaults: the UZURA paper's. */
 typedef struct UzuraModelParams {
@@ -62,6 +63,8 @@ typedef struct UzuraModel {
     bool peer_on;               /* the peer is engaged too */
     bool has_stamp;             /* the next frame's arrival is known */
     bool in_poll;
+    bool wait_queued;           /* the vCPU's wait at the barrier */
+    bool warned;                /* of a peer with another quantum */
     int64_t epoch;              /* our virtual time at engagement */
     int64_t quantum;
     int64_t barrier;            /* virtual time we may not pass yet */
@@ -77,6 +80,7 @@ typedef struct UzuraModel {
     uint64_t quanta;            /* barriers passed */
     uint64_t late;              /* frames that arrived after their time */
     uint64_t drops;             /* full queues, or no receive buffer */
+    uint64_t bad;               /* control frames out of range, ignored */
 } UzuraModel;
 
 #endif /* HW_RDMA_UZURA_MODEL_H */

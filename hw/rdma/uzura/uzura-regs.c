@@ -433,6 +433,7 @@ void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up)
         core->status &= ~UZ_STATUS_LINK_UP;
         /* Frames in flight on the cable are lost with it. */
         uzura_fault_flush(core);
+        uzura_model_link_down(core);
     }
     uzura_eq_post_async(core, up ? UZ_EQE_PORT_ACTIVE : UZ_EQE_PORT_DOWN,
                         1, 0);

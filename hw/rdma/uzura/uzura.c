@@ -325,6 +325,8 @@ static void uzura_exit(PCIDevice *pdev)
 {
     UzuraState *s = UZURA(pdev);
 
+    /* The peer hears BYE from the lockstep while the NIC is there. */
+    uzura_model_set_sync(&s->core, false, NULL);
     qemu_del_nic(s->nic);
     uzura_core_uninit(&s->core);
     migrate_del_blocker(&s->migration_blocker);
@@ -654,6 +656,7 @@ static void uzura_instance_init(Object *obj)
                         uzura_get_flap, uzura_set_flap, NULL,
                         &s->core.fault.flap_down_us);
     uzura_fault_set_seed(&s->core.fault, 0);
+    uzura_model_instance_init(&s->core);
     object_property_add_bool(obj, "model-sync", uzura_get_model_sync,
                              uzura_set_model_sync);
     object_property_add_uint64_ptr(obj, "model-quanta",
@@ -661,6 +664,8 @@ static void uzura_instance_init(Object *obj)
     object_property_add_uint64_ptr(obj, "model-late", &s->core.model.late,
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "model-drops", &s->core.model.drops,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "model-bad", &s->core.model.bad,
                                    OBJ_PROP_FLAG_READ);
     /* Counters, read-only with qom-get: the names QUERY_COUNTERS uses. */
     for (i = 0; i < UZ_CNT_NUM; i++) {
@@ -670,12 +675,18 @@ static void uzura_instance_init(Object *obj)
     }
 }
 
+static void uzura_instance_finalize(Object *obj)
+{
+    uzura_model_finalize(&UZURA(obj)->core);
+}
+
 static const TypeInfo uzura_info = {
     .name = TYPE_UZURA,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(UzuraState),
     .class_init = uzura_class_init,
     .instance_init = uzura_instance_init,
+    .instance_finalize = uzura_instance_finalize,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
         { }
