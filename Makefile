@@ -79,6 +79,7 @@ clean:
 	-@[ ! -f $(QEMU_DIR)/build.ninja ] || ninja -C $(QEMU_DIR) -t clean >/dev/null
 	-@[ ! -f $(QEMU_SAN_DIR)/build.ninja ] || ninja -C $(QEMU_SAN_DIR) -t clean >/dev/null
 	-@$(MAKE) -s -C guest-driver clean 2>/dev/null
+	-@$(MAKE) -s -C bench/kmod clean 2>/dev/null
 	rm -rf $(HOST_DIR) $(BUILD)/cluster $(BUILD)/image $(BUILD)/test-logs
 
 distclean:
