@@ -138,6 +138,93 @@ static void test_serial_dma(void)
     pair_stop(&p);
 }
 
+static uint64_t qom_get_uint(Pair *p, int nic, const char *prop)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
+    QDict *rsp = qtest_qmp(qts(p), "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}", path, prop);
+    uint64_t v = qdict_get_int(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/* A model control frame (spec 8.20.2) from uz0, sent by a raw QP. */
+static void raw_ctl(Pair *p, UzQp *qp, UzMr *mr, uint8_t kind, uint64_t t)
+{
+    uint8_t f[60] = { 0 };
+    UzSge s = uz_mr_sge(mr, 0, sizeof(f));
+    UzWr wr = { .wr_id = kind, .opcode = UZ_WR_SEND,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
+    struct uz_cqe c;
+
+    memset(f, 0xff, 6);
+    uz_node_mac(0, f + 6);
+    stw_be_p(f + 12, 0x88b5);
+    stl_be_p(f + 14, 0x555a4d44);
+    f[18] = kind;
+    stq_be_p(f + 22, t);
+    uz_mr_write(mr, 0, f, sizeof(f));
+    uz_post_send(qp, &wr);
+    uz_cq_wait_clock(qp->scq, &c, MS, 100);
+    uz_cqe_expect(&c, kind, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0, qp->qpn);
+}
+
+/*
+ * Control frames from the wire that no lockstep sent: a mark that goes
+ * back is counted and ignored, an unknown kind ignored, a stamp (the
+ * receiver not in lockstep), a HELLO and a BYE change nothing, and the
+ * next WRITE still lands at its modeled time.  Then a reset of the
+ * sender while its frame is held loses the frame and nothing else.
+ */
+static void test_wire(void)
+{
+    static const uint8_t data[16] = "after the noise";
+    const int64_t land = DB_NS + RD_NS + TX_NS + LINK_NS + RX_NS + WR_NS;
+    struct uz_qp_attr a = { .state = UZ_QPS_INIT, .port = 1 };
+    UzMr *mr;
+    UzQp *raw;
+    Pair p;
+    int64_t t0;
+
+    model_start(&p, MODEL_ARGS("0", "6000"));
+    raw = uz_qp_create(&p.n[0], UZ_QPT_RAW, NULL, NULL, NULL, 0);
+    mr = uz_mr_reg(&p.n[0], 4096, UZ_ACCESS_LOCAL_WRITE);
+    g_assert_cmpint(uz_qp_modify(raw, UZ_QP_ATTR_STATE | UZ_QP_ATTR_PORT,
+                                 &a), ==, UZ_CMD_OK);
+    uz_qp_set_state(raw, UZ_QPS_RTR);
+    uz_qp_set_state(raw, UZ_QPS_RTS);
+
+    raw_ctl(&p, raw, mr, 2, 100 * MS);          /* MARK */
+    raw_ctl(&p, raw, mr, 2, 50 * MS);           /* MARK back: bad */
+    raw_ctl(&p, raw, mr, 0x77, 0);              /* no such kind */
+    raw_ctl(&p, raw, mr, 3, INT64_MAX / 2);     /* STAMP, far ahead */
+    raw_ctl(&p, raw, mr, 1, 1);                 /* HELLO */
+    raw_ctl(&p, raw, mr, 4, 0);                 /* BYE */
+    g_assert_cmpuint(qom_get_uint(&p, 1, "model-bad"), ==, 1);
+    g_assert_cmpuint(qom_get_uint(&p, 1, "model-late"), ==, 0);
+    g_assert_cmpuint(qom_get_uint(&p, 1, "model-quanta"), ==, 0);
+
+    uz_mr_fill(p.mb, 0, 0, 64);
+    t0 = clock_now(&p);
+    post_write(&p, 0, data, sizeof(data), 0x52);
+    clock_to(&p, t0 + land - 1);
+    g_assert_false(landed(&p, 0, data, sizeof(data)));
+    clock_to(&p, t0 + land);
+    g_assert_true(landed(&p, 0, data, sizeof(data)));
+
+    /* Held in uz0's model, on its way: the reset loses it. */
+    t0 = clock_now(&p);
+    post_write(&p, 32, data, sizeof(data), 0x53);
+    clock_to(&p, t0 + DB_NS + RD_NS + TX_NS + 1);
+    uz_wr(&p.n[0].d, UZ_REG_RESET, UZ_RESET_KEY);
+    clock_to(&p, t0 + 10 * land);
+    g_assert_false(landed(&p, 32, data, sizeof(data)));
+    g_assert_cmphex(uz_rd(&p.n[1].d, UZ_REG_MAGIC), ==, UZ_MAGIC);
+    uz_node_stop(&p.n[1]);
+    uz_machine_stop(&p.m);
+}
+
 static char *qom_set_error(Pair *p, const char *prop, bool value)
 {
     QDict *rsp = qtest_qmp(qts(p), "{'execute': 'qom-set', 'arguments': "
@@ -208,5 +295,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/model/stages", test_stages);
     qtest_add_func("/uzura/model/serial-dma", test_serial_dma);
     qtest_add_func("/uzura/model/properties", test_properties);
+    qtest_add_func("/uzura/model/wire", test_wire);
     return g_test_run();
 }

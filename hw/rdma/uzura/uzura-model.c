@@ -157,11 +157,9 @@ static void uzura_model_free_queue(UzuraModelQueue *q, uint32_t *queued)
 {
     UzuraModelFrame *fr;
 
-    while ((fr = QSIMPLEQ_FIRST(q))) {
-        QSIMPLEQ_REMOVE_HEAD(q, next);
+    while ((fr = uzura_model_due(q, queued, INT64_MAX))) {
         g_free(fr);
     }
-    *queued = 0;
 }
 
 /*
