@@ -258,6 +258,22 @@ static void tm_assert_data(Tm *t, uint64_t off, uint32_t len, uint32_t seed)
 }
 
 /* Post a receive WQE of the SRQ: @len bytes of uz1's MR at @off. */
+/*
+ * Send the @len-byte message at the sender's offset 0; it must take the
+ * SRQ WQE @wr_id (completing with @opcode) and land, TMH and all, at the
+ * receiver's @off.
+ */
+static void tm_took_wqe(Tm *t, uint64_t wr_id, uint8_t opcode, uint64_t off,
+                        uint32_t len, const char *what)
+{
+    g_autofree uint8_t *msg = g_malloc(len);
+
+    tm_send(t, 0, len);
+    tm_recv_done(t, wr_id, opcode, UZ_WC_STATUS_SUCCESS, 0, len, 0, 0);
+    uz_mr_read(t->mc, 0, msg, len);
+    uz_assert_mr(t->ms, off, msg, len, what);
+}
+
 static void tm_srq_post(Tm *t, uint64_t wr_id, uint64_t off, uint32_t len)
 {
     UzSge s = uz_mr_sge(t->ms, off, len);
@@ -344,7 +360,6 @@ static void test_unexpected(void)
 {
     Tm t;
     UzSge s;
-    g_autofree uint8_t *msg = g_malloc(UZ_TMH_LEN + 40);
     uint32_t len;
 
     tm_start(&t);
@@ -354,19 +369,13 @@ static void test_unexpected(void)
     tm_srq_post(&t, 0x5a2, 20480, 1024);
 
     len = tm_msg(&t, 0, UZ_TMH_EAGER, 0x999, 40, 5);
-    tm_send(&t, 0, len);
-    tm_recv_done(&t, 0x5a1, UZ_WC_TM_RECV, UZ_WC_STATUS_SUCCESS, 0, len, 0,
-                 0);
-    uz_mr_read(t.mc, 0, msg, len);
-    uz_assert_mr(t.ms, 16384, msg, len, "unexpected message, TMH and all");
+    tm_took_wqe(&t, 0x5a1, UZ_WC_TM_RECV, 16384, len,
+                "unexpected message, TMH and all");
 
     /* U = 1, S = 0: the matching tag is unexpected too. */
     len = tm_msg(&t, 0, UZ_TMH_EAGER, TAG_A, 40, 6);
-    tm_send(&t, 0, len);
-    tm_recv_done(&t, 0x5a2, UZ_WC_TM_RECV, UZ_WC_STATUS_SUCCESS, 0, len, 0,
-                 0);
-    uz_mr_read(t.mc, 0, msg, len);
-    uz_assert_mr(t.ms, 20480, msg, len, "unexpected matching message");
+    tm_took_wqe(&t, 0x5a2, UZ_WC_TM_RECV, 20480, len,
+                "unexpected matching message");
 
     /* Operations tell of it; a SYNC for one of the two is not enough. */
     s = uz_mr_sge(t.ms, 8192, 256);
@@ -419,7 +428,6 @@ static void test_no_tag(void)
 {
     Tm t;
     UzSge s;
-    g_autofree uint8_t *msg = g_malloc(64);
     uint32_t len;
 
     tm_start(&t);
@@ -430,11 +438,7 @@ static void test_no_tag(void)
     tm_srq_post(&t, 0x5b3, 24576, 1024);
 
     len = tm_msg(&t, 0, UZ_TMH_NO_TAG, 0x77, 24, 1);
-    tm_send(&t, 0, len);
-    tm_recv_done(&t, 0x5b1, UZ_WC_TM_NO_TAG, UZ_WC_STATUS_SUCCESS, 0, len, 0,
-                 0);
-    uz_mr_read(t.mc, 0, msg, len);
-    uz_assert_mr(t.ms, 16384, msg, len, "NO_TAG message");
+    tm_took_wqe(&t, 0x5b1, UZ_WC_TM_NO_TAG, 16384, len, "NO_TAG message");
 
     len = tm_msg(&t, 0, UZ_TMH_FIN, 0x77, 0, 2);
     tm_send(&t, 0, len);
