@@ -277,6 +277,7 @@ struct uz_wq {
 	u32 max_sge;
 	u32 pi;				/* free running, 24 bits */
 	u32 ci;				/* oldest WQE not completed */
+	u32 extra;			/* bytes after the WQEs: a shadow */
 	spinlock_t lock;
 };
 

@@ -58,7 +58,8 @@ int uz_wq_alloc(struct uz_dev *uz, struct uz_wq *wq, struct ib_udata *udata,
 	int err;
 
 	spin_lock_init(&wq->lock);
-	err = uz_ring_alloc(uz, &wq->ring, (size_t)uz_wq_depth(wq) << wq->log_wqe);
+	err = uz_ring_alloc(uz, &wq->ring,
+			    ((size_t)uz_wq_depth(wq) << wq->log_wqe) + wq->extra);
 	if (err)
 		return err;
 	if (!udata)
@@ -85,7 +86,7 @@ void uz_wq_free(struct uz_dev *uz, struct uz_wq *wq)
 /* Ring size as the process maps it: the whole page-aligned allocation. */
 u32 uz_wq_map_size(const struct uz_wq *wq)
 {
-	return PAGE_ALIGN((size_t)uz_wq_depth(wq) << wq->log_wqe);
+	return PAGE_ALIGN(((size_t)uz_wq_depth(wq) << wq->log_wqe) + wq->extra);
 }
 
 /* Every QP but an XRC target has an SQ and a send CQ. */
@@ -172,11 +173,15 @@ static int uz_qp_sizes(struct uz_dev *uz, struct uz_qp *qp,
 					 min(udata->inlen, sizeof(ucmd)));
 		if (err)
 			return err;
-		if (ucmd.comp_mask) {
+		if (ucmd.comp_mask & ~UZURA_CREATE_QP_SQ_SHADOW) {
 			ibdev_dbg(qp->ibqp.device, "QP comp_mask 0x%x unknown\n",
 				  ucmd.comp_mask);
 			return -EINVAL;
 		}
+		/* Granted when the device has it; else doorbells only. */
+		if ((ucmd.comp_mask & UZURA_CREATE_QP_SQ_SHADOW) &&
+		    (uz->caps & UZ_CAP_SQ_SHADOW))
+			qp->sq.extra = sizeof(struct uz_sq_shadow);
 		/* The provider chose sizes that fit its own caps. */
 		if (ucmd.sq_log_wqe)
 			qp->sq.log_wqe = ucmd.sq_log_wqe;
@@ -341,6 +346,8 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	c->sq_log_wqe_size = qp->sq.log_wqe;
 	c->rq_log_wqe_size = qp->rq.log_wqe;
 	c->flags = qp->sig_all ? UZ_QPF_SIG_ALL : 0;
+	if (qp->sq.extra)
+		c->flags |= UZ_QPF_SQ_SHADOW;
 	err = uz_admin_exec(uz, &cmd, &cqe);
 	if (err)
 		goto err_rq;
@@ -362,6 +369,8 @@ int uz_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		resp.sq_log_wqe = qp->sq.log_wqe;
 		resp.rq_log_wqe = qp->rq.log_wqe;
 		resp.sq_db_offset = uz_db_page_off(qp->sq.db);
+		if (qp->sq.extra)
+			resp.comp_mask |= UZURA_CREATE_QP_RESP_SQ_SHADOW;
 		if (uz_qp_has_rq(qp)) {
 			resp.rq_size = uz_wq_map_size(&qp->rq);
 			resp.rq_log_depth = qp->rq.log_depth;

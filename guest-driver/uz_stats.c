@@ -107,6 +107,7 @@ static const struct rdma_stat_desc uz_stat_descs[] = {
 	[UZ_CNT_XLAT_INVALIDATIONS].name = "xlat_invalidations",
 	[UZ_CNT_UC_DROPPED].name = "uc_dropped",
 	[UZ_CNT_RX_MCAST].name = "rx_mcast",
+	[UZ_CNT_SQ_SHADOW_TAKES].name = "sq_shadow_takes",
 };
 
 static_assert(ARRAY_SIZE(uz_stat_descs) == UZ_CNT_NUM);

@@ -108,6 +108,7 @@ static const char *const cnt_name[UZ_CNT_NUM] = {
     [UZ_CNT_XLAT_INVALIDATIONS] = "xlat_invalidations",
     [UZ_CNT_UC_DROPPED] = "uc_dropped",
     [UZ_CNT_RX_MCAST] = "rx_mcast",
+    [UZ_CNT_SQ_SHADOW_TAKES] = "sq_shadow_takes",
 };
 
 typedef struct Cnt {

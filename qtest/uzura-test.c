@@ -90,7 +90,8 @@ static void test_ident(void)
                     UZ_CAP_MW | UZ_CAP_ODP | UZ_CAP_UC | UZ_CAP_MCAST |
                     UZ_CAP_SRQ_RESIZE | UZ_CAP_PLACEMENT | UZ_CAP_XRC |
                     UZ_CAP_TIMESTAMP | UZ_CAP_DM | UZ_CAP_RAW |
-                    UZ_CAP_ODP_IMPLICIT | UZ_CAP_TM | UZ_CAP_RSS);
+                    UZ_CAP_ODP_IMPLICIT | UZ_CAP_TM | UZ_CAP_RSS |
+                    UZ_CAP_SQ_SHADOW);
     g_assert_cmpint(uz_rd(&t, UZ_REG_DB_PAGES), ==, 64);
     g_assert_cmpint(uz_rd(&t, UZ_REG_LINK_SPEED), ==, 25000);
     g_assert_cmphex(uz_rd(&t, UZ_REG_STATUS), ==,

@@ -1225,7 +1225,10 @@ static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
     qp->scq = scq ? scq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
     qp->rcq = rcq ? rcq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
     qp->srq = srq;
-    qp->sq = uz_alloc(&n->d, UZ_SQ_WQE_SIZE << UZ_SQ_LOG_DEPTH);
+    /* A shadow doorbell record follows the ring (spec 8.6.1). */
+    qp->sq = uz_alloc(&n->d, (UZ_SQ_WQE_SIZE << UZ_SQ_LOG_DEPTH) +
+                      ((flags & UZ_QPF_SQ_SHADOW) ?
+                       sizeof(struct uz_sq_shadow) : 0));
     qp->rq = srq ? 0 : uz_alloc(&n->d, UZ_RQ_WQE_SIZE << UZ_RQ_LOG_DEPTH);
     c.sq_addr = cpu_to_le64(qp->sq);
     c.rq_addr = cpu_to_le64(qp->rq);

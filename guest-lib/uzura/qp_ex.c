@@ -504,10 +504,10 @@ static int uz_wr_complete(struct ibv_qp_ex *ibqpx)
 	if (!ret && qp->state == IBV_QPS_RESET && qp->wr_pi != sq->pi)
 		ret = EINVAL;
 	if (!ret && qp->wr_pi != sq->pi) {
+		uint32_t old = sq->pi;
+
 		sq->pi = qp->wr_pi;
-		/* The WQEs are in memory before the device hears of them. */
-		udma_to_device_barrier();
-		uz_ring_db(sq->db, sq->pi);
+		uz_sq_publish(sq, old);
 	}
 	qp->wr_wqe = NULL;
 	pthread_spin_unlock(&sq->lock);

@@ -90,6 +90,7 @@ struct uzura_wq {
 	uint32_t pi;			/* free running, UZ_DB_PI_MASK */
 	uint32_t ci;			/* slots before it are free */
 	void *db;
+	struct uz_sq_shadow *shadow;	/* an SQ's shadow doorbell, or NULL */
 	pthread_spinlock_t lock;
 	bool lost;			/* the device moved to a ring we lack */
 };
@@ -213,6 +214,31 @@ struct uzura_ah {
 static inline void uz_ring_db(void *db, uint32_t val)
 {
 	mmio_write32_le(db, htole32(val));
+}
+
+/*
+ * Publish an SQ's new producer index, which was @old.  With a shadow
+ * record (device spec 8.6.1) the doorbell store, a trap out of the guest,
+ * is needed only when the device has stopped reading the record.
+ */
+static inline void uz_sq_publish(struct uzura_wq *sq, uint32_t old)
+{
+	/* The WQEs are in memory before the device hears of them. */
+	udma_to_device_barrier();
+	if (sq->shadow) {
+		uint32_t event;
+
+		atomic_store_explicit((_Atomic(uint32_t) *)&sq->shadow->pi,
+				      htole32(sq->pi), memory_order_relaxed);
+		/* pi out before event is read, as the device does the reverse */
+		atomic_thread_fence(memory_order_seq_cst);
+		event = le32toh(atomic_load_explicit(
+			(_Atomic(uint32_t) *)&sq->shadow->event,
+			memory_order_relaxed));
+		if (!UZ_SQ_SHADOW_NEED_DB(event, sq->pi, old))
+			return;
+	}
+	uz_ring_db(sq->db, sq->pi);
 }
 
 /*

@@ -759,6 +759,8 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
+	if (ctx->caps & UZ_CAP_SQ_SHADOW)
+		cmd.drv_payload.comp_mask |= UZURA_CREATE_QP_SQ_SHADOW;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
@@ -781,6 +783,19 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 			 resp.sq_log_depth, resp.sq_log_wqe, resp.sq_db_offset);
 	if (ret)
 		goto err_destroy;
+	if (resp.comp_mask & UZURA_CREATE_QP_RESP_SQ_SHADOW) {
+		size_t ring = (size_t)1 << (qp->sq.log_depth + qp->sq.log_wqe);
+
+		if (ring + sizeof(struct uz_sq_shadow) > qp->sq.map_size) {
+			verbs_err(&ctx->ibvctx,
+				  "uzura: QP %u: no room for the SQ shadow\n",
+				  qp->ibqp.qp_num);
+			ret = EINVAL;
+			goto err_sq;
+		}
+		qp->sq.shadow = (struct uz_sq_shadow *)((uint8_t *)qp->sq.ring +
+							ring);
+	}
 	wqe = 1u << qp->sq.log_wqe;
 	qp->sq.max_sge = min_t(uint32_t, ctx->max_sge,
 			       (wqe - sizeof(struct uz_send_wqe)) /
@@ -859,6 +874,10 @@ void uz_wq_reset(struct uzura_wq *wq)
 	pthread_spin_lock(&wq->lock);
 	wq->pi = 0;
 	wq->ci = 0;
+	/* The device wrote event 0 at RESET. */
+	if (wq->shadow)
+		atomic_store_explicit((_Atomic(uint32_t) *)&wq->shadow->pi, 0,
+				      memory_order_relaxed);
 	pthread_spin_unlock(&wq->lock);
 }
 
@@ -1203,11 +1222,8 @@ int uzura_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		sq->pi = (sq->pi + 1) & UZ_DB_PI_MASK;
 	}
 out:
-	if (sq->pi != start) {
-		/* The WQEs are in memory before the device hears of them. */
-		udma_to_device_barrier();
-		uz_ring_db(sq->db, sq->pi);
-	}
+	if (sq->pi != start)
+		uz_sq_publish(sq, start);
 	pthread_spin_unlock(&sq->lock);
 	if (ret)
 		*bad_wr = wr;
@@ -1240,8 +1256,7 @@ int uzura_post_wqe(struct uzura_qp *qp, uzura_wqe_fill_fn fill,
 	if (crw)
 		slot->crw_seq = qp->crw_posted++;
 	sq->pi = (sq->pi + 1) & UZ_DB_PI_MASK;
-	udma_to_device_barrier();
-	uz_ring_db(sq->db, sq->pi);
+	uz_sq_publish(sq, (sq->pi - 1) & UZ_DB_PI_MASK);
 out:
 	pthread_spin_unlock(&sq->lock);
 	return ret;

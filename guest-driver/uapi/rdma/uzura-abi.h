@@ -84,9 +84,21 @@ struct uzura_resize_cq_resp {
  * ibv_rx_hash_conf): IBV_RX_HASH_FUNC_TOEPLITZ, a key of 40 bytes, and
  * IBV_RX_HASH_* fields, whose bits are the device's UZ_RSS_F_*.  Its
  * response has the qpn alone.  A kernel from before RSS refuses it.
+ *
+ * With UZURA_CREATE_QP_SQ_SHADOW the provider asks for an SQ shadow
+ * doorbell (UZ_CAP_SQ_SHADOW, device spec 8.6.1).  When the kernel grants
+ * it, the response has UZURA_CREATE_QP_RESP_SQ_SHADOW in comp_mask and a
+ * struct uz_sq_shadow follows the SQ's WQEs in the SQ mapping, at byte
+ * 2^(sq_log_depth + sq_log_wqe); otherwise the provider rings the
+ * doorbell on every post.
  */
 enum uzura_create_qp_comp_mask {
 	UZURA_CREATE_QP_RX_HASH = 1 << 0,
+	UZURA_CREATE_QP_SQ_SHADOW = 1 << 1,
+};
+
+enum uzura_create_qp_resp_comp_mask {
+	UZURA_CREATE_QP_RESP_SQ_SHADOW = 1 << 0,
 };
 
 #define UZURA_RX_HASH_KEY_LEN		40

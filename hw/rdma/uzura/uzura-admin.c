@@ -224,6 +224,7 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(XLAT_INVALIDATIONS, xlat_invalidations),
     UZ_CNT(UC_DROPPED, uc_dropped),
     UZ_CNT(RX_MCAST, rx_mcast),
+    UZ_CNT(SQ_SHADOW_TAKES, sq_shadow_takes),
     UZ_CNT(RX_STALE, rx_stale),
     UZ_CNT(ROCE_TX_DROPPED, roce_tx_dropped),
     UZ_CNT(XLAT_HITS, xlat_hits),

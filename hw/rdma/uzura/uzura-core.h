@@ -134,6 +134,7 @@ typedef struct UzuraCounters {
     uint64_t xlat_invalidations; /* INVALIDATE_XLAT commands carried out */
     uint64_t uc_dropped;        /* UC messages dropped by the responder */
     uint64_t rx_mcast;          /* multicast datagrams handed to members */
+    uint64_t sq_shadow_takes;   /* SQ indices read from shadow records */
     /* faults injected on transmit (uzura-fault.c) */
     uint64_t fault_drops;
     uint64_t fault_dups;
@@ -256,7 +257,8 @@ typedef struct UzuraCore {
 /* UZURA_CAPS, and device memory where the device has some. */
 static inline uint32_t uzura_caps(const UzuraCore *core)
 {
-    return UZURA_CAPS | (core->rdma.dm_size ? UZ_CAP_DM : 0);
+    return UZURA_CAPS | (core->rdma.dm_size ? UZ_CAP_DM : 0) |
+           (core->rdma.sq_shadow ? UZ_CAP_SQ_SHADOW : 0);
 }
 
 /* uzura-regs.c */

@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            19
+#define UZ_VERSION_MINOR            20
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -147,6 +147,7 @@
 #define UZ_CAP_ODP_IMPLICIT         (1u << 21) /* UZ_MR_F_IMPLICIT */
 #define UZ_CAP_TM                   (1u << 22) /* tag matching SRQs */
 #define UZ_CAP_RSS                  (1u << 23) /* UZ_QPT_RSS, UZ_QPF_NO_SQ */
+#define UZ_CAP_SQ_SHADOW            (1u << 24) /* UZ_QPF_SQ_SHADOW */
 
 /* UZ_REG_STATUS */
 #define UZ_STATUS_READY             (1u << 0)  /* reset complete */
@@ -528,6 +529,9 @@ struct uz_cmd_create_qp {
 #define UZ_QPF_NO_SQ                (1u << 1)  /* UZ_QPT_RAW: a receive
 						* queue only (a WQ); sq_*
 						* and send_cqn ignored */
+#define UZ_QPF_SQ_SHADOW            (1u << 2)  /* a struct uz_sq_shadow
+						* follows the SQ ring
+						* (UZ_CAP_SQ_SHADOW) */
 
 #define UZ_QPT_RC                   0x02
 #define UZ_QPT_UC                   0x03       /* unreliable connected */
@@ -782,7 +786,10 @@ enum uz_counter {
 	UZ_CNT_UC_DROPPED = 89,     /* uc_dropped: UC messages a responder lost */
 	/* multicast */
 	UZ_CNT_RX_MCAST = 90,       /* rx_mcast: datagrams handed to members */
-	UZ_CNT_NUM                  /* 91: counters of this version */
+	/* SQ shadow doorbells */
+	UZ_CNT_SQ_SHADOW_TAKES = 91,    /* sq_shadow_takes: SQ producer
+					 * indices read from shadow records */
+	UZ_CNT_NUM                  /* 92: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -1185,12 +1192,33 @@ UZ_ASSERT_CMD(struct uz_cmd_mcast);
  * writes WQEs and stores the new producer index (free running, modulo 2^24)
  * into the queue's doorbell; the device reads them by DMA.
  */
+/*
+ * SQ shadow doorbell (UZ_QPF_SQ_SHADOW, docs/device-spec.md 8.6.1): 64
+ * bytes right after the SQ ring.  The driver stores each new producer
+ * index in pi, then (after a full barrier) reads event, and rings the
+ * doorbell only when UZ_SQ_SHADOW_NEED_DB() says the device has stopped
+ * reading pi.  While the QP has messages in flight the device reads pi
+ * whenever it runs the QP, so a busy sender rings once.  As virtio's
+ * event index: the device writes event = the producer index it last saw
+ * before it stops, then reads pi once more.
+ */
+struct uz_sq_shadow {
+	uint32_t pi;                /* driver: the SQ's producer index */
+	uint32_t event;             /* device: ring once pi passes this */
+	uint32_t reserved[14];
+};
+
+/* Ring the doorbell when a post moved pi from @old past @event to @pi. */
+#define UZ_SQ_SHADOW_NEED_DB(event, pi, old) \
+	((((pi) - (event) - 1) & 0x00ffffffu) < (((pi) - (old)) & 0x00ffffffu))
+
 struct uz_sge {
 	uint64_t addr;
 	uint32_t length;
 	uint32_t lkey;
 };
 UZ_ASSERT_SIZE(struct uz_sge, 16);
+UZ_ASSERT_SIZE(struct uz_sq_shadow, 64);
 
 struct uz_send_wqe {
 	uint64_t wr_id;

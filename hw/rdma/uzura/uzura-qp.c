@@ -281,6 +281,7 @@ static void uzura_qp_to_reset(UzuraCore *core, UzuraQp *qp)
     uzura_crw_flush(core, qp);
     uzura_tm_qp_flush(core, qp);
     uzura_resp_init(core, qp);
+    uzura_shadow_reset(core, qp);
     memset(&qp->attr, 0, sizeof(qp->attr));
     qp->sq_pi = qp->rq_pi = 0;
     qp->sq_ci = qp->rq_ci = 0;
@@ -372,9 +373,15 @@ static bool uzura_qp_flush(UzuraCore *core, uint32_t qpn, UzuraQp *qp)
     int n;
 
     uzura_qp_flush_held(core, qp);
+    /* WQEs posted to a shadow record with no doorbell flush too. */
+    uzura_shadow_poll(core, qp);
 
     for (n = 0; n < UZ_FLUSH_BUDGET; n++) {
         if (uzura_qp_has_sq(qp) && uzura_qp_flush_one(core, qpn, qp, true)) {
+            continue;
+        }
+        /* Empty: later posts ring the doorbell, which flushes them. */
+        if (uzura_qp_has_sq(qp) && !uzura_shadow_idle(core, qp)) {
             continue;
         }
         if (!uzura_qp_has_rq(qp) ||
@@ -442,7 +449,7 @@ void uzura_qp_free_all(UzuraCore *core)
     }
 }
 
-static void uzura_qp_flush_later(UzuraCore *core)
+void uzura_qp_flush_later(UzuraCore *core)
 {
     core->rdma.flush_owed = true;
     uzura_work_schedule(core);
@@ -649,8 +656,9 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
     if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UC &&
          c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI &&
          c->type != UZ_QPT_RAW && !tgt && !ini && !rss) ||
-        (c->flags & ~(UZ_QPF_SIG_ALL | UZ_QPF_NO_SQ)) ||
+        (c->flags & ~(UZ_QPF_SIG_ALL | UZ_QPF_NO_SQ | UZ_QPF_SQ_SHADOW)) ||
         ((c->flags & UZ_QPF_NO_SQ) && c->type != UZ_QPT_RAW) ||
+        ((c->flags & UZ_QPF_SQ_SHADOW) && (!has_sq || !r->sq_shadow)) ||
         (has_sq && (c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
                   (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
                   c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9)) ||
@@ -660,8 +668,10 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
         return UZ_CMD_BAD_PARAM;
     }
     if ((has_sq &&
-         !uzura_dma_ok(core, sq, (uint64_t)1 << (c->sq_log_depth +
-                                                 c->sq_log_wqe_size), false)) ||
+         !uzura_dma_ok(core, sq, ((uint64_t)1 << (c->sq_log_depth +
+                                                  c->sq_log_wqe_size)) +
+                       ((c->flags & UZ_QPF_SQ_SHADOW) ?
+                        sizeof(struct uz_sq_shadow) : 0), false)) ||
         (has_rq &&
          !uzura_dma_ok(core, rq, (uint64_t)1 << (c->rq_log_depth +
                                                  c->rq_log_wqe_size), false))) {

@@ -101,6 +101,10 @@ typedef struct UzuraQp {
     uint32_t sq_db;
     uint32_t rq_db;
     uint32_t sq_pi;             /* from the doorbells */
+    bool shadow_armed;          /* UZ_QPF_SQ_SHADOW: event = shadow_event */
+    bool shadow_bad;            /* shadow_bad_pi was said to be bad */
+    uint32_t shadow_event;
+    uint32_t shadow_bad_pi;
     uint32_t rq_pi;
     uint32_t sq_ci;             /* WQEs the device has completed */
     uint32_t rq_ci;
@@ -229,6 +233,7 @@ typedef struct UzuraRdma {
     uint8_t *dm_mem;
     MemoryRegion *dm_region;
     uint32_t dm_size;           /* bytes; 0: none */
+    bool sq_shadow;             /* UZ_CAP_SQ_SHADOW (property sq-shadow) */
     uint32_t dm_offset;
     uint32_t max_dm;            /* = its pages */
     unsigned long *dm_used;     /* a bit a page */
@@ -425,6 +430,12 @@ uint8_t uzura_qp_active_mtu(UzuraCore *core);
 void uzura_qp_work(UzuraCore *core);
 UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn);
 void uzura_qp_fail(UzuraCore *core, UzuraQp *qp);
+void uzura_qp_flush_later(UzuraCore *core);
+
+/* uzura-shadow.c */
+bool uzura_shadow_poll(UzuraCore *core, UzuraQp *qp);
+bool uzura_shadow_idle(UzuraCore *core, UzuraQp *qp);
+void uzura_shadow_reset(UzuraCore *core, UzuraQp *qp);
 void uzura_qp_free_all(UzuraCore *core);
 uint8_t uzura_wr_to_wc(uint8_t wr_opcode);
 

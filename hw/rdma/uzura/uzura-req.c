@@ -462,7 +462,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     } else {
         rndv = uzura_tm_rndv_ready(qp);
         crw = rndv < 0 ? uzura_crw_ready(qp) : -1;
-        if (rndv < 0 && crw < 0 && x->sq_take == qp->sq_pi) {
+        if (rndv < 0 && crw < 0 && x->sq_take == qp->sq_pi &&
+            !uzura_shadow_poll(core, qp)) {
             return false;
         }
         sq_idx = crw >= 0 ? x->crw[crw].sq_idx : rndv >= 0 ? rndv :
@@ -863,7 +864,7 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
 }
 
 /* The send queue's part of the work bottom half. */
-void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
+static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 {
     UzuraXfer *x = qp->x;
 
@@ -908,6 +909,37 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 {
     UzuraXfer *x = qp->x;
+/*
+ * With an SQ shadow record (uzura-shadow.c), whether the device may stop
+ * running the QP.  While an ACK, a response, a timer or an ODP resume is
+ * due, or the budget left the rest to the bottom half, the device comes
+ * back and reads the record then; otherwise it asks for the doorbell.
+ * False when new WQEs came in meanwhile.
+ */
+static bool uzura_req_settle(UzuraCore *core, UzuraQp *qp, unsigned budget)
+{
+    UzuraXfer *x = qp->x;
+    bool sending = qp->attr.state == UZ_QPS_RTS ||
+                   qp->attr.state == UZ_QPS_SQD;
+
+    if (!(qp->flags & UZ_QPF_SQ_SHADOW) || !budget) {
+        return true;
+    }
+    if (sending && (uzura_req_outstanding(qp) || x->rnr_wait ||
+                    x->fault_wait || x->sr_left)) {
+        return true;
+    }
+    /* Not sending: the next turn or the doorbell takes what came. */
+    return uzura_shadow_idle(core, qp) || !sending;
+}
+
+void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
+{
+    do {
+        uzura_req_run(core, qp, budget);
+    } while (!uzura_req_settle(core, qp, *budget));
+}
+
 
     if (uzura_psn_diff(psn, x->acked_psn) > 0) {
         x->acked_psn = psn & UZ_PSN_MASK;

@@ -348,6 +348,8 @@ static const Property uzura_properties[] = {
     DEFINE_PROP_UINT32("db-pages", UzuraState, db_pages, 64),
     /* Device memory (ibv_alloc_dm), bytes; 0: none. */
     DEFINE_PROP_UINT32("dm-size", UzuraState, dm_size, 256 * KiB),
+    /* SQ shadow doorbells (spec 8.6.1) offered to the driver. */
+    DEFINE_PROP_BOOL("sq-shadow", UzuraState, core.rdma.sq_shadow, true),
     /* The rate the port advertises; the link runs as fast as the host. */
     DEFINE_PROP_UINT32("speed", UzuraState, speed, 25000),
     DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
