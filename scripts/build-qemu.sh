@@ -53,6 +53,14 @@ add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
 # (40 ms), which dominated every request/response exchange.
 add_line "$src/net/stream.c" "    s->ioc = QIO_CHANNEL(cioc);" \
 	"    qio_channel_set_delay(s->ioc, false); /* uzura: listener too */"
+# Changes to QEMU's own files too large for add_line: each patch of
+# scripts/qemu-patches once (it is in already when it reverses cleanly).
+for p in "$top"/scripts/qemu-patches/*.patch; do
+	[ -e "$p" ] || continue
+	patch -d "$src" -p1 -R --dry-run -s -f <"$p" >/dev/null 2>&1 && continue
+	log "applying $(basename "$p")"
+	patch -d "$src" -p1 --forward -s <"$p" || { log "cannot apply $p"; exit 1; }
+done
 # The qtests: every qtest/*-test.c, on one line that is rewritten as the
 # list changes.
 tests=$(cd "$top/qtest" && ls *-test.c | sed 's/\.c$//')

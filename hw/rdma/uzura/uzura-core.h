@@ -277,6 +277,25 @@ bool uzura_core_link_up(UzuraCore *core);
 /* uzura-dma.c */
 bool uzura_dma_ok(UzuraCore *core, uint64_t addr, uint64_t len, bool write);
 bool uzura_dma_read(UzuraCore *core, uint64_t addr, void *buf, uint64_t len);
+
+/*
+ * A RoCE frame sent from guest memory in place (uzura-roce.c): iov[0] is
+ * the headers, then the payload's pieces, then the pad and ICRC.  A piece
+ * is either a mapping of guest RAM (its bit in @mapped set) or bytes of
+ * the linear frame buffer, at the place they would have in a linear
+ * frame, so that consecutive such pieces merge.
+ */
+#define UZ_TX_PIECES    16
+struct UzuraTxMap {
+    struct iovec iov[UZ_TX_PIECES];
+    uint32_t mapped;
+    unsigned niov;
+};
+
+void uzura_tx_add(UzuraTxMap *m, void *p, size_t len, bool mapped);
+bool uzura_dma_read_tx(UzuraCore *core, UzuraTxMap *m, uint64_t addr,
+                       uint8_t *buf, uint64_t len);
+void uzura_dma_unmap_tx(UzuraCore *core, UzuraTxMap *m);
 bool uzura_dma_write(UzuraCore *core, uint64_t addr, const void *buf,
                      uint64_t len);
 bool uzura_dma_write_entry(UzuraCore *core, uint64_t addr, const void *entry,
@@ -324,6 +343,8 @@ ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 
 /* uzura-fault.c */
 void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len);
+bool uzura_link_direct(UzuraCore *core);
+void uzura_link_sendv(UzuraCore *core, const struct iovec *iov, int n);
 void uzura_fault_init(UzuraCore *core);
 void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
@@ -348,6 +369,7 @@ ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len);
 
 /* uzura-crc.c */
 uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len);
+uint32_t uzura_crc32_iov(uint32_t crc, const struct iovec *iov, unsigned n);
 
 /* uzura-loop.c */
 bool uzura_loop_is_own(UzuraCore *core, const uint8_t *frame);

@@ -104,3 +104,14 @@ uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len)
 #endif
     return crc32(crc, p, len);
 }
+
+/* uzura_crc32() continued over the pieces of a frame, in order. */
+uint32_t uzura_crc32_iov(uint32_t crc, const struct iovec *iov, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        crc = uzura_crc32(crc, iov[i].iov_base, iov[i].iov_len);
+    }
+    return crc;
+}

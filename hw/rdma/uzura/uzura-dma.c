@@ -59,6 +59,94 @@ bool uzura_dma_read(UzuraCore *core, uint64_t addr, void *buf, uint64_t len)
     return r == MEMTX_OK;
 }
 
+/*
+ * Add a piece to a frame built in place.  Bytes of the linear frame that
+ * follow the last piece, itself of the linear frame, extend it.
+ */
+void uzura_tx_add(UzuraTxMap *m, void *p, size_t len, bool mapped)
+{
+    struct iovec *last = &m->iov[m->niov - 1];
+
+    if (!mapped && !(m->mapped & 1u << (m->niov - 1)) &&
+        (uint8_t *)last->iov_base + last->iov_len == p) {
+        last->iov_len += len;
+        return;
+    }
+    assert(m->niov < UZ_TX_PIECES);
+    m->mapped |= (uint32_t)mapped << m->niov;
+    m->iov[m->niov++] = (struct iovec) { .iov_base = p, .iov_len = len };
+}
+
+/*
+ * Read @len bytes at @addr into a frame built in place (@m).  Guest RAM
+ * is mapped and becomes pieces of the frame; what is not plain RAM (MMIO,
+ * this device's own BAR included, a RAM device, ROM), a mapping that
+ * fails or comes back short, and what comes when the pieces run out are
+ * read into @buf -- where those bytes lie in the linear frame -- as
+ * uzura_dma_read reads them, with the same result.  One piece is always
+ * kept for such a read and one for the frame's trailer.
+ */
+bool uzura_dma_read_tx(UzuraCore *core, UzuraTxMap *m, uint64_t addr,
+                       uint8_t *buf, uint64_t len)
+{
+    AddressSpace *as = pci_get_address_space(core->owner);
+
+    while (len && m->niov < UZ_TX_PIECES - 2) {
+        hwaddr xlat, l = len;
+        dma_addr_t ml;
+        MemoryRegion *mr;
+        bool ram;
+        void *p;
+
+        /*
+         * address_space_map would bounce what is not RAM, reading it with
+         * an error it does not report: such memory is read, not mapped.
+         */
+        WITH_RCU_READ_LOCK_GUARD() {
+            mr = address_space_translate(as, addr, &xlat, &l, false,
+                                         uzura_dma_attrs);
+            ram = l && memory_region_is_ram(mr) &&
+                  !memory_region_is_ram_device(mr);
+        }
+        if (!ram) {
+            break;
+        }
+        ml = l;
+        p = dma_memory_map(as, addr, &ml, DMA_DIRECTION_TO_DEVICE,
+                           uzura_dma_attrs);
+        trace_uzura_dma_map(addr, l, p ? ml : 0);
+        if (!p) {
+            break;
+        }
+        uzura_tx_add(m, p, ml, true);
+        addr += ml;
+        buf += ml;
+        len -= ml;
+    }
+    if (len) {
+        if (!uzura_dma_read(core, addr, buf, len)) {
+            return false;
+        }
+        uzura_tx_add(m, buf, len, false);
+    }
+    return true;
+}
+
+/* Give back the mappings of a frame built in place, once it is sent. */
+void uzura_dma_unmap_tx(UzuraCore *core, UzuraTxMap *m)
+{
+    AddressSpace *as = pci_get_address_space(core->owner);
+    unsigned i;
+
+    for (i = 0; i < m->niov; i++) {
+        if (m->mapped & 1u << i) {
+            dma_memory_unmap(as, m->iov[i].iov_base, m->iov[i].iov_len,
+                             DMA_DIRECTION_TO_DEVICE, m->iov[i].iov_len);
+        }
+    }
+    m->mapped = 0;
+}
+
 bool uzura_dma_write(UzuraCore *core, uint64_t addr, const void *buf,
                      uint64_t len)
 {

@@ -347,6 +347,22 @@ static void uzura_fault_timer(void *opaque)
     uzura_leave(core, g);
 }
 
+/*
+ * Whether a frame may go straight to the netdev as pieces
+ * (uzura_link_sendv): no fault is injected on transmit and the timing
+ * model is off, for both take the frame as one buffer.
+ */
+bool uzura_link_direct(UzuraCore *core)
+{
+    return !core->model.on && !uzura_fault_tx_active(&core->fault);
+}
+
+/* Send a frame in pieces, when uzura_link_direct() says it may. */
+void uzura_link_sendv(UzuraCore *core, const struct iovec *iov, int n)
+{
+    qemu_sendv_packet(qemu_get_queue(core->owner_nic), iov, n);
+}
+
 /* Send a frame on the link, through the fault injector. */
 void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
 {

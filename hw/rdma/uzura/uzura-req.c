@@ -585,16 +585,19 @@ typedef struct UzuraReqSrc {
 } UzuraReqSrc;
 
 static bool uzura_req_gather(UzuraCore *core, void *opaque, uint8_t *dst,
-                             uint32_t len, uint8_t *verr)
+                             uint32_t len, UzuraTxMap *m, uint8_t *verr)
 {
     UzuraReqSrc *src = opaque;
 
     if (src->wr->h.flags & UZ_WQE_F_INLINE) {
         memcpy(dst, src->wr->inl + src->off, len);
+        if (m) {
+            uzura_tx_add(m, dst, len, false);
+        }
         return true;
     }
-    *verr = uzura_sgl_copy(core, &src->wr->sgl, src->qp->pdn, src->off, dst,
-                           len, false);
+    *verr = uzura_sgl_read_tx(core, &src->wr->sgl, src->qp->pdn, src->off,
+                              dst, len, m);
     return *verr == UZ_VERR_NONE;
 }
 
@@ -665,7 +668,8 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
         /* The frame as the WQE has it. */
         *sent = wr->len;
         *plast = true;
-        if (!uzura_req_gather(core, &src, core->roce_frame, wr->len, &verr)) {
+        if (!uzura_req_gather(core, &src, core->roce_frame, wr->len, NULL,
+                              &verr)) {
             return verr;
         }
         uzura_raw_transmit(core, core->roce_frame, wr->len);
@@ -905,10 +909,6 @@ static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     }
 }
 
-/* A cumulative ACK up to @psn. */
-static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
-{
-    UzuraXfer *x = qp->x;
 /*
  * With an SQ shadow record (uzura-shadow.c), whether the device may stop
  * running the QP.  While an ACK, a response, a timer or an ODP resume is
@@ -940,6 +940,10 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     } while (!uzura_req_settle(core, qp, *budget));
 }
 
+/* A cumulative ACK up to @psn. */
+static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
+{
+    UzuraXfer *x = qp->x;
 
     if (uzura_psn_diff(psn, x->acked_psn) > 0) {
         x->acked_psn = psn & UZ_PSN_MASK;

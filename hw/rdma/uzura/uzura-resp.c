@@ -1123,7 +1123,7 @@ typedef struct UzuraReadSrc {
 } UzuraReadSrc;
 
 static bool uzura_resp_gather(UzuraCore *core, void *opaque, uint8_t *dst,
-                              uint32_t len, uint8_t *verr)
+                              uint32_t len, UzuraTxMap *m, uint8_t *verr)
 {
     UzuraReadSrc *src = opaque;
     UzuraMr *mr;
@@ -1133,8 +1133,8 @@ static bool uzura_resp_gather(UzuraCore *core, void *opaque, uint8_t *dst,
                              src->s->va + src->off, len, UZ_ACCESS_REMOTE_READ,
                              &mr);
     if (!*verr) {
-        *verr = uzura_mr_copy(core, mr, src->s->va + src->off, dst, len,
-                              false);
+        *verr = uzura_mr_read_tx(core, mr, src->s->va + src->off, dst, len,
+                                 m);
     }
     return !*verr;
 }

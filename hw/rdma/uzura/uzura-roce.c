@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "net/net.h"
 #include "net/checksum.h"
+#include "qemu/host-utils.h"
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -98,12 +99,15 @@ static unsigned uzura_ext_len(uint16_t h)
  * then the rest of the packet up to the ICRC.  @ip starts at the IPv4
  * header; @len counts up to (not including) the ICRC.
  */
-uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
+#define ICRC_PSEUDO     (IP_HLEN + UDP_HLEN + UZ_BTH_LEN)
+
+/* The ICRC's CRC up to the end of the BTH, to be continued from there. */
+static uint32_t uzura_roce_icrc_bth(const uint8_t *ip)
 {
     static const uint8_t ones[8] = {
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
     };
-    uint8_t pseudo[IP_HLEN + UDP_HLEN + UZ_BTH_LEN];
+    uint8_t pseudo[ICRC_PSEUDO];
     uint32_t crc;
 
     memcpy(pseudo, ip, sizeof(pseudo));
@@ -113,9 +117,13 @@ uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
     pseudo[IP_HLEN + 6] = pseudo[IP_HLEN + 7] = 0xff; /* UDP checksum */
     pseudo[IP_HLEN + UDP_HLEN + 4] = 0xff;      /* BTH resv8a */
     crc = uzura_crc32(0, ones, sizeof(ones));
-    crc = uzura_crc32(crc, pseudo, sizeof(pseudo));
-    crc = uzura_crc32(crc, ip + sizeof(pseudo), len - sizeof(pseudo));
-    return crc;
+    return uzura_crc32(crc, pseudo, sizeof(pseudo));
+}
+
+uint32_t uzura_roce_icrc(const uint8_t *ip, size_t len)
+{
+    return uzura_crc32(uzura_roce_icrc_bth(ip), ip + ICRC_PSEUDO,
+                       len - ICRC_PSEUDO);
 }
 
 /*
@@ -196,10 +204,36 @@ static void uzura_count(uint64_t *pkts, uint64_t *bytes, uint8_t opcode,
 }
 
 /*
+ * Payloads from this size up go to the link in place, as pieces of guest
+ * memory; below it, copying them into the frame costs less than mapping.
+ */
+#define UZ_TX_INPLACE_MIN   512
+
+/*
+ * Whether a frame whose headers are in @f may be sent in place: only to
+ * a peer on the link (a frame to this device or a group also goes to the
+ * loopback, which keeps a copy), when nothing on the way to the netdev
+ * needs it whole (uzura_link_direct).
+ */
+static bool uzura_roce_inplace(UzuraCore *core, const uint8_t *f,
+                               uint32_t paylen)
+{
+    return paylen >= UZ_TX_INPLACE_MIN && !(f[0] & 1) &&
+           !uzura_loop_is_own(core, f) && uzura_core_link_up(core) &&
+           uzura_link_direct(core);
+}
+
+/*
  * Build and send one packet.  The payload (pkt->paylen bytes) comes from
  * @gather when given, else from pkt->payload.  Returns UZ_VERR_NONE, or
  * the gather's error (nothing is sent then).  A link that is down drops
  * the frame, as a cable would: the transport recovers.
+ *
+ * A large gathered payload bound for the link is not copied: the frame
+ * goes to the netdev as pieces (UzuraTxMap), the headers from the frame
+ * buffer, the payload mapped from guest memory, except what cannot be
+ * mapped, which the gather copies into the frame buffer where a linear
+ * frame would have it.  The checks and their errors are the same.
  */
 uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
                         void *opaque)
@@ -208,6 +242,8 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     uint8_t *f = core->roce_frame, *ip = f + ETH_HLEN, *udp = ip + IP_HLEN;
     uint8_t *p = udp + UDP_HLEN, pad = -pkt->paylen & 3, verr = UZ_VERR_NONE;
     size_t ip_len, len;
+    UzuraTxMap map, *m = NULL;
+    uint32_t crc;
 
     /* Ethernet */
     memcpy(f, pkt->dmac, 6);
@@ -278,10 +314,20 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         p += IMM_LEN;
     }
 
-    /* Payload, gathered straight into the frame, and its pad. */
+    /* Payload, gathered straight into the frame or in place, and its pad. */
     if (pkt->paylen) {
         if (gather) {
-            if (!gather(core, opaque, p, pkt->paylen, &verr)) {
+            if (uzura_roce_inplace(core, f, pkt->paylen)) {
+                m = &map;
+                m->iov[0] = (struct iovec) { .iov_base = f,
+                                             .iov_len = p - f };
+                m->niov = 1;
+                m->mapped = 0;
+            }
+            if (!gather(core, opaque, p, pkt->paylen, m, &verr)) {
+                if (m) {
+                    uzura_dma_unmap_tx(core, m);
+                }
                 return verr;
             }
         } else {
@@ -309,8 +355,26 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     stw_be_p(udp + 2, UZ_ROCE_UDP_PORT);
     stw_be_p(udp + 4, ip_len - IP_HLEN);
     stw_be_p(udp + 6, 0);                   /* no UDP checksum */
-    stl_le_p(p, uzura_roce_icrc(ip, p - ip));
     len = p + UZ_ICRC_LEN - f;
+    if (m) {
+        /* Headers, the payload's pieces, then the pad: one CRC. */
+        crc = uzura_roce_icrc_bth(ip);
+        crc = uzura_crc32(crc, ip + ICRC_PSEUDO,
+                          (uint8_t *)m->iov[0].iov_base + m->iov[0].iov_len -
+                          (ip + ICRC_PSEUDO));
+        crc = uzura_crc32_iov(crc, m->iov + 1, m->niov - 1);
+        crc = uzura_crc32(crc, p - pad, pad);
+        stl_le_p(p, crc);
+        uzura_tx_add(m, p - pad, pad + UZ_ICRC_LEN, false);
+        trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
+        trace_uzura_roce_tx_inplace(m->niov, ctpop32(m->mapped));
+        uzura_count(core->counters.roce_tx_pkts,
+                    core->counters.roce_tx_bytes, pkt->opcode, len);
+        uzura_link_sendv(core, m->iov, m->niov);
+        uzura_dma_unmap_tx(core, m);
+        return UZ_VERR_NONE;
+    }
+    stl_le_p(p, uzura_roce_icrc(ip, p - ip));
 
     trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
     if (uzura_loop_is_own(core, f)) {

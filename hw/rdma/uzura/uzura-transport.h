@@ -13,6 +13,7 @@
 typedef struct UzuraCore UzuraCore;
 typedef struct UzuraQp UzuraQp;
 typedef struct UzuraMr UzuraMr;
+typedef struct UzuraTxMap UzuraTxMap;
 typedef struct QEMUTimer QEMUTimer;
 
 #define UZ_PSN_MASK         0x00ffffffu
@@ -107,11 +108,13 @@ typedef struct UzuraPkt {
 } UzuraPkt;
 
 /*
- * Payload source for a packet being built: gathered into the frame by
- * the caller-supplied function, so that each byte is copied once.
+ * Payload source for a packet being built: gathered into the frame at
+ * @dst by the caller-supplied function, so that each byte is copied once,
+ * or, with @m, made pieces of a frame built in place from guest memory
+ * (uzura_sgl_read_tx, uzura_mr_read_tx) with @dst for what is copied.
  */
 typedef bool (*UzuraGather)(UzuraCore *core, void *opaque, uint8_t *dst,
-                            uint32_t len, uint8_t *verr);
+                            uint32_t len, UzuraTxMap *m, uint8_t *verr);
 
 bool uzura_roce_is_roce(const uint8_t *buf, size_t size);
 void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size);
@@ -154,6 +157,11 @@ uint8_t uzura_sgl_check(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
                         uint32_t access);
 uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
                        uint64_t off, void *buf, uint64_t len, bool to_mem);
+uint8_t uzura_mr_read_tx(UzuraCore *core, UzuraMr *mr, uint64_t addr,
+                         uint8_t *buf, uint64_t len, UzuraTxMap *m);
+uint8_t uzura_sgl_read_tx(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                          uint64_t off, uint8_t *buf, uint64_t len,
+                          UzuraTxMap *m);
 void uzura_xlat_init(UzuraCore *core);
 void uzura_xlat_uninit(UzuraCore *core);
 void uzura_xlat_reset(UzuraCore *core);

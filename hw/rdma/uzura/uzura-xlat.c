@@ -224,18 +224,24 @@ static UzuraMr *uzura_imr_child(UzuraCore *core, UzuraMr *mr, uint64_t chunk,
 
 /*
  * Move @len bytes between @buf and the MR at @addr (already checked),
- * page by page.  Returns UZ_VERR_NONE, UZ_VERR_DMA for a page list or
- * page that is not accessible, or what translation said of an ODP page
+ * page by page.  With @m (reads only), the bytes become pieces of a frame
+ * built in place instead (uzura_dma_read_tx), @buf being where they lie
+ * in the linear frame.  Returns UZ_VERR_NONE, UZ_VERR_DMA for a page list
+ * or page that is not accessible, or what translation said of an ODP page
  * (uzura_xlat); bytes before the page that failed may have moved.
  */
-uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
-                      uint64_t len, bool to_mr)
+static uint8_t uzura_mr_move(UzuraCore *core, UzuraMr *mr, uint64_t addr,
+                             void *buf, uint64_t len, bool to_mr,
+                             UzuraTxMap *m)
 {
     uint64_t psize = 1ull << mr->page_shift, base, n;
     uint8_t *b = buf, verr;
 
     if (mr->flags & UZ_MR_F_DM) {
         uzura_dm_copy(core, mr, addr, b, len, to_mr);
+        if (m) {
+            uzura_tx_add(m, b, len, false);
+        }
         return UZ_VERR_NONE;
     }
     if (mr->flags & UZ_MR_F_IMPLICIT) {
@@ -248,7 +254,7 @@ uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
                 return verr;
             }
             n = MIN(len, ((chunk + 1) << UZ_IMR_SHIFT) - addr);
-            verr = uzura_mr_copy(core, child, addr, b, n, to_mr);
+            verr = uzura_mr_move(core, child, addr, b, n, to_mr, m);
             if (verr) {
                 return verr;
             }
@@ -259,7 +265,8 @@ uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
         return UZ_VERR_NONE;
     }
     if (mr->flags & UZ_MR_F_DMA) {
-        return (to_mr ? uzura_dma_write(core, addr, b, len) :
+        return (m ? uzura_dma_read_tx(core, m, addr, b, len) :
+                to_mr ? uzura_dma_write(core, addr, b, len) :
                         uzura_dma_read(core, addr, b, len)) ?
                UZ_VERR_NONE : UZ_VERR_DMA;
     }
@@ -273,7 +280,8 @@ uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
         if (verr) {
             return verr;
         }
-        if (!(to_mr ? uzura_dma_write(core, base + off, b, n) :
+        if (!(m ? uzura_dma_read_tx(core, m, base + off, b, n) :
+              to_mr ? uzura_dma_write(core, base + off, b, n) :
                       uzura_dma_read(core, base + off, b, n))) {
             return UZ_VERR_DMA;
         }
@@ -282,6 +290,19 @@ uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
         len -= n;
     }
     return UZ_VERR_NONE;
+}
+
+uint8_t uzura_mr_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
+                      uint64_t len, bool to_mr)
+{
+    return uzura_mr_move(core, mr, addr, buf, len, to_mr, NULL);
+}
+
+/* uzura_mr_copy from the MR, into a frame built in place when @m. */
+uint8_t uzura_mr_read_tx(UzuraCore *core, UzuraMr *mr, uint64_t addr,
+                         uint8_t *buf, uint64_t len, UzuraTxMap *m)
+{
+    return uzura_mr_move(core, mr, addr, buf, len, false, m);
 }
 
 /* Check every SGE of a list for a local access with rights @access. */
@@ -303,13 +324,15 @@ uint8_t uzura_sgl_check(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
 }
 
 /*
- * Copy @len bytes at byte @off of a scatter/gather list to or from @buf.
- * Keys are checked again on each use: an MR may go while a message is in
- * flight.  Returns UZ_VERR_NONE or the failure; copying past the end of
- * the list is UZ_VERR_BOUNDS.
+ * Copy @len bytes at byte @off of a scatter/gather list to or from @buf
+ * (into a frame built in place when @m, reads only).  Keys are checked
+ * again on each use: an MR may go while a message is in flight.  Returns
+ * UZ_VERR_NONE or the failure; copying past the end of the list is
+ * UZ_VERR_BOUNDS.
  */
-uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
-                       uint64_t off, void *buf, uint64_t len, bool to_mem)
+static uint8_t uzura_sgl_move(UzuraCore *core, const UzuraSgl *sgl,
+                              uint32_t pdn, uint64_t off, void *buf,
+                              uint64_t len, bool to_mem, UzuraTxMap *m)
 {
     uint8_t *b = buf;
     uint32_t i;
@@ -330,7 +353,7 @@ uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
         if (verr) {
             return verr;
         }
-        verr = uzura_mr_copy(core, mr, s->addr + off, b, n, to_mem);
+        verr = uzura_mr_move(core, mr, s->addr + off, b, n, to_mem, m);
         if (verr) {
             return verr;
         }
@@ -339,6 +362,20 @@ uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
         off = 0;
     }
     return len ? UZ_VERR_BOUNDS : UZ_VERR_NONE;
+}
+
+uint8_t uzura_sgl_copy(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                       uint64_t off, void *buf, uint64_t len, bool to_mem)
+{
+    return uzura_sgl_move(core, sgl, pdn, off, buf, len, to_mem, NULL);
+}
+
+/* uzura_sgl_copy from the list, into a frame built in place when @m. */
+uint8_t uzura_sgl_read_tx(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
+                          uint64_t off, uint8_t *buf, uint64_t len,
+                          UzuraTxMap *m)
+{
+    return uzura_sgl_move(core, sgl, pdn, off, buf, len, false, m);
 }
 
 /* UZ_CMD_INVALIDATE_XLAT: drop the cached pages of a range of an MR. */
