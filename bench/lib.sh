@@ -3,7 +3,8 @@
 #
 # Sourced by bench/run, bench/mpi and bench/faults: their two-node cluster with the
 # --virtio-link NIC, the shell functions they send to the guests, and the
-# links' set-up.  Expects $uz, $build, $reuse, $keep and log()/die().
+# links' set-up.  Expects $uz, $build, $reuse, $keep and log()/die(), and
+# takes ./uzura up's --nic options from the array nic_args if it is set.
 
 # Boot the cluster (or check the running one, --reuse); take it down at
 # exit unless --keep.
@@ -21,7 +22,9 @@ bench_cluster() {
 		"$uz" run 1 -- 'test -s /run/uzura-virtio-link' 2>/dev/null ||
 			die "--reuse: no running cluster with --virtio-link in $build"
 	else
-		"$uz" up -n 2 --virtio-link || die "the cluster did not boot"
+		# shellcheck disable=SC2206
+		"$uz" up -n 2 --virtio-link ${nic_args[@]+"${nic_args[@]}"} ||
+			die "the cluster did not boot"
 		booted=1
 	fi
 }
