@@ -10,6 +10,10 @@
 # exit unless --keep.
 booted=0
 bench_cleanup() {
+	# A run stopped while the main loops were at SCHED_FIFO (bench/rate).
+	if [ "${prio_set:-0}" = 1 ]; then
+		"$uz" prio default > /dev/null 2>&1
+	fi
 	if [ "$booted" = 1 ] && [ "$keep" = 0 ]; then
 		log "shutting the nodes down"
 		"$uz" down

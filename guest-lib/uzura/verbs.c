@@ -767,6 +767,14 @@ struct uzura_qp *uzura_qp_create(struct ibv_context *context,
 
 	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret == EINVAL &&
+	    (cmd.drv_payload.comp_mask & UZURA_CREATE_QP_SQ_SHADOW)) {
+		/* A kernel from before shadow doorbells refuses the bit. */
+		cmd.drv_payload.comp_mask &= ~UZURA_CREATE_QP_SQ_SHADOW;
+		ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr,
+					   &cmd.ibv_cmd, sizeof(cmd),
+					   &resp.ibv_resp, sizeof(resp));
+	}
 	if (ret) {
 		errno = ret;
 		goto err_free;

@@ -72,7 +72,7 @@ int main(void)
 	CHECK(UZ_CNT_LOOP_FRAMES == 80 && UZ_CNT_LOOP_DROPPED == 81);
 	CHECK(UZ_CNT_RX_UD_TOO_LONG == 82 && UZ_CNT_SACKS_SENT == 83);
 	CHECK(UZ_CNT_SR_RESENT == 86 && UZ_CNT_XLAT_FAULTS == 87 &&
-	      UZ_CNT_NUM == 91);
+	      UZ_CNT_RX_MCAST == 90);
 	/* Version 0.5: selective repeat's SACK and its BTH bit. */
 	CHECK(UZ_BTH_OP_RC_SACK == 0xc1 && UZ_BTH_B8_SR == 0x40 &&
 	      sizeof(struct uz_sacketh) == 8);
@@ -186,8 +186,18 @@ int main(void)
 	      UZ_IMR_ENTRIES == 0x20000 &&
 	      UZ_IMR_ENTRY(0x1234) == 0x0000123400000001ull &&
 	      UZ_IMR_KEY(0xabcd000000000001ull) == 0xabcd0000u);
+	/* Version 0.20: SQ shadow doorbells (spec 8.6.1). */
+	CHECK(UZ_VERSION_MINOR == 20 && UZ_CAP_SQ_SHADOW == 0x1000000 &&
+	      UZ_QPF_SQ_SHADOW == 4 && sizeof(struct uz_sq_shadow) == 64 &&
+	      offsetof(struct uz_sq_shadow, event) == 4 &&
+	      UZ_CNT_SQ_SHADOW_TAKES == 91 && UZ_CNT_NUM == 92);
+	/* The doorbell is needed when event lies in [old, new), mod 2^24. */
+	CHECK(UZ_SQ_SHADOW_NEED_DB(5, 6, 5) && !UZ_SQ_SHADOW_NEED_DB(5, 7, 6) &&
+	      UZ_SQ_SHADOW_NEED_DB(5, 21, 5) && !UZ_SQ_SHADOW_NEED_DB(4, 6, 5) &&
+	      UZ_SQ_SHADOW_NEED_DB(0xffffff, 2, 0xffffff) &&
+	      !UZ_SQ_SHADOW_NEED_DB(0xfffffe, 2, 0xffffff));
 	/* Version 0.19: tag matching (spec 8.19) and RSS (spec 8.18.1). */
-	CHECK(UZ_VERSION_MINOR == 19 && UZ_CAP_TM == 0x400000 &&
+	CHECK(UZ_CAP_TM == 0x400000 &&
 	      UZ_CAP_RSS == 0x800000 && UZ_SRQF_TM == 2 &&
 	      sizeof(struct uz_cmd_create_srq) == 48 &&
 	      offsetof(struct uz_cmd_create_srq, ops_addr) == 32 &&

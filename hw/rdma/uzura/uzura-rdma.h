@@ -434,6 +434,7 @@ void uzura_qp_flush_later(UzuraCore *core);
 
 /* uzura-shadow.c */
 bool uzura_shadow_poll(UzuraCore *core, UzuraQp *qp);
+bool uzura_shadow_asked(const UzuraQp *qp);
 bool uzura_shadow_idle(UzuraCore *core, UzuraQp *qp);
 void uzura_shadow_reset(UzuraCore *core, UzuraQp *qp);
 void uzura_qp_free_all(UzuraCore *core);

@@ -463,7 +463,7 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         rndv = uzura_tm_rndv_ready(qp);
         crw = rndv < 0 ? uzura_crw_ready(qp) : -1;
         if (rndv < 0 && crw < 0 && x->sq_take == qp->sq_pi &&
-            !uzura_shadow_poll(core, qp)) {
+            (uzura_shadow_asked(qp) || !uzura_shadow_poll(core, qp))) {
             return false;
         }
         sq_idx = crw >= 0 ? x->crw[crw].sq_idx : rndv >= 0 ? rndv :
@@ -901,7 +901,13 @@ static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
                 return;
             }
             if (!x->cur_active) {
-                continue;       /* a CRW parked */
+                /*
+                 * A CRW parked or a local WQE done: a share of the turn
+                 * too, or a guest re-posting them through a shadow record
+                 * would keep the device here.
+                 */
+                (*budget)--;
+                continue;
             }
         }
         uzura_req_packet(core, qp);

@@ -64,6 +64,16 @@ bool uzura_shadow_poll(UzuraCore *core, UzuraQp *qp)
 }
 
 /*
+ * Whether the device asked for the doorbell at its producer index and
+ * saw no post after: then the next post rings, and the record need not
+ * be read until it does.
+ */
+bool uzura_shadow_asked(const UzuraQp *qp)
+{
+    return qp->shadow_armed && qp->shadow_event == qp->sq_pi;
+}
+
+/*
  * The device stops reading @qp's record: ask for the doorbell from the
  * next post on, then look once more, for a post that did not see the
  * request.  Returns false when that found new WQEs.
@@ -73,7 +83,7 @@ bool uzura_shadow_idle(UzuraCore *core, UzuraQp *qp)
     uint32_t event = cpu_to_le32(qp->sq_pi);
 
     if (!(qp->flags & UZ_QPF_SQ_SHADOW) || qp->attr.state == UZ_QPS_RESET ||
-        (qp->shadow_armed && qp->shadow_event == qp->sq_pi)) {
+        uzura_shadow_asked(qp)) {
         return true;
     }
     if (!uzura_dma_write(core, uzura_shadow_addr(qp) +
