@@ -356,6 +356,7 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     stw_be_p(udp + 4, ip_len - IP_HLEN);
     stw_be_p(udp + 6, 0);                   /* no UDP checksum */
     len = p + UZ_ICRC_LEN - f;
+    trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
     if (m) {
         /* Headers, the payload's pieces, then the pad: one CRC. */
         crc = uzura_roce_icrc_bth(ip);
@@ -366,7 +367,6 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         crc = uzura_crc32(crc, p - pad, pad);
         stl_le_p(p, crc);
         uzura_tx_add(m, p - pad, pad + UZ_ICRC_LEN, false);
-        trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
         trace_uzura_roce_tx_inplace(m->niov, ctpop32(m->mapped));
         uzura_count(core->counters.roce_tx_pkts,
                     core->counters.roce_tx_bytes, pkt->opcode, len);
@@ -375,8 +375,6 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
         return UZ_VERR_NONE;
     }
     stl_le_p(p, uzura_roce_icrc(ip, p - ip));
-
-    trace_uzura_roce_tx(pkt->opcode, pkt->dqpn, pkt->psn, pkt->paylen);
     if (uzura_loop_is_own(core, f)) {
         uzura_count(core->counters.roce_tx_pkts, core->counters.roce_tx_bytes,
                     pkt->opcode, len);
