@@ -72,6 +72,8 @@ bool uz_eq_poll(struct uz_dev *uz)
 			break;
 		case UZ_EQE_COMPLETION:
 		case UZ_EQE_QP_FATAL:
+		case UZ_EQE_QP_REQ_ERR:
+		case UZ_EQE_QP_ACCESS_ERR:
 		case UZ_EQE_CQ_ERROR:
 		case UZ_EQE_SRQ_LIMIT:
 		case UZ_EQE_QP_LAST_WQE:

@@ -653,6 +653,12 @@ void uz_ib_event(struct uz_dev *uz, const struct uz_eqe *eqe)
 	case UZ_EQE_QP_FATAL:
 		uz_qp_event(ib, handle, IB_EVENT_QP_FATAL);
 		break;
+	case UZ_EQE_QP_REQ_ERR:
+		uz_qp_event(ib, handle, IB_EVENT_QP_REQ_ERR);
+		break;
+	case UZ_EQE_QP_ACCESS_ERR:
+		uz_qp_event(ib, handle, IB_EVENT_QP_ACCESS_ERR);
+		break;
 	case UZ_EQE_QP_LAST_WQE:
 		uz_qp_event(ib, handle, IB_EVENT_QP_LAST_WQE_REACHED);
 		break;

@@ -367,13 +367,6 @@ static void expect_crws_flushed(Pair *p, const uint64_t *ids, int n)
     }
 }
 
-/* @qp went to ERR by itself: QUERY_QP says so and QP_FATAL came. */
-static void expect_qp_failed(UzQp *qp)
-{
-    g_assert_cmpint(uz_qp_state(qp), ==, UZ_QPS_ERR);
-    uz_event_wait(qp->n, &qp->n->async_eq, UZ_EQE_QP_FATAL, qp->qpn);
-}
-
 /* A send WQE posted to @qp now (in ERR) completes with a flush error. */
 static void expect_post_flushed(UzQp *qp, UzMr *local, UzMr *remote,
                                 uint64_t wr_id)
@@ -391,7 +384,7 @@ static void expect_post_flushed(UzQp *qp, UzMr *local, UzMr *remote,
  */
 static void expect_a_failed(Pair *p, uint64_t flush_id)
 {
-    expect_qp_failed(p->a);
+    uz_qp_failed(p->a, 0);
     if (flush_id) {
         expect_post_flushed(p->a, p->src, p->dst, flush_id);
     }
@@ -1717,7 +1710,7 @@ static void case_err_malformed(Env *e)
         uz_sq_err(qp, w.wr_id, wc, UZ_WC_STATUS_LOC_QP_OP_ERR,
                   UZ_VERR_BAD_WQE);
         uz_sq_err(qp, next.wr_id, UZ_WC_SEND, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-        expect_qp_failed(qp);
+        uz_qp_failed(qp, 0);
         uz_cq_assert_empty(qp->scq, 10);
         if (peer) {
             g_assert_cmpint(uz_qp_state(peer), ==, UZ_QPS_RTS);
@@ -1767,7 +1760,7 @@ static void case_err_retry_exhausted(Env *e)
         uz_expect_err(&c, 0x3e8 + rnr, UZ_WC_CRW, rnr ?
                       UZ_WC_STATUS_RNR_RETRY_EXC_ERR :
                       UZ_WC_STATUS_RETRY_EXC_ERR, 0, p.a);
-        expect_qp_failed(p.a);
+        uz_qp_failed(p.a, 0);
         uz_cq_assert_empty(p.a->scq, 10);
         if (!rnr) {
             drop_all(e, 0, false);
@@ -1888,8 +1881,8 @@ static void expect_stcrw_refused(Env *e, Pair *p, uint64_t st_id,
 
     uz_sq_err(p->b, st_id, UZ_WC_STCRW, UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
     uz_sq_err(p->b, st_id + 1, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    expect_qp_failed(p->b);
-    expect_qp_failed(p->a);
+    uz_qp_failed(p->b, 0);
+    uz_qp_failed(p->a, UZ_EQE_QP_REQ_ERR);
     expect_log_line(e, who, what);
     g_assert_cmpuint(counter(e, 1, "nak_inv_req_rcvd"), ==, 1);
 }
@@ -2034,8 +2027,8 @@ static void remote_case(Env *e, int how, bool crw_first)
     if (!crw_first) {
         uz_sq_err(p.a, 0x381, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
     }
-    expect_qp_failed(p.a);
-    expect_qp_failed(p.b);
+    uz_qp_failed(p.a, 0);
+    uz_qp_failed(p.b, UZ_EQE_QP_ACCESS_ERR);
     uz_rq_flushed(p.b, 0x7e80);
     uz_rq_flushed(p.b, 0x7e81);
     expect_post_flushed(p.a, p.src, p.dst, 0x382);
@@ -2113,7 +2106,7 @@ static void case_err_too_long(Env *e)
             post_crw_then_write(&p, &crw, 7 * KIB);
             expect_crw_failed(&p, 0x390, UZ_WC_STATUS_LOC_LEN_ERR, 0);
         }
-        expect_qp_failed(p.a);
+        uz_qp_failed(p.a, 0);
         uz_cq_assert_empty(p.a->scq, 10);
         g_assert_cmpuint(counter(e, 0, "tx_pkts_write"), ==, tx_write);
         g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
@@ -2183,7 +2176,7 @@ static void case_err_local(Env *e)
     stcrw_done(&p, 0x5cc0, tag_of(0x7c0), 0, 200);
     uz_sq_err(p.a, 0x3c0, UZ_WC_CRW, UZ_WC_STATUS_LOC_PROT_ERR,
               UZ_VERR_BAD_LKEY);
-    expect_qp_failed(p.a);
+    uz_qp_failed(p.a, 0);
     expect_post_flushed(p.a, p.src, p.dst, 0x3c1);
     uz_cq_assert_empty(p.a->scq, 10);
     g_assert_cmpuint(counter(e, 0, "tx_pkts_write"), ==, tx_write);

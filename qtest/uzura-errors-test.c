@@ -170,7 +170,7 @@ static void check_fresh_pair(Env *e)
 
 enum {
     PEER_RTS,                   /* the peer QP is untouched */
-    PEER_ERR,                   /* the peer QP fails too, with QP_FATAL */
+    PEER_ERR,                   /* the peer QP fails too */
 };
 
 typedef struct Expect {
@@ -178,6 +178,7 @@ typedef struct Expect {
     uint8_t status;
     uint8_t verr;
     int peer;
+    uint8_t peer_event;         /* PEER_ERR: its async event, 0 none */
     int64_t step_ns;            /* wait stepping the clock; 0: no clock */
     bool link_down;             /* NIC 0's link down while it runs */
 } Expect;
@@ -185,8 +186,8 @@ typedef struct Expect {
 /*
  * Post the raw WQE @wqe on p->q[0] followed by a healthy RDMA WRITE, and
  * check: the WQE fails as @x says, the WRITE is flushed, the QP is in ERR
- * with a QP_FATAL event, the peer as @x says, and a new pair on the same
- * NICs still moves data.
+ * with no async event (its CQE says it), the peer as @x says, and a new
+ * pair on the same NICs still moves data.
  */
 static void check_bad_wqe(Env *e, Pair *p, const void *wqe, size_t len,
                           const Expect *x)
@@ -213,17 +214,14 @@ static void check_bad_wqe(Env *e, Pair *p, const void *wqe, size_t len,
     cq_wait(qp->scq, &c, x->step_ns);
     uz_cqe_expect(&c, wr_id + 1, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR,
                   0, qp->qpn);
-    g_assert_cmpint(uz_qp_state(qp), ==, UZ_QPS_ERR);
-    uz_event_wait(qp->n, &qp->n->async_eq, UZ_EQE_QP_FATAL, qp->qpn);
+    uz_qp_failed(qp, 0);
     uz_cq_assert_empty(qp->scq, 10);
     if (x->link_down) {
         uz_link_set(&e->m, 0, true);
     }
 
     if (x->peer == PEER_ERR) {
-        g_assert_cmpint(uz_qp_state(peer), ==, UZ_QPS_ERR);
-        uz_event_wait(peer->n, &peer->n->async_eq, UZ_EQE_QP_FATAL,
-                      peer->qpn);
+        uz_qp_failed(peer, x->peer_event);
     } else {
         g_assert_cmpint(uz_qp_state(peer), ==, UZ_QPS_RTS);
     }
@@ -646,7 +644,9 @@ static void check_remote(Env *e, Pair *p, uint8_t opcode, uint64_t raddr,
                 .imm = 0x1234, .remote_addr = raddr, .rkey = rkey,
                 .compare_add = 5, .swap = 6 };
     Expect x = { .opcode = uz_wc_opcode(opcode), .status = status,
-                 .verr = 0, .peer = PEER_ERR };
+                 .verr = 0, .peer = PEER_ERR,
+                 .peer_event = status == UZ_WC_STATUS_REM_ACCESS_ERR ?
+                               UZ_EQE_QP_ACCESS_ERR : UZ_EQE_QP_FATAL };
 
     check_bad_wr(e, p, &wr, &x);
 }
@@ -866,7 +866,8 @@ static void case_remote_bad_rkey_long(Env *e)
     UzSge s;
     UzWr wr;
     Expect x = { .opcode = UZ_WC_RDMA_WRITE,
-                 .status = UZ_WC_STATUS_REM_ACCESS_ERR, .peer = PEER_ERR };
+                 .status = UZ_WC_STATUS_REM_ACCESS_ERR, .peer = PEER_ERR,
+                 .peer_event = UZ_EQE_QP_ACCESS_ERR };
 
     pair_init(e, &p, NULL);
     s = uz_mr_sge(p.mr[0], 0, MR_LEN);
@@ -963,10 +964,8 @@ static void case_remote_nak_after_read(Env *e)
     cq_wait_noclock(p.q[0]->scq, &c);
     uz_cqe_expect(&c, 0x3e03, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
                   p.q[0]->qpn);
-    g_assert_cmpint(uz_qp_state(p.q[0]), ==, UZ_QPS_ERR);
-    g_assert_cmpint(uz_qp_state(p.q[1]), ==, UZ_QPS_ERR);
-    uz_event_wait(&e->n[0], &e->n[0].async_eq, UZ_EQE_QP_FATAL, p.q[0]->qpn);
-    uz_event_wait(&e->n[1], &e->n[1].async_eq, UZ_EQE_QP_FATAL, p.q[1]->qpn);
+    uz_qp_failed(p.q[0], 0);
+    uz_qp_failed(p.q[1], UZ_EQE_QP_ACCESS_ERR);
     check_fresh_pair(e);
 }
 
@@ -1098,8 +1097,7 @@ static void case_rnr_exhaust_alone(Env *e)
     uz_cq_wait_clock(p.q[0]->scq, &c, MS, 200);
     uz_cqe_expect(&c, 0x4200, UZ_WC_SEND, UZ_WC_STATUS_RNR_RETRY_EXC_ERR, 0,
                   p.q[0]->qpn);
-    g_assert_cmpint(uz_qp_state(p.q[0]), ==, UZ_QPS_ERR);
-    uz_event_wait(&e->n[0], &e->n[0].async_eq, UZ_EQE_QP_FATAL, p.q[0]->qpn);
+    uz_qp_failed(p.q[0], 0);
     g_assert_cmpint(uz_qp_state(p.q[1]), ==, UZ_QPS_RTS);
     check_fresh_pair(e);
 }
@@ -1685,8 +1683,8 @@ static bool fz_drain_peer(Fuzz *f)
     return err;
 }
 
-/* Consume QP_FATAL events about @qp on its node; returns how many. */
-static int fz_fatal_events(UzQp *qp)
+/* Consume QP error events about @qp on its node; returns how many. */
+static int fz_qp_events(UzQp *qp)
 {
     UzEq *eq = &qp->n->async_eq;
     struct uz_eqe eqe;
@@ -1696,7 +1694,8 @@ static int fz_fatal_events(UzQp *qp)
         uz_ring(&qp->n->d, eq->db, eq->ci);
         g_assert_cmpint(eqe.type, !=, UZ_EQE_CQ_ERROR);
         g_assert_cmpint(eqe.type, !=, UZ_EQE_EQ_OVERFLOW);
-        if (eqe.type == UZ_EQE_QP_FATAL) {
+        if (eqe.type == UZ_EQE_QP_FATAL || eqe.type == UZ_EQE_QP_REQ_ERR ||
+            eqe.type == UZ_EQE_QP_ACCESS_ERR) {
             g_assert_cmpint(le32_to_cpu(eqe.handle), ==, qp->qpn);
             count++;
         }
@@ -1861,8 +1860,8 @@ static void case_fuzz(Env *e)
         fz_batch(&f, n);
         done += n;
         /* Keep the async EQs from filling up. */
-        fatal += fz_fatal_events(f.qa);
-        fz_fatal_events(f.qb);
+        fatal += fz_qp_events(f.qa);
+        fz_qp_events(f.qb);
     }
 
     for (i = 0; i < ARRAY_SIZE(f.status); i++) {
@@ -1881,15 +1880,46 @@ static void case_fuzz(Env *e)
     g_assert_cmpuint(uz_counter(&e->m, 0, "cqes_error"), >, cqes_err0);
     g_assert_cmpuint(f.status[UZ_WC_STATUS_SUCCESS], >, 0);
     g_assert_cmpuint(f.malformed, >, 0);
-    /* One QP_FATAL for each error state qa entered by itself. */
-    fatal += fz_fatal_events(f.qa);
-    g_assert_cmpint(fatal, ==, f.qa_errs);
+    /*
+     * qa, the requester, entered the error state f.qa_errs times, each
+     * told by its error CQE and by no async event (spec 8.11).
+     */
+    fatal += fz_qp_events(f.qa);
+    g_assert_cmpint(f.qa_errs, >, 0);
+    g_assert_cmpint(fatal, ==, 0);
 
     /* A fresh pair moves data. */
     check_fresh_pair(e);
     g_rand_free(f.r);
     /* Every WQE completed without the clock. */
     g_assert_cmpuint(f.stalls, ==, 0);
+}
+
+/*
+ * A QP attached to an SRQ that the driver moves to ERR gets Last WQE
+ * Reached (spec 8.8), as one the device fails does: Linux's ib_drain_qp
+ * waits for that event on such a QP (ib_core's srq_completion), and
+ * without it a kernel ULP hung at disconnect.  Once: ERR to ERR again
+ * and RESET to ERR post none, nor any QP error event.
+ */
+static void case_srq_last_wqe(Env *e)
+{
+    UzNode *b = &e->n[1];
+    UzSrq *srq = uz_srq_create(b, 4, 0);
+    UzQp *qa = uz_qp_create(&e->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+    UzQp *qb = uz_qp_create(b, UZ_QPT_RC, NULL, NULL, srq, 0);
+
+    uz_rc_connect(qa, qb, NULL);
+    uz_qp_set_state(qb, UZ_QPS_ERR);
+    uz_event_wait(b, &b->async_eq, UZ_EQE_QP_LAST_WQE, qb->qpn);
+    uz_qp_set_state(qb, UZ_QPS_ERR);
+    g_assert_cmpint(uz_events_count(b, &b->async_eq, UZ_EQE_QP_LAST_WQE,
+                                    qb->qpn, 10), ==, 0);
+    uz_qp_set_state(qb, UZ_QPS_RESET);
+    uz_qp_set_state(qb, UZ_QPS_ERR);
+    g_assert_cmpint(uz_eq_drain(b, &b->async_eq, UZ_EQE_QP_LAST_WQE), ==, 0);
+    uz_qp_failed(qb, 0);
+    g_assert_cmpint(uz_qp_state(qa), ==, UZ_QPS_RTS);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1938,6 +1968,7 @@ static const Case cases[] = {
     { "retry/exhaust", case_retry_exhaust },
     { "flush/err", case_flush },
     { "flush/init", case_flush_init },
+    { "srq/last-wqe", case_srq_last_wqe },
     { "fuzz/send-wqes", case_fuzz },
 };
 

@@ -1298,6 +1298,35 @@ static inline void uz_qp_set_state(UzQp *qp, uint8_t state)
     }
 }
 
+/*
+ * @qp went to ERR by itself (spec 8.11): QUERY_QP says so, and the
+ * affiliated event @type (UZ_EQE_QP_REQ_ERR, _ACCESS_ERR or _FATAL) came
+ * for it, once; with @type 0 none of them comes, as for an error its CQE
+ * reports.  Other events are consumed.
+ */
+static inline void uz_qp_failed(UzQp *qp, uint8_t type)
+{
+    UzNode *n = qp->n;
+    struct uz_eqe eqe;
+    int seen = 0, i;
+
+    g_assert_cmpint(uz_qp_state(qp), ==, UZ_QPS_ERR);
+    for (i = 0; i < (type ? UZ_POLL_LIMIT : 10) && !(type && seen); i++) {
+        while (uz_eq_next(&n->d, &n->async_eq, &eqe)) {
+            uz_ring(&n->d, n->async_eq.db, n->async_eq.ci);
+            if (le32_to_cpu(eqe.handle) == qp->qpn &&
+                (eqe.type == UZ_EQE_QP_FATAL ||
+                 eqe.type == UZ_EQE_QP_REQ_ERR ||
+                 eqe.type == UZ_EQE_QP_ACCESS_ERR)) {
+                g_assert_cmphex(eqe.type, ==, type);
+                seen++;
+            }
+        }
+        uz_poll_pause(&n->d);
+    }
+    g_assert_cmpint(seen, ==, type ? 1 : 0);
+}
+
 /* RC RESET -> INIT with remote rights @access. */
 static inline void uz_rc_init_access(UzQp *qp, uint32_t access)
 {

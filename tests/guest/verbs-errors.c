@@ -17,8 +17,9 @@
  *  - posting to a QP in RESET: the provider, EINVAL with *bad_wr at the
  *    first WR; a full RQ: ENOMEM with *bad_wr at the first WR not posted
  *    (guest-lib/README.md).
- *  - a WQE the device refuses: its CQE status, and IBV_EVENT_QP_FATAL on
- *    the async fd (the device's QP_FATAL event, through the driver).
+ *  - a WQE the device refuses: its CQE status and no async event; a
+ *    request its responder refuses: IBV_EVENT_QP_ACCESS_ERR on the async
+ *    fd (the device's QP_ACCESS_ERR event, through the driver).
  *  - resize_cq below the completions not polled: the device, EINVAL
  *    (UZ_CMD_RESIZE_CQ); a resize with completions outstanding keeps
  *    them, in order (the provider copies them, uzura_resize_cq).
@@ -119,20 +120,37 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	return qp;
 }
 
+/* The next async event within @ms milliseconds, acknowledged; false if none. */
+static bool next_async(struct ibv_context *ctx, int ms,
+		       struct ibv_async_event *ev)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1 || ibv_get_async_event(ctx, ev))
+		return false;
+	ibv_ack_async_event(ev);
+	return true;
+}
+
 /*
- * A device error reaches the user: an RC QP (connected to itself; nothing
- * goes on the wire) posts a SEND with a bad lkey.  The device fails the
- * WQE with LOC_PROT_ERR and moves the QP to ERR; the driver turns the
- * device's QP_FATAL event into IBV_EVENT_QP_FATAL on the async fd.
+ * Device errors reach the user as a ConnectX's do (spec 8.11).  An RC QP
+ * (connected to itself; nothing goes on the wire) posts a SEND with a bad
+ * lkey: the WQE completes with LOC_PROT_ERR, the QP goes to ERR, and no
+ * async event comes (the CQE says it all).  Another, connected without
+ * remote write, sends itself an RDMA WRITE: its responder side refuses
+ * it (NAK remote access), the WRITE completes with an error, and the
+ * driver turns the device's QP_ACCESS_ERR into IBV_EVENT_QP_ACCESS_ERR
+ * on the async fd.
  */
-static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
-			   struct ibv_mr *mr, char *buf)
+static void check_qp_events(struct ibv_context *ctx, struct ibv_pd *pd,
+			    struct ibv_mr *mr, char *buf)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
-	int gidx = ipv4_gid_index(ctx), ret, err;
-	bool got;
-	struct ibv_qp *qp = cq ? make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err) :
-				 NULL;
+	struct ibv_mr *rmr = ibv_reg_mr(pd, buf + 512, 64,
+					IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_WRITE);
+	int gidx = ipv4_gid_index(ctx), ret, err, k;
+	struct ibv_qp *qp[2] = { NULL, NULL };
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey ^ 0x100,
 	};
@@ -141,30 +159,55 @@ static void check_qp_fatal(struct ibv_context *ctx, struct ibv_pd *pd,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad = NULL;
 	struct ibv_async_event ev;
-	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
 	struct ibv_wc wc;
+	bool got;
 
-	check(qp && gidx >= 0, "an RC QP, and the port's IPv4 GID (index %d)",
+	for (k = 0; cq && k < 2; k++)
+		qp[k] = make_qp(pd, cq, IBV_QPT_RC, 4, 1, 4, &err);
+	check(qp[0] && qp[1] && rmr && gidx >= 0,
+	      "two RC QPs, an MR with remote write, the port's IPv4 GID (%d)",
 	      gidx);
-	if (!qp || gidx < 0)
+	if (!qp[0] || !qp[1] || !rmr || gidx < 0)
 		goto out;
-	ret = connect_self(ctx, qp, gidx, IBV_ACCESS_LOCAL_WRITE);
+
+	ret = connect_self(ctx, qp[0], gidx, IBV_ACCESS_LOCAL_WRITE);
 	check_ret(ret, 0, "modify_qp to RTS, connected to itself");
-	ret = ret ? ret : ibv_post_send(qp, &wr, &bad);
+	ret = ret ? ret : ibv_post_send(qp[0], &wr, &bad);
 	check_ret(ret, 0, "post_send of a SEND with a bad lkey");
 	got = !ret && wait_wc(cq, &wc);
 	check(got && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
 	      "the SEND completes with LOC_PROT_ERR (status %d)",
 	      got ? (int)wc.status : -1);
-	ret = poll(&pfd, 1, 5000) == 1 ? ibv_get_async_event(ctx, &ev) : -1;
-	check(!ret && ev.event_type == IBV_EVENT_QP_FATAL &&
-	      ev.element.qp == qp, "async event IBV_EVENT_QP_FATAL for the QP "
-	      "(got %s)", ret ? "none" : ibv_event_type_str(ev.event_type));
-	if (!ret)
-		ibv_ack_async_event(&ev);
+	got = next_async(ctx, 1000, &ev);
+	check(!got, "no async event: the CQE says it (got %s)",
+	      got ? ibv_event_type_str(ev.event_type) : "none");
+
+	ret = connect_self(ctx, qp[1], gidx, IBV_ACCESS_LOCAL_WRITE);
+	check_ret(ret, 0, "a QP without remote write, connected to itself");
+	sge.lkey = mr->lkey;
+	wr = (struct ibv_send_wr) {
+		.wr_id = 8, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)buf + 512,
+			     .rkey = rmr->rkey },
+	};
+	ret = ret ? ret : ibv_post_send(qp[1], &wr, &bad);
+	check_ret(ret, 0, "post_send of an RDMA WRITE to itself");
+	got = !ret && wait_wc(cq, &wc);
+	check(got && wc.wr_id == 8 && wc.status != IBV_WC_SUCCESS,
+	      "the WRITE completes with an error (status %d)",
+	      got ? (int)wc.status : -1);
+	got = next_async(ctx, 5000, &ev);
+	check(got && ev.event_type == IBV_EVENT_QP_ACCESS_ERR &&
+	      ev.element.qp == qp[1],
+	      "async event IBV_EVENT_QP_ACCESS_ERR for the QP (got %s)",
+	      got ? ibv_event_type_str(ev.event_type) : "none");
 out:
-	if (qp)
-		ibv_destroy_qp(qp);
+	for (k = 0; k < 2; k++)
+		if (qp[k])
+			ibv_destroy_qp(qp[k]);
+	if (rmr)
+		ibv_dereg_mr(rmr);
 	if (cq)
 		ibv_destroy_cq(cq);
 }
@@ -1731,7 +1774,7 @@ int main(void)
 	}
 
 	check_ret(ibv_destroy_qp(qp), 0, "destroy_qp");
-	check_qp_fatal(ctx, pd, mr, buf);
+	check_qp_events(ctx, pd, mr, buf);
 	check_cq_resize(ctx, pd, buf + 1024);
 	check_timestamps(ctx, pd, buf + 2048);
 	check_rereg(ctx, pd);

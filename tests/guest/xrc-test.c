@@ -28,7 +28,7 @@
  *    its domain handle) succeeds while the parent holds the domain.
  *  - after the child exits: a SEND to S2's number is REM_INV_REQ_ERR at
  *    the initiator (T, answering, is still there), and the parent's
- *    async fd has IBV_EVENT_QP_FATAL for T; a fresh I/T pair carries a
+ *    async fd has IBV_EVENT_QP_REQ_ERR for T; a fresh I/T pair carries a
  *    SEND to S1; so does the child's target QP, which outlived the child
  *    since the parent has it open, connected through the parent's handle.
  *  - bad input: ibv_post_recv on an XRC_SEND and on an XRC_RECV QP,
@@ -1870,8 +1870,8 @@ int main(void)
 	      "after the child's exit, a SEND to S2 %u: REM_INV_REQ_ERR at the initiator (%d %s)",
 	      p.s2n, st, wc_str(st));
 	check(cq_empty(p.rcq), "... and nothing in S1's CQ");
-	check(got_event(p.nd.ctx, IBV_EVENT_QP_FATAL, t),
-	      "the parent's async fd: IBV_EVENT_QP_FATAL for T");
+	check(got_event(p.nd.ctx, IBV_EVENT_QP_REQ_ERR, t),
+	      "the parent's async fd: IBV_EVENT_QP_REQ_ERR for T");
 	t2 = xrc_pair(&p.nd, p.xrcd, p.scq, true, &i2);
 	check(t2 != NULL, "a fresh pair: target %u, initiator %u",
 	      t2 ? t2->qp_num : 0, i2 ? i2->qp_num : 0);

@@ -12,7 +12,14 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-#define UZ_ADMIN_BUDGET     64      /* commands per bottom-half run */
+/*
+ * A bottom-half run executes commands until they cost UZ_ADMIN_BUDGET:
+ * each UZ_ADMIN_CMD_WORK, and one more per page or entry it walks
+ * (uzura_admin_charge), so a ring of commands with long page lists
+ * cannot hold the main loop; a single command always runs whole.
+ */
+#define UZ_ADMIN_CMD_WORK   256
+#define UZ_ADMIN_BUDGET     (64 * UZ_ADMIN_CMD_WORK)
 
 typedef uint8_t (*UzuraCmdHandler)(UzuraCore *core,
                                    const struct uz_admin_cmd *cmd,
@@ -337,14 +344,20 @@ static void uzura_admin_fault(UzuraCore *core, uint64_t addr)
     uzura_eq_post_async(core, UZ_EQE_DEVICE_FATAL, 0, UZ_FATAL_ADMIN_DMA);
 }
 
+/* The command running walked @n pages or entries more. */
+void uzura_admin_charge(UzuraCore *core, uint32_t n)
+{
+    core->admin.work = MIN((uint64_t)core->admin.work + n, UZ_ADMIN_BUDGET);
+}
+
 void uzura_admin_bh(void *opaque)
 {
     UzuraCore *core = opaque;
     UzuraAdmin *a = &core->admin;
-    unsigned budget = UZ_ADMIN_BUDGET;
+    uint32_t spent = 0;
     bool done = false, g = uzura_enter(core);
 
-    while (a->enabled && a->ci != a->pi && budget--) {
+    while (a->enabled && a->ci != a->pi && spent < UZ_ADMIN_BUDGET) {
         uint32_t pos = a->ci & (uzura_admin_size(core) - 1);
         uint64_t cmd_addr = a->sq_addr + pos * sizeof(struct uz_admin_cmd);
         uint64_t cqe_addr = a->cq_addr + pos * sizeof(struct uz_admin_cqe);
@@ -355,7 +368,9 @@ void uzura_admin_bh(void *opaque)
             uzura_admin_fault(core, cmd_addr);
             break;
         }
+        a->work = UZ_ADMIN_CMD_WORK;
         uzura_admin_execute(core, &cmd, &cqe);
+        spent += a->work;
         /* Phase is 1 on the first pass of the ring, then alternates. */
         if (!((a->ci >> a->log_depth) & 1)) {
             cqe.flags = UZ_ADMIN_CQE_PHASE;
@@ -371,6 +386,8 @@ void uzura_admin_bh(void *opaque)
         uzura_irq(core, UZ_MSIX_VEC_ADMIN);
     }
     if (a->enabled && a->ci != a->pi) {
+        a->yields++;
+        trace_uzura_admin_yield(a->ci, a->pi, spent);
         qemu_bh_schedule(a->bh);
     }
     uzura_leave(core, g);

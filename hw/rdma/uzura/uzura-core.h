@@ -180,6 +180,8 @@ typedef struct UzuraAdmin {
     bool error;
     uint32_t pi;                /* from the doorbell */
     uint32_t ci;                /* commands consumed */
+    uint32_t work;              /* the command running: what it cost */
+    uint64_t yields;            /* turns the budget ended early */
     QEMUBH *bh;
 } UzuraAdmin;
 
@@ -316,6 +318,7 @@ void uzura_admin_reset(UzuraCore *core);
 bool uzura_admin_enable(UzuraCore *core, bool enable, bool intr);
 void uzura_admin_doorbell(UzuraCore *core, uint32_t index, uint32_t val);
 void uzura_admin_bh(void *opaque);
+void uzura_admin_charge(UzuraCore *core, uint32_t n);
 
 /* uzura-eq.c */
 void uzura_eq_reset(UzuraCore *core);

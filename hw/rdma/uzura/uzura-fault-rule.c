@@ -85,6 +85,7 @@ typedef struct UzuraFrameClass {
     uint32_t dqpn;
     uint32_t psn;
     size_t ip_len;              /* RoCE: IPv4 total length */
+    size_t end;                 /* RoCE: where the ICRC starts */
     size_t payload;             /* RoCE: offsets in the frame */
     size_t paylen;
 } UzuraFrameClass;
@@ -111,9 +112,10 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
     c->dqpn = ldl_be_p(bth + 4) & UZ_PSN_MASK;
     c->psn = ldl_be_p(bth + 8) & UZ_PSN_MASK;
     h = uzura_ops[c->rc_op].hdrs;
+    c->end = FRAME_IP + c->ip_len - UZ_ICRC_LEN;
     if (c->rc_op == UZ_BTH_OP_ACK) {
         /* The AETH syndrome tells an ACK from a NAK or RNR NAK. */
-        if (FRAME_BTH + UZ_BTH_LEN < len) {
+        if (FRAME_BTH + UZ_BTH_LEN < c->end) {
             c->kinds |= (bth[UZ_BTH_LEN] & UZ_AETH_TYPE_MASK) ?
                         UZ_FK_NAK : UZ_FK_ACK;
         }
@@ -127,7 +129,7 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
     } else if (uzura_ops[c->rc_op].family) {
         c->kinds |= UZ_FK_RESPONSE;
     }
-    end = FRAME_IP + c->ip_len - UZ_ICRC_LEN - ((bth[1] >> 4) & 3);
+    end = c->end - ((bth[1] >> 4) & 3);
     hdrs = FRAME_BTH + UZ_BTH_LEN + uzura_roce_hdrs_len(c->opcode);
     if ((h & UZ_H_PAYLOAD) && end > hdrs) {
         c->payload = hdrs;
@@ -135,23 +137,78 @@ static void uzura_frame_classify(const uint8_t *buf, size_t len,
     }
 }
 
-/* Whether corrupting @field of the frame means anything. */
-static bool uzura_field_fits(const UzuraFrameClass *c, uint8_t field)
+/*
+ * Where @field of the frame is: its offset and width in bits.  False
+ * when the frame has no such field, or is too short to hold it: its
+ * opcode is the sender's word, its length what is really there.
+ */
+static bool uzura_field_at(const UzuraFrameClass *c, uint8_t field,
+                           size_t *off, unsigned *bits)
 {
     uint16_t h = uzura_ops[c->rc_op].hdrs;
 
+    *bits = 0;
     switch (field) {
     case UZ_FF_BIT:
         return true;
-    case UZ_FF_SYNDROME:
-        return (c->kinds & UZ_FK_ROCE) && (h & UZ_H_AETH);
-    case UZ_FF_RKEY:
-        return (c->kinds & UZ_FK_ROCE) && (h & (UZ_H_RETH | UZ_H_ATOMIC));
     case UZ_FF_PAYLOAD:
+        *off = c->payload;
         return c->paylen > 0;
+    case UZ_FF_ICRC:
+        *off = c->end;
+        *bits = 32;
+        break;
+    case UZ_FF_IP:
+        *off = FRAME_IP + 10;   /* the header checksum */
+        *bits = 16;
+        break;
+    case UZ_FF_OPCODE:
+        *off = FRAME_BTH;
+        *bits = 8;
+        break;
+    case UZ_FF_QPN:
+        *off = FRAME_BTH + 5;
+        *bits = 24;
+        break;
+    case UZ_FF_PSN:
+        *off = FRAME_BTH + 9;
+        *bits = 24;
+        break;
+    case UZ_FF_SYNDROME:
+        /* The AETH follows the BTH in every opcode that has one. */
+        if (!(h & UZ_H_AETH)) {
+            return false;
+        }
+        *off = FRAME_BTH + UZ_BTH_LEN;
+        *bits = 8;
+        break;
+    case UZ_FF_RKEY:
+        /*
+         * So do the RETH (past an XRCETH and a FETH) and AtomicETH: VA,
+         * then R_Key.
+         */
+        if (!(h & (UZ_H_RETH | UZ_H_ATOMIC))) {
+            return false;
+        }
+        *off = FRAME_BTH + UZ_BTH_LEN + (c->xrc ? UZ_XRCETH_LEN : 0) +
+               (h & UZ_H_FETH ? 4 : 0) + 8;
+        *bits = 32;
+        break;
     default:
-        return c->kinds & UZ_FK_ROCE;
+        return false;
     }
+    /* Header fields must lie before the ICRC; the ICRC before the end. */
+    return (c->kinds & UZ_FK_ROCE) &&
+           *off + *bits / 8 <= c->end + (field == UZ_FF_ICRC ? UZ_ICRC_LEN : 0);
+}
+
+/* Whether corrupting @field of the frame means anything. */
+static bool uzura_field_fits(const UzuraFrameClass *c, uint8_t field)
+{
+    size_t off;
+    unsigned bits;
+
+    return uzura_field_at(c, field, &off, &bits);
 }
 
 static bool uzura_rule_matches(const UzuraFaultRule *r,
@@ -218,45 +275,28 @@ static void uzura_flip(uint8_t *p, unsigned bits, uint64_t r)
 void uzura_fault_corrupt(uint8_t *buf, size_t len, uint8_t field, uint64_t r)
 {
     UzuraFrameClass c;
-    uint8_t *ip = buf + FRAME_IP, *bth = buf + FRAME_BTH;
+    size_t off;
+    unsigned bits;
 
     uzura_frame_classify(buf, len, &c);
-    if (!uzura_field_fits(&c, field)) {
+    if (!len) {
+        return;
+    }
+    if (!uzura_field_at(&c, field, &off, &bits)) {
         field = UZ_FF_BIT;
     }
     switch (field) {
     case UZ_FF_BIT:
         buf[(r >> 8) % len] ^= 1u << (r & 7);
         return;
-    case UZ_FF_ICRC:
-        uzura_flip(ip + c.ip_len - UZ_ICRC_LEN, 32, r);
-        return;
-    case UZ_FF_IP:
-        uzura_flip(ip + 10, 16, r);
-        return;
-    case UZ_FF_OPCODE:
-        uzura_flip(bth, 8, r);
-        break;
-    case UZ_FF_QPN:
-        uzura_flip(bth + 5, 24, r);
-        break;
-    case UZ_FF_PSN:
-        uzura_flip(bth + 9, 24, r);
-        break;
-    case UZ_FF_SYNDROME:
-        /* The AETH follows the BTH in every opcode that has one. */
-        uzura_flip(bth + UZ_BTH_LEN, 8, r);
-        break;
-    case UZ_FF_RKEY:
-        /*
-         * So do the RETH (past an XRCETH and a FETH) and AtomicETH: VA,
-         * then R_Key.
-         */
-        uzura_flip(bth + UZ_BTH_LEN + (c.xrc ? UZ_XRCETH_LEN : 0) +
-                   (uzura_ops[c.rc_op].hdrs & UZ_H_FETH ? 4 : 0) + 8, 32, r);
-        break;
     case UZ_FF_PAYLOAD:
-        buf[c.payload + (r >> 8) % c.paylen] ^= 1u << (r & 7);
+        buf[off + (r >> 8) % c.paylen] ^= 1u << (r & 7);
+        break;
+    default:
+        uzura_flip(buf + off, bits, r);
+        if (field == UZ_FF_ICRC || field == UZ_FF_IP) {
+            return;
+        }
         break;
     }
     uzura_roce_reseal(buf, len);

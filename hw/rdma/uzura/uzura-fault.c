@@ -103,10 +103,35 @@ static void uzura_fault_arm(UzuraCore *core)
     }
 }
 
-static UzuraFaultFrame *uzura_fault_copy(const uint8_t *buf, size_t len,
-                                         int copies, int64_t due)
+/*
+ * What every frame the injector holds costs, and all of them together
+ * may: a peer chooses the frames, so the bound is in bytes.
+ */
+static size_t uzura_fault_cost(size_t len)
+{
+    return sizeof(UzuraFaultFrame) + len;
+}
+
+static bool uzura_fault_affords(UzuraCore *core, size_t len)
+{
+    return core->fault.held_bytes + uzura_fault_cost(len) <=
+           UZ_FAULT_HELD_BYTES_MAX;
+}
+
+static void uzura_fault_free(UzuraCore *core, UzuraFaultFrame *fr)
+{
+    if (fr) {
+        core->fault.held_bytes -= uzura_fault_cost(fr->len);
+        g_free(fr);
+    }
+}
+
+static UzuraFaultFrame *uzura_fault_copy(UzuraCore *core, const uint8_t *buf,
+                                         size_t len, int copies, int64_t due)
 {
     UzuraFaultFrame *fr = g_malloc(sizeof(*fr) + len);
+
+    core->fault.held_bytes += uzura_fault_cost(len);
 
     fr->due = due;
     fr->len = len;
@@ -142,20 +167,21 @@ static void uzura_fault_out(UzuraCore *core, UzuraFaultFrame *fr,
 
     if (!f->delay_us && !tail) {
         uzura_fault_wire(core, fr ? fr->data : buf, len, copies);
-        g_free(fr);
+        uzura_fault_free(core, fr);
         return;
     }
-    if (f->queued >= UZ_FAULT_QUEUE_MAX) {
+    if (f->queued >= UZ_FAULT_QUEUE_MAX ||
+        (!fr && !uzura_fault_affords(core, len))) {
         core->counters.fault_drops++;
         trace_uzura_fault("queue full: drop", len);
-        g_free(fr);
+        uzura_fault_free(core, fr);
         return;
     }
     if (f->delay_us) {
         core->counters.fault_delayed++;
     }
     if (!fr) {
-        fr = uzura_fault_copy(buf, len, copies, 0);
+        fr = uzura_fault_copy(core, buf, len, copies, 0);
     }
     fr->copies = copies;
     fr->due = tail ? MAX(due, tail->due) : due;
@@ -179,7 +205,7 @@ static void uzura_fault_emit(UzuraCore *core, bool rx, UzuraFaultFrame *fr,
 {
     if (rx) {
         uzura_fault_deliver(core, fr ? fr->data : buf, len, copies);
-        g_free(fr);
+        uzura_fault_free(core, fr);
     } else {
         uzura_fault_out(core, fr, buf, len, copies);
     }
@@ -204,7 +230,8 @@ static void uzura_fault_pass(UzuraCore *core, bool rx)
 /* Room for one more waiting frame in a direction, or a counted drop. */
 static bool uzura_fault_room(UzuraCore *core, bool rx, size_t len)
 {
-    if (core->fault.pipe[rx].frames < UZ_FAULT_QUEUE_MAX) {
+    if (core->fault.pipe[rx].frames < UZ_FAULT_QUEUE_MAX &&
+        uzura_fault_affords(core, len)) {
         return true;
     }
     core->counters.fault_drops++;
@@ -222,7 +249,8 @@ static void uzura_fault_hold(UzuraCore *core, bool rx, const uint8_t *buf,
     if (!uzura_fault_room(core, rx, len)) {
         return;
     }
-    fr = uzura_fault_copy(buf, len, copies, uzura_now() + UZ_FAULT_REORDER_NS);
+    fr = uzura_fault_copy(core, buf, len, copies,
+                          uzura_now() + UZ_FAULT_REORDER_NS);
     fr->behind = k;
     QTAILQ_INSERT_TAIL(&p->held, fr, next);
     p->frames++;
@@ -239,7 +267,8 @@ static void uzura_fault_delay(UzuraCore *core, bool rx, const uint8_t *buf,
     if (!uzura_fault_room(core, rx, len)) {
         return;
     }
-    fr = uzura_fault_copy(buf, len, 1, uzura_now() + (int64_t)us * SCALE_US);
+    fr = uzura_fault_copy(core, buf, len, 1,
+                          uzura_now() + (int64_t)us * SCALE_US);
     /* After every frame due no later: equal delays keep their order. */
     QTAILQ_FOREACH_REVERSE(at, &p->timed, next) {
         if (at->due <= fr->due) {
@@ -341,7 +370,7 @@ static void uzura_fault_timer(void *opaque)
         if (uzura_core_link_up(core)) {
             uzura_fault_wire(core, fr->data, fr->len, fr->copies);
         }
-        g_free(fr);
+        uzura_fault_free(core, fr);
     }
     uzura_fault_arm(core);
     uzura_leave(core, g);
@@ -552,13 +581,13 @@ void uzura_fault_init(UzuraCore *core)
                                           uzura_fault_flap_timer, core);
 }
 
-static void uzura_fault_free_list(UzuraFaultList *list)
+static void uzura_fault_free_list(UzuraCore *core, UzuraFaultList *list)
 {
     UzuraFaultFrame *fr;
 
     while ((fr = QTAILQ_FIRST(list))) {
         QTAILQ_REMOVE(list, fr, next);
-        g_free(fr);
+        uzura_fault_free(core, fr);
     }
 }
 
@@ -568,11 +597,11 @@ void uzura_fault_flush(UzuraCore *core)
     UzuraFault *f = &core->fault;
     int d;
 
-    uzura_fault_free_list(&f->queue);
+    uzura_fault_free_list(core, &f->queue);
     f->queued = 0;
     for (d = 0; d < 2; d++) {
-        uzura_fault_free_list(&f->pipe[d].timed);
-        uzura_fault_free_list(&f->pipe[d].held);
+        uzura_fault_free_list(core, &f->pipe[d].timed);
+        uzura_fault_free_list(core, &f->pipe[d].held);
         f->pipe[d].frames = 0;
     }
     if (f->timer) {

@@ -15,6 +15,7 @@ typedef QTAILQ_HEAD(UzuraFaultList, UzuraFaultFrame) UzuraFaultList;
 
 #define UZ_FAULT_DELAY_MAX_US   1000000
 #define UZ_FAULT_QUEUE_MAX      4096    /* frames waiting, then drops */
+#define UZ_FAULT_HELD_BYTES_MAX (32u << 20) /* and all they hold */
 #define UZ_FAULT_RULES_MAX      64
 #define UZ_FAULT_RULES_TEXT_MAX 16384   /* bytes of the fault-rules text */
 #define UZ_FAULT_REORDER_MAX    64      /* frames a held one waits for */
@@ -88,6 +89,7 @@ typedef struct UzuraFault {
     uint64_t rng;
     UzuraFaultList queue;       /* delayed by delay_us, in order */
     uint32_t queued;            /* frames in the queue */
+    size_t held_bytes;          /* frames held anywhere, and headers */
     UzuraFaultPipe pipe[2];     /* [0] transmit, [1] receive */
     UzuraFaultRule *rules;
     uint32_t nrules;

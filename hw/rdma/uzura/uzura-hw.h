@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            20
+#define UZ_VERSION_MINOR            21
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -360,6 +360,8 @@ UZ_ASSERT_SIZE(struct uz_eqe, 16);
 #define UZ_EQE_EQ_OVERFLOW          0x16 /* handle: EQ that lost events */
 #define UZ_EQE_DEVICE_FATAL         0x17 /* data: UZ_FATAL_* */
 #define UZ_EQE_PAGE_FAULT           0x18 /* handle: ODP MR's key, data: page */
+#define UZ_EQE_QP_REQ_ERR           0x19 /* handle: QP refused a request */
+#define UZ_EQE_QP_ACCESS_ERR        0x1a /* handle: QP refused an access */
 
 #define UZ_FATAL_ADMIN_DMA          0x01 /* admin ring not accessible */
 #define UZ_FATAL_EQ_DMA             0x02 /* an EQ ring not accessible */

@@ -109,12 +109,18 @@ static bool uzura_model_reads_host(const uint8_t *buf, size_t len)
 }
 
 static bool uzura_model_enqueue(UzuraModel *m, UzuraModelQueue *q,
-                                uint32_t *queued, const uint8_t *buf,
-                                size_t len, int64_t due)
+                                const uint8_t *buf, size_t len, int64_t due)
 {
     UzuraModelFrame *fr;
 
-    if (*queued >= UZ_MODEL_QUEUE_MAX) {
+    /* No NIC takes a frame over its largest MTU: holding one is waste. */
+    if (len > UZ_ETH_FRAME_MAX(UZ_MAX_MTU)) {
+        m->drops++;
+        trace_uzura_model_drop(len, "frame too long");
+        return false;
+    }
+    if (q->frames >= UZ_MODEL_QUEUE_MAX ||
+        q->bytes + len > UZ_MODEL_QUEUE_BYTES_MAX) {
         m->drops++;
         trace_uzura_model_drop(len, "queue full");
         return false;
@@ -123,14 +129,15 @@ static bool uzura_model_enqueue(UzuraModel *m, UzuraModelQueue *q,
     fr->due = due;
     fr->len = len;
     memcpy(fr->data, buf, len);
-    QSIMPLEQ_INSERT_TAIL(q, fr, next);
-    (*queued)++;
+    QSIMPLEQ_INSERT_TAIL(&q->head, fr, next);
+    q->frames++;
+    q->bytes += len;
     return true;
 }
 
 static void uzura_model_arm(QEMUTimer *t, UzuraModelQueue *q)
 {
-    UzuraModelFrame *fr = QSIMPLEQ_FIRST(q);
+    UzuraModelFrame *fr = QSIMPLEQ_FIRST(&q->head);
 
     if (fr) {
         timer_mod(t, fr->due);
@@ -140,24 +147,24 @@ static void uzura_model_arm(QEMUTimer *t, UzuraModelQueue *q)
 }
 
 /* The queue's first frame if its time has come, taken off the queue. */
-static UzuraModelFrame *uzura_model_due(UzuraModelQueue *q, uint32_t *queued,
-                                        int64_t now)
+static UzuraModelFrame *uzura_model_due(UzuraModelQueue *q, int64_t now)
 {
-    UzuraModelFrame *fr = QSIMPLEQ_FIRST(q);
+    UzuraModelFrame *fr = QSIMPLEQ_FIRST(&q->head);
 
     if (!fr || fr->due > now) {
         return NULL;
     }
-    QSIMPLEQ_REMOVE_HEAD(q, next);
-    (*queued)--;
+    QSIMPLEQ_REMOVE_HEAD(&q->head, next);
+    q->frames--;
+    q->bytes -= fr->len;
     return fr;
 }
 
-static void uzura_model_free_queue(UzuraModelQueue *q, uint32_t *queued)
+static void uzura_model_free_queue(UzuraModelQueue *q)
 {
     UzuraModelFrame *fr;
 
-    while ((fr = uzura_model_due(q, queued, INT64_MAX))) {
+    while ((fr = uzura_model_due(q, INT64_MAX))) {
         g_free(fr);
     }
 }
@@ -196,8 +203,8 @@ void uzura_model_send(UzuraCore *core, const uint8_t *buf, size_t len)
         qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
         return;
     }
-    if (uzura_model_enqueue(m, &m->txq, &m->tx_queued, buf, len, arrive) &&
-        m->tx_queued == 1) {
+    if (uzura_model_enqueue(m, &m->txq, buf, len, arrive) &&
+        m->txq.frames == 1) {
         uzura_model_arm(m->tx_timer, &m->txq);
     }
 }
@@ -208,7 +215,7 @@ static void uzura_model_send_due(UzuraCore *core, int64_t now)
     UzuraModel *m = &core->model;
     UzuraModelFrame *fr;
 
-    while ((fr = uzura_model_due(&m->txq, &m->tx_queued, now))) {
+    while ((fr = uzura_model_due(&m->txq, now))) {
         qemu_send_packet(qemu_get_queue(core->owner_nic), fr->data, fr->len);
         g_free(fr);
     }
@@ -232,7 +239,7 @@ void uzura_model_link_down(UzuraCore *core)
 
     if (m->tx_timer) {
         timer_del(m->tx_timer);
-        uzura_model_free_queue(&m->txq, &m->tx_queued);
+        uzura_model_free_queue(&m->txq);
     }
 }
 
@@ -245,7 +252,7 @@ static void uzura_model_rx_timer(void *opaque)
     UzuraModelFrame *fr;
     bool g = uzura_enter(core);
 
-    while ((fr = uzura_model_due(&m->rxq, &m->rx_queued, now))) {
+    while ((fr = uzura_model_due(&m->rxq, now))) {
         trace_uzura_model_deliver(fr->len, fr->due);
         /* Frames find the data path idle here; else no RX buffer. */
         if (!uzura_core_receive(core, fr->data, fr->len)) {
@@ -350,8 +357,8 @@ ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len)
     }
     m->rx_free = due;
     trace_uzura_model_rx(len, now, arrive, due);
-    if (uzura_model_enqueue(m, &m->rxq, &m->rx_queued, buf, len, due) &&
-        m->rx_queued == 1) {
+    if (uzura_model_enqueue(m, &m->rxq, buf, len, due) &&
+        m->rxq.frames == 1) {
         uzura_model_arm(m->rx_timer, &m->rxq);
     }
     return len;
@@ -530,8 +537,8 @@ void uzura_model_reset(UzuraCore *core)
     timer_del(m->kick);
     timer_del(m->tx_timer);
     timer_del(m->rx_timer);
-    uzura_model_free_queue(&m->txq, &m->tx_queued);
-    uzura_model_free_queue(&m->rxq, &m->rx_queued);
+    uzura_model_free_queue(&m->txq);
+    uzura_model_free_queue(&m->rxq);
     m->dma_rd_free = 0;
     m->wire_free = 0;
     m->rx_free = 0;
@@ -574,8 +581,8 @@ void uzura_model_init(UzuraCore *core)
     if (!m->on) {
         return;
     }
-    QSIMPLEQ_INIT(&m->txq);
-    QSIMPLEQ_INIT(&m->rxq);
+    QSIMPLEQ_INIT(&m->txq.head);
+    QSIMPLEQ_INIT(&m->rxq.head);
     m->kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_model_kick_timer, core);
     m->tx_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_model_tx_timer,
                                core);

@@ -15,6 +15,7 @@
 typedef struct UzuraModelFrame UzuraModelFrame;
 
 #define UZ_MODEL_QUEUE_MAX      4096    /* frames waiting each way */
+#define UZ_MODEL_QUEUE_BYTES_MAX (16u << 20) /* and their bytes */
 #define UZ_MODEL_STAGE_MAX_NS   10000000u  /* 10 ms, any one stage */
 #define UZ_MODEL_PS_MAX         1000000u   /* 1 us per byte */
 #define UZ_MODEL_QUANTUM_MIN_NS 100     /* the shortest lockstep */
@@ -36,7 +37,12 @@ typedef struct UzuraModelParams {
     uint32_t dma_wr_ps;         /*   and picoseconds per byte */
 } UzuraModelParams;
 
-typedef QSIMPLEQ_HEAD(UzuraModelQueue, UzuraModelFrame) UzuraModelQueue;
+/* Frames held until their time, bounded in count and in bytes. */
+typedef struct UzuraModelQueue {
+    QSIMPLEQ_HEAD(, UzuraModelFrame) head;
+    uint32_t frames;
+    size_t bytes;
+} UzuraModelQueue;
 
 typedef struct UzuraModel {
     bool on;                    /* the model property */
@@ -54,8 +60,6 @@ typedef struct UzuraModel {
     QEMUTimer *rx_timer;        /* frames until their data is in memory */
     UzuraModelQueue txq;
     UzuraModelQueue rxq;
-    uint32_t tx_queued;
-    uint32_t rx_queued;
 
     /* Lockstep with the peer (model-sync). */
     bool engaged;

@@ -305,6 +305,7 @@ static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
     if (!uzura_dma_ok(core, list, (uint64_t)n * sizeof(pa[0]), false)) {
         return false;
     }
+    uzura_admin_charge(core, n);
     for (i = 0; i < n; i += k) {
         k = MIN(n - i, ARRAY_SIZE(pa));
         if (!uzura_dma_read(core, list + (uint64_t)i * sizeof(pa[0]), pa,

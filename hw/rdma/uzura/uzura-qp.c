@@ -455,11 +455,21 @@ void uzura_qp_flush_later(UzuraCore *core)
     uzura_work_schedule(core);
 }
 
+/* A QP attached to an SRQ went to ERR: tell the driver (spec 8.8). */
+static void uzura_qp_last_wqe(UzuraCore *core, UzuraQp *qp)
+{
+    if (qp->srqn != UZ_NO_SRQ && !uzura_qp_is_xrc(qp)) {
+        uzura_eq_post_async(core, UZ_EQE_QP_LAST_WQE, qp->x->qpn, 0);
+    }
+}
+
 /*
- * The data path failed a WQE of this QP: the error state, flushing, and
- * the fatal event for the driver (and Last WQE Reached on an SRQ).
+ * The data path failed a WQE or a request of this QP: the error state,
+ * flushing, the affiliated async @event for the driver unless 0 (an
+ * error a CQE reports has none, as on ConnectX: spec 8.11), and Last WQE
+ * Reached on an SRQ.
  */
-void uzura_qp_fail(UzuraCore *core, UzuraQp *qp)
+void uzura_qp_fail(UzuraCore *core, UzuraQp *qp, uint8_t event)
 {
     uint32_t qpn = qp->x->qpn;
 
@@ -470,10 +480,10 @@ void uzura_qp_fail(UzuraCore *core, UzuraQp *qp)
     qp->attr.state = UZ_QPS_ERR;
     uzura_req_reset(core, qp);
     uzura_qp_flush_later(core);
-    uzura_eq_post_async(core, UZ_EQE_QP_FATAL, qpn, 0);
-    if (qp->srqn != UZ_NO_SRQ && !uzura_qp_is_xrc(qp)) {
-        uzura_eq_post_async(core, UZ_EQE_QP_LAST_WQE, qpn, 0);
+    if (event) {
+        uzura_eq_post_async(core, event, qpn, 0);
     }
+    uzura_qp_last_wqe(core, qp);
 }
 
 uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
@@ -514,6 +524,9 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
         if (to == UZ_QPS_ERR) {
             uzura_req_reset(core, qp);
             uzura_qp_flush_later(core);
+            if (from != UZ_QPS_ERR && from != UZ_QPS_RESET) {
+                uzura_qp_last_wqe(core, qp);
+            }
         }
         trace_uzura_qp_modify(qpn, from, to, mask);
         return UZ_CMD_OK;
@@ -593,7 +606,7 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
     x->msg = g_new0(UzuraSwqe, nmsg);
     x->msg_mask = nmsg - 1;
     x->rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
-    x->resp.idx = x->sr.idx = -1;
+    x->resp.seq = x->sr.seq = 0;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
     return x;
 }

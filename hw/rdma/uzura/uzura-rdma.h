@@ -134,7 +134,7 @@ typedef struct UzuraMr {
     uint64_t pbl_addr;
     uint32_t npages;
     uint32_t max_pages;         /* fast-reg MR: its page list's capacity */
-    uint32_t gen;               /* tags its cached translations */
+    uint64_t gen;               /* tags its cached translations */
     uint32_t mw_count;          /* MR: windows bound to it */
     uint32_t mw_mr;             /* bound window: its MR's index */
     uint32_t mw_qpn;            /* bound window: the QP that bound it */
@@ -155,7 +155,7 @@ typedef struct UzuraAh {
 /* One cached translation: (MR, generation, page) -> DMA address. */
 typedef struct UzuraXlatEntry {
     uint32_t mr;                /* MR index, 0 = empty */
-    uint32_t gen;
+    uint64_t gen;               /* 64 bits: never wraps to a stale one */
     uint64_t page;
     uint64_t addr;
 } UzuraXlatEntry;
@@ -226,7 +226,7 @@ typedef struct UzuraRdma {
     UzuraXrcd xrcd[UZ_XRCD_MAX];
     bool flush_owed;            /* a QP in ERR may hold WQEs */
     UzuraXlatEntry *xlat;       /* xlat_cache_entries */
-    uint32_t xlat_gen;
+    uint64_t xlat_gen;
     uint32_t rr_next;           /* round-robin start of the work loop */
     unsigned long *qp_live;     /* bitmap of valid QPs, for that loop */
     /* device memory (uzura-dm.c): RAM of BAR 4, from dm_offset */
@@ -246,6 +246,7 @@ typedef struct UzuraRdma {
     uint32_t ack_timeout_max_us;    /* 0: the QP's IB timeout as is */
     uint32_t sr_rto_low_us;     /* recovery=sr, few packets in flight */
     uint32_t sr_kept;           /* packets all QPs keep */
+    size_t sr_kept_bytes;       /* and what they hold */
     bool tm_owed;               /* a TM SRQ has list operations to do */
 } UzuraRdma;
 
@@ -429,7 +430,7 @@ void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val);
 uint8_t uzura_qp_active_mtu(UzuraCore *core);
 void uzura_qp_work(UzuraCore *core);
 UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn);
-void uzura_qp_fail(UzuraCore *core, UzuraQp *qp);
+void uzura_qp_fail(UzuraCore *core, UzuraQp *qp, uint8_t event);
 void uzura_qp_flush_later(UzuraCore *core);
 
 /* uzura-shadow.c */

@@ -352,7 +352,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
             uzura_crw_release(qp, w->crw);
         }
         if (w->status != UZ_WC_STATUS_SUCCESS) {
-            uzura_qp_fail(core, qp);
+            uzura_qp_fail(core, qp, 0);     /* the CQE says it */
             return;
         }
         progress = true;
@@ -504,6 +504,7 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     opcode = crw >= 0 ? UZ_WR_CRW : wr->h.opcode;
     *w = (UzuraSwqe) {
         .wr_id = wr->h.wr_id, .opcode = opcode, .sq_idx = sq_idx,
+        .seq = resend ? w->seq : ++x->m_seq,
         .crw = crw, .rndv = rndv, .first_psn = x->psn, .byte_len = wr->len,
         .signaled = crw >= 0 ? x->crw[crw].signaled :
                     rndv < 0 && ((wr->h.flags & UZ_WQE_F_SIGNALED) ||
@@ -806,14 +807,14 @@ static UzuraSendWr *uzura_req_wqe_at(UzuraCore *core, UzuraQp *qp,
     UzuraSwqe *w = uzura_msg(qp, idx);
     uint8_t verr;
 
-    if (c->idx != idx) {
-        c->idx = -1;
+    if (!c->seq || c->seq != w->seq) {
+        c->seq = 0;
         if (w->rndv >= 0 ?
             uzura_tm_rndv_load(core, qp, w->rndv, w->opcode, &c->wr, &verr) :
             uzura_sq_load(core, qp, w->sq_idx, &c->wr)) {
             return NULL;
         }
-        c->idx = idx;
+        c->seq = w->seq;
     }
     return &c->wr;
 }
@@ -1297,7 +1298,7 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
     x->sq_take = qp->sq_ci;
     uzura_req_progress(qp);
     x->rnr_left = qp->attr.rnr_retry;
-    x->resp.idx = x->sr.idx = -1;
+    x->resp.seq = x->sr.seq = 0;
     x->sr_left = 0;
     x->fault_wait = x->fault_rewind = false;
     uzura_work_schedule(core);
@@ -1328,6 +1329,6 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
     x->rnr_wait = false;
     x->blocked = false;
     x->fault_wait = x->fault_rewind = false;
-    x->resp.idx = x->sr.idx = -1;
+    x->resp.seq = x->sr.seq = 0;
     x->sr_left = 0;
 }

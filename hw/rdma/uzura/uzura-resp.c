@@ -130,6 +130,7 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
 
     cqe->wr_id = cpu_to_le64(x->rwqe.wr_id);
     cqe->qpn = cpu_to_le32(x->qpn);
+    x->rwqe_failed |= cqe->status != UZ_WC_STATUS_SUCCESS;
     if (x->tm_kind) {
         /* A SEND of a TM SRQ: to its CQ, as tag matching says. */
         uzura_tm_complete(core, qp, cqe, solicited);
@@ -171,7 +172,16 @@ static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
     if (!uzura_qp_is_uc(qp)) {
         uzura_resp_nak(core, qp, x->err_syndrome, x->err_psn);
     }
-    uzura_qp_fail(core, qp);
+    /*
+     * A receive CQE that reported the error is all the driver hears;
+     * else the event of the NAK's kind, as ConnectX's (spec 8.11).
+     */
+    uzura_qp_fail(core, qp,
+                  x->rwqe_failed ? 0 :
+                  x->err_syndrome == UZ_AETH_NAK_INV_REQ ?
+                  UZ_EQE_QP_REQ_ERR :
+                  x->err_syndrome == UZ_AETH_NAK_REM_ACCESS ?
+                  UZ_EQE_QP_ACCESS_ERR : UZ_EQE_QP_FATAL);
 }
 
 /*
@@ -919,10 +929,18 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     if (d > 0) {
-        /* Past a hole, for a requester that takes SACKs: keep it. */
-        if (pkt->sr && core->rdma.recovery == UZ_RECOVERY_SR &&
-            uzura_sr_keep(core, qp, pkt)) {
-            return;
+        /*
+         * Past a hole, for a requester that takes SACKs: keep it, unless
+         * its payload is more than it may be (it fails when it comes in
+         * order): what a peer can make us hold is bounded in bytes.
+         */
+        if (pkt->sr && core->rdma.recovery == UZ_RECOVERY_SR) {
+            if ((h & UZ_H_PAYLOAD) && pkt->paylen > uzura_resp_mtu(qp)) {
+                trace_uzura_sr_not_kept(x->qpn, pkt->psn,
+                                        "payload over the path MTU");
+            } else if (uzura_sr_keep(core, qp, pkt)) {
+                return;
+            }
         }
         /* A gap: say so once, then drop until the expected PSN comes. */
         if (!x->nak_seq_sent) {
@@ -1054,7 +1072,7 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         uzura_guest_error(trace_uzura_resp_err(x->qpn, 0, 0, verr),
                           "QP %u: UD receive failed: status %u, detail %u",
                           x->qpn, cqe.status, verr);
-        uzura_qp_fail(core, qp);
+        uzura_qp_fail(core, qp, 0);
     }
 }
 
@@ -1112,7 +1130,7 @@ void uzura_resp_raw(UzuraCore *core, UzuraQp *qp, const uint8_t *buf,
         uzura_guest_error(trace_uzura_resp_err(x->qpn, 0, 0, verr),
                           "QP %u: raw receive failed: status %u, detail %u",
                           x->qpn, cqe.status, verr);
-        uzura_qp_fail(core, qp);
+        uzura_qp_fail(core, qp, 0);
     }
 }
 
@@ -1236,6 +1254,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->ack_owed = false;
     x->in_msg = 0;
     x->have_rwqe = false;
+    x->rwqe_failed = false;
     x->tm_kind = UZ_TMK_NONE;
     x->xrc_srqn = UZ_NO_SRQ;
     x->resp_fault_wait = false;

@@ -10,7 +10,8 @@
  * order as if they had just arrived.  This follows IRN (Mittal et al.,
  * SIGCOMM 2018), except that kept packets wait in the device rather than
  * being placed in host memory at once: the window of UZ_SR_WINDOW PSNs
- * per QP and UZ_SR_KEPT_MAX packets per NIC stand for its memory.
+ * per QP, of at most a path MTU each, and UZ_SR_KEPT_MAX packets and
+ * UZ_SR_KEPT_BYTES_MAX bytes per NIC stand for its memory.
  */
 #include "qemu/osdep.h"
 #include "uzura-core.h"
@@ -21,12 +22,28 @@ struct UzuraSrSlot {
     uint8_t data[];
 };
 
-static void uzura_sr_drop(UzuraCore *core, UzuraQp *qp, UzuraSrSlot **slot)
+/* What a kept packet holds of the NIC's UZ_SR_KEPT_BYTES_MAX. */
+static size_t uzura_sr_bytes(const UzuraPkt *pkt)
 {
-    g_free(*slot);
+    return sizeof(UzuraSrSlot) + pkt->paylen;
+}
+
+/* Take a kept packet out of its slot; the caller frees it. */
+static UzuraSrSlot *uzura_sr_take(UzuraCore *core, UzuraQp *qp,
+                                  UzuraSrSlot **slot)
+{
+    UzuraSrSlot *s = *slot;
+
     *slot = NULL;
     qp->x->sr_kept--;
     core->rdma.sr_kept--;
+    core->rdma.sr_kept_bytes -= uzura_sr_bytes(&s->pkt);
+    return s;
+}
+
+static void uzura_sr_drop(UzuraCore *core, UzuraQp *qp, UzuraSrSlot **slot)
+{
+    g_free(uzura_sr_take(core, qp, slot));
 }
 
 /* Ask for @count PSNs from @psn; everything before the hole is in. */
@@ -75,7 +92,10 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     if (*slot) {
         uzura_sr_drop(core, qp, slot);  /* left behind by a long READ */
     }
-    if (core->rdma.sr_kept >= UZ_SR_KEPT_MAX) {
+    if (core->rdma.sr_kept >= UZ_SR_KEPT_MAX ||
+        core->rdma.sr_kept_bytes + uzura_sr_bytes(pkt) >
+        UZ_SR_KEPT_BYTES_MAX) {
+        trace_uzura_sr_not_kept(x->qpn, pkt->psn, "the NIC's store is full");
         return false;
     }
     s = g_malloc(sizeof(*s) + pkt->paylen);
@@ -86,6 +106,7 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     *slot = s;
     x->sr_kept++;
     core->rdma.sr_kept++;
+    core->rdma.sr_kept_bytes += uzura_sr_bytes(pkt);
     core->counters.sr_kept++;
     if (uzura_psn_diff(pkt->psn, high) > 0) {
         if (uzura_psn_diff(pkt->psn, high) > 1) {
@@ -113,10 +134,7 @@ void uzura_sr_drain(UzuraCore *core, UzuraQp *qp)
         if (!*slot || (*slot)->pkt.psn != x->epsn) {
             break;
         }
-        s = *slot;
-        *slot = NULL;
-        x->sr_kept--;
-        core->rdma.sr_kept--;
+        s = uzura_sr_take(core, qp, slot);
         uzura_resp_packet(core, qp, &s->pkt);
         g_free(s);
     }

@@ -189,6 +189,7 @@ uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key,
 typedef struct UzuraSwqe {
     uint64_t wr_id;
     uint32_t sq_idx;            /* the SQ WQE it came from */
+    uint64_t seq;               /* which message of the QP's life, from 1 */
     int32_t crw;                /* tag table entry, -1 none */
     int32_t rndv;               /* rendezvous slot, -1 none */
     bool park;                  /* parks the CRW of crw: sends nothing */
@@ -213,10 +214,14 @@ typedef struct UzuraSendWr {
     uint64_t len;               /* message bytes */
 } UzuraSendWr;
 
-/* A send WQE read back from the ring for a message started before. */
+/*
+ * A send WQE read back from the ring for a message started before.  It
+ * is keyed by the message's seq, which never wraps, not by its index:
+ * 2^24 messages later the same index names another WQE.
+ */
 typedef struct UzuraWqeCache {
     UzuraSendWr wr;
-    int64_t idx;                /* its message index, -1 none */
+    uint64_t seq;               /* its message's UzuraSwqe.seq, 0 none */
 } UzuraWqeCache;
 
 /* A receive WQE taken from the RQ or the SRQ. */
@@ -252,6 +257,7 @@ typedef enum UzuraRecovery {
 
 #define UZ_SR_WINDOW        512     /* PSNs past a hole a responder keeps */
 #define UZ_SR_KEPT_MAX      8192    /* packets all QPs of a NIC keep */
+#define UZ_SR_KEPT_BYTES_MAX (16u << 20) /* and the bytes they hold */
 #define UZ_SR_FEW           3       /* packets in flight for rto-low */
 #define UZ_SR_RTO_LOW_US    4000    /* sr-rto-low-us by default */
 
@@ -327,6 +333,7 @@ typedef struct UzuraXfer {
     uint32_t m_ci;              /* oldest not completed */
     uint32_t m_next;            /* next to (re)start */
     uint32_t m_high;            /* one past the last ever started */
+    uint64_t m_seq;             /* messages started in the QP's life */
     uint32_t sq_take;           /* next SQ WQE to turn into a message */
     UzuraSendWr cur;            /* the message being sent */
     bool cur_active;
@@ -365,6 +372,7 @@ typedef struct UzuraXfer {
     bool ack_owed;
     uint8_t in_msg;             /* 0, UZ_FAM_SEND or UZ_FAM_WRITE */
     bool have_rwqe;
+    bool rwqe_failed;           /* a receive CQE reported an error */
     UzuraRecvWr rwqe;
     uint32_t xrc_srqn;          /* XRC target: the message's SRQ */
     uint8_t tm_kind;            /* UzuraTmKind of the message in hand */

@@ -407,6 +407,7 @@ uint8_t uzura_xlat_invalidate(UzuraCore *core,
     }
     first = first < base ? 0 : first - base;
     last -= base;
+    uzura_admin_charge(core, r->lim.xlat_cache_entries / 16);
     for (n = 0; n < r->lim.xlat_cache_entries; n++) {
         UzuraXlatEntry *e = &r->xlat[n];
 

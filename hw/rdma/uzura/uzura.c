@@ -669,6 +669,8 @@ static void uzura_instance_init(Object *obj)
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "model-bad", &s->core.model.bad,
                                    OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "admin-yields",
+                                   &s->core.admin.yields, OBJ_PROP_FLAG_READ);
     /* Counters, read-only with qom-get: the names QUERY_COUNTERS uses. */
     for (i = 0; i < UZ_CNT_NUM; i++) {
         object_property_add_uint64_ptr(obj, uzura_counter_descs[i].name,
