@@ -2,9 +2,10 @@
 /*
  * uzura: loss recovery (spec 9.6): go-back-N against selective repeat
  * for the same aimed loss, the two modes meeting on one link, the short
- * timeout of selective repeat with few packets in flight, and the cap on
- * the ACK timeout.  Losses are aimed with fault rules (7.5.2); times are
- * on the virtual clock, which moves only when the test steps it.
+ * timeout of selective repeat with few packets in flight and how it
+ * follows the round trips measured, and the cap on the ACK timeout.
+ * Losses are aimed with fault rules (7.5.2); times are on the virtual
+ * clock, which moves only when the test steps it.
  */
 #include "uzura-pair.h"
 
@@ -187,10 +188,12 @@ static void test_rto_low(void)
 }
 
 /*
- * Short timeouts resend but do not use retries faster than the QP's own
- * timeout: with every request lost, 100 ms of 4 ms timeouts leave the
- * QP alive (retry_cnt 7 of 67 ms lasts 0.5 s), and once the loss ends
- * the SEND completes.
+ * Short timeouts resend, each twice as long as the one before (RFC
+ * 6298's backoff), and do not use retries faster than the QP's own
+ * timeout: with every request lost, the first 100 ms see four (at 4,
+ * 12, 28 and 60 ms) and leave the QP alive (retry_cnt 7 of 67 ms lasts
+ * 0.5 s); once the loss ends, the next resend (at 124 ms) completes the
+ * SEND.
  */
 static void test_rto_low_retries(void)
 {
@@ -208,13 +211,73 @@ static void test_rto_low_retries(void)
         qtest_clock_step(qts(&p), 4 * MS);
         uz_cq_assert_empty(p.qa->scq, 5);
     }
-    g_assert_cmpuint(uz_counter(&p.m, 0, "retry_timeouts") - to, >=, 20);
+    g_assert_cmpuint(uz_counter(&p.m, 0, "retry_timeouts") - to, ==, 4);
     g_assert_cmpint(uz_qp_state(p.qa), ==, UZ_QPS_RTS);
     rules_set(&p, 0, "");
+    qtest_clock_step(qts(&p), 20 * MS);
+    uz_cq_assert_empty(p.qa->scq, 5);
     qtest_clock_step(qts(&p), 5 * MS);
     uz_cq_wait(p.qa->scq, &c);
     uz_cqe_expect(&c, 0x7a11, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0,
                   p.qa->qpn);
+    pair_stop(&p);
+}
+
+/* A SEND of @len bytes from qa, signalled as @wr_id. */
+static void post_send(Pair *p, uint32_t len, uint64_t wr_id)
+{
+    static UzSge s, r;
+    UzWr wr = {
+        .wr_id = wr_id, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1,
+    };
+
+    s = uz_mr_sge(p->ma, 0, len);
+    r = uz_mr_sge(p->mb, 0, len);
+    uz_post_recv(p->qb, wr_id + 1, &r, 1);
+    uz_post_send(p->qa, &wr);
+}
+
+/*
+ * The short timeout follows the round trips measured (RFC 6298): with
+ * every ACK 3 ms late (a fault rule on the responder), one SEND measures
+ * 3 ms, so SRTT 3 ms, RTTVAR 1.5 ms, and RTO_low = 3 + 4 * 1.5 = 9 ms,
+ * above sr-rto-low-us (4 ms, the floor).  The next SEND's only packet
+ * is lost: it is sent again at 9 ms, not 4, and completes 3 ms later.
+ */
+static void test_rto_measured(void)
+{
+    g_autofree char *lose = g_strdup_printf("kind=request psn=%u count=1 "
+                                            "drop", PSN0 + 1);
+    struct uz_cqe c;
+    uint64_t rtx;
+    Pair p;
+
+    pair_start(&p);
+    recovery(&p, "sr", "sr");
+    rules_set(&p, 1, "kind=ack delay=3000");
+    post_send(&p, 100, 0x7a20);
+    uz_cq_assert_empty(p.qa->scq, 20);
+    qtest_clock_step(qts(&p), 3 * MS);
+    uz_cq_wait(p.qa->scq, &c);
+    uz_cqe_expect(&c, 0x7a20, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
+    uz_cq_wait(p.qb->rcq, &c);
+
+    rules_set(&p, 0, lose);
+    rtx = uz_counter(&p.m, 0, "retransmits");
+    post_send(&p, 100, 0x7a30);
+    uz_cq_assert_empty(p.qa->scq, 20);
+    qtest_clock_step(qts(&p), MS * 89 / 10);
+    uz_cq_assert_empty(p.qa->scq, 20);
+    g_assert_cmpuint(uz_counter(&p.m, 0, "retransmits"), ==, rtx);
+    qtest_clock_step(qts(&p), MS * 2 / 10);
+    g_assert_cmpuint(uz_counter(&p.m, 0, "retransmits"), ==, rtx + 1);
+    qtest_clock_step(qts(&p), 3 * MS);
+    uz_cq_wait(p.qa->scq, &c);
+    uz_cqe_expect(&c, 0x7a30, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
+    uz_cq_wait(p.qb->rcq, &c);
     pair_stop(&p);
 }
 
@@ -242,6 +305,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/recovery/mixed-modes", test_mixed_modes);
     qtest_add_func("/uzura/recovery/rto-low", test_rto_low);
     qtest_add_func("/uzura/recovery/rto-low-retries", test_rto_low_retries);
+    qtest_add_func("/uzura/recovery/rto-measured", test_rto_measured);
     qtest_add_func("/uzura/recovery/timeout-cap", test_timeout_cap);
     return g_test_run();
 }

@@ -258,9 +258,36 @@ static int64_t uzura_req_full_timeout(UzuraQp *qp)
 }
 
 /*
- * The ACK timeout: the QP's (above), and
- * with recovery=sr at most sr-rto-low-us while few packets are in flight
- * (IRN's RTO_low: with few packets after a loss, no SACK may come).
+ * recovery=sr's RTO_low, for when few packets are in flight (IRN's: with
+ * few packets after a loss, no SACK may come): RFC 6298's SRTT + 4 *
+ * RTTVAR from the round trips measured, at least sr-rto-low-us, doubled
+ * at each of its timeouts since the last progress, at most the QP's.
+ */
+static int64_t uzura_req_rto_low(UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+    int64_t rto = MAX((int64_t)x->core->rdma.sr_rto_low_us * SCALE_US,
+                      x->srtt_ns + 4 * x->rttvar_ns);
+
+    return MIN(rto << MIN(x->rto_shift, 16), uzura_req_full_timeout(qp));
+}
+
+/* A round trip of @r ns measured (Karn: never of a packet sent again). */
+static void uzura_req_rtt(UzuraXfer *x, int64_t r)
+{
+    if (!x->srtt_ns) {
+        x->srtt_ns = MAX(r, 1);
+        x->rttvar_ns = r / 2;
+    } else {
+        x->rttvar_ns = (3 * x->rttvar_ns + llabs(x->srtt_ns - r)) / 4;
+        x->srtt_ns = MAX((7 * x->srtt_ns + r) / 8, 1);
+    }
+    trace_uzura_sr_rtt(x->qpn, r, x->srtt_ns, x->rttvar_ns);
+}
+
+/*
+ * The ACK timeout: the QP's (above), and with recovery=sr at most
+ * RTO_low while few packets are in flight.
  */
 static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
 {
@@ -275,7 +302,7 @@ static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
     ns = uzura_req_full_timeout(qp);
     if (r->recovery == UZ_RECOVERY_SR && r->sr_rto_low_us &&
         uzura_psn_diff(x->psn_max, x->acked_psn) - 1 <= UZ_SR_FEW) {
-        ns = MIN(ns, (int64_t)r->sr_rto_low_us * SCALE_US);
+        ns = MIN(ns, uzura_req_rto_low(qp));
     }
     timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
 }
@@ -285,6 +312,7 @@ static void uzura_req_progress(UzuraQp *qp)
 {
     qp->x->retry_left = qp->attr.retry_cnt;
     qp->x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    qp->x->rto_shift = 0;
 }
 
 /* Go back N: send again from the oldest WQE not completed. */
@@ -296,6 +324,7 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
         return;
     }
     x->psn = uzura_msg(qp, x->m_ci)->first_psn;
+    x->rtt_on = false;          /* Karn: no sample across a resend */
     trace_uzura_req_rewind(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx, x->psn);
     x->m_next = x->m_ci;
     x->cur_active = false;
@@ -775,6 +804,12 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
     if (uzura_psn_diff(x->psn, x->psn_max) < 0) {
         core->counters.retransmits++;
+    } else if (!x->rtt_on && !uzura_wr_is_rd_atomic(h->opcode) &&
+               core->rdma.recovery == UZ_RECOVERY_SR) {
+        /* A packet sent for the first time: time its ACK. */
+        x->rtt_on = true;
+        x->rtt_psn = x->psn;
+        x->rtt_start = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     }
     x->psn = (x->psn + (h->opcode == UZ_WR_RDMA_READ ? w->npkts : 1)) &
              UZ_PSN_MASK;
@@ -860,6 +895,7 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
     }
     core->counters.retransmits++;
     core->counters.sr_resent++;
+    x->rtt_on = false;          /* Karn: the ACK may come late for it */
     trace_uzura_sr_resend(x->qpn, psn);
     if (uzura_req_emit(core, qp, wr, psn, off, &n, &last)) {
         /* The memory went away: the packet path finds out in order. */
@@ -955,6 +991,11 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
     if (uzura_psn_diff(psn, x->acked_psn) > 0) {
         x->acked_psn = psn & UZ_PSN_MASK;
         uzura_req_progress(qp);
+        if (x->rtt_on && uzura_psn_diff(psn, x->rtt_psn) >= 0) {
+            uzura_req_rtt(x, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) -
+                             x->rtt_start);
+            x->rtt_on = false;
+        }
     }
     uzura_req_retire(core, qp);
 }
@@ -1259,6 +1300,7 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
     if (core->rdma.recovery == UZ_RECOVERY_SR &&
         qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - x->progress_ns <
         uzura_req_full_timeout(qp)) {
+        x->rto_shift++;
         uzura_req_rewind(core, qp);
         uzura_req_arm_timer(qp, true);
         return;
@@ -1301,6 +1343,9 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
     x->resp.seq = x->sr.seq = 0;
     x->sr_left = 0;
     x->fault_wait = x->fault_rewind = false;
+    x->rtt_on = false;
+    x->srtt_ns = x->rttvar_ns = 0;
+    x->rto_shift = 0;
     uzura_work_schedule(core);
 }
 

@@ -350,6 +350,12 @@ typedef struct UzuraXfer {
     bool fault_rewind;          /* ... then send again from the oldest */
     bool resp_fault_wait;       /* an answer met an absent ODP page */
     UzuraWqeCache resp;         /* the READ/atomic WQE being answered */
+    bool rtt_on;                /* sr: a packet is being timed: */
+    uint32_t rtt_psn;           /*   this one, */
+    int64_t rtt_start;          /*   sent then */
+    int64_t srtt_ns;            /* sr: smoothed round trip, 0 none yet */
+    int64_t rttvar_ns;          /*   and its variation (RFC 6298) */
+    uint8_t rto_shift;          /* sr: RTO_low doublings since progress */
     uint32_t sr_psn;            /* next PSN a SACK asked for */
     uint32_t sr_left;           /* PSNs from sr_psn still to send */
     UzuraWqeCache sr;           /* the WQE of the packets being resent */
