@@ -1517,6 +1517,7 @@ static void test_corrupt_short(void)
     UzQp *qp, *raw;
     UzMr *mr;
     struct uz_cqe c;
+    uint64_t bad;
     int i;
 
     env_start(&e, 1, true);
@@ -1524,10 +1525,13 @@ static void test_corrupt_short(void)
     rc_connect_wire(qp, 0x40, 0x200, NULL);
 
     env_rules(&e, 0, "dir=rx corrupt=rkey");
+    bad = env_uint(&e, 0, "rx_malformed");
     for (i = 0; i < ARRAY_SIZE(ops); i++) {
         short_request(&fr, ops[i], qp->qpn);
         wire_send(&e, &fr, 1);
     }
+    /* Both reached the transport, which found them short. */
+    uz_counter_wait(n, "rx_malformed", bad + ARRAY_SIZE(ops));
     g_assert_cmpuint(env_rule_acted(&e, 0), ==, 0);
     wire_frame(&fr, UZ_BTH_OP_READ_REQ, qp->qpn, 0x40, true, ext,
                put_reth(ext, 0, 0x1234, 16), NULL, 0);
@@ -1607,7 +1611,7 @@ static void test_sr_keep_bytes(void)
     struct uz_admin_cmd cmd = { .opcode = UZ_CMD_SET_MTU };
     Env e;
     UzNode *n = &e.n[0];
-    uint64_t kept;
+    uint64_t kept, rx;
     UzQp *qp;
     int q;
 
@@ -1616,10 +1620,12 @@ static void test_sr_keep_bytes(void)
     g_assert_cmpint(uz_admin(&n->d, &cmd, NULL), ==, UZ_CMD_OK);
     o.path_mtu = UZ_MTU_4096;
 
+    rx = env_uint(&e, 0, "rx_pkts_send");
     qp = uz_qp_create(n, UZ_QPT_RC, NULL, NULL, NULL, 0);
     rc_connect_wire(qp, psn, 0x200, &o);
     sr_frames(fr, 8, qp->qpn, psn, 8000);
     wire_send(&e, fr, 8);
+    uz_counter_wait(n, "rx_pkts_send", rx + 8);
     g_assert_cmpuint(env_uint(&e, 0, "sr_kept"), ==, 0);
 
     for (q = 0; q < SR_QPS; q++) {
@@ -1628,6 +1634,7 @@ static void test_sr_keep_bytes(void)
         sr_frames(fr, SR_AHEAD, qp->qpn, psn, 4096);
         wire_send(&e, fr, SR_AHEAD);
     }
+    uz_counter_wait(n, "rx_pkts_send", rx + 8 + SR_QPS * SR_AHEAD);
     kept = env_uint(&e, 0, "sr_kept");
     g_test_message("%" PRIu64 " of %u packets kept", kept,
                    SR_QPS * SR_AHEAD);
@@ -1673,8 +1680,11 @@ static void test_model_queue_bytes(void)
 
     env_start_args(&e, 1, true, "-global uzura.model=on");
     wire_send_raw(&e, huge, 65000, 40);
+    uz_counter_wait(&e.n[0], "model-drops", 40);
     g_assert_cmpuint(env_uint(&e, 0, "model-drops"), ==, 40);
     wire_send_raw(&e, big, BIG_FRAME, nbig);
+    uz_counter_wait(&e.n[0], "model-drops",
+                    40 + nbig - MODEL_QUEUE_BYTES / BIG_FRAME);
     drops = env_uint(&e, 0, "model-drops") - 40;
     g_test_message("%" PRIu64 " of %d frames dropped", drops, nbig);
     g_assert_cmpuint(drops, >=, nbig - MODEL_QUEUE_BYTES / BIG_FRAME);
@@ -1704,6 +1714,7 @@ static void test_fault_held_bytes(void)
     wire_frame(&fr, UZ_BTH_OP_SEND_ONLY, PEER_QPN, 0, false, NULL, 0, pay,
                BIG_FRAME - 100);
     wire_send_raw(&e, fr.data, fr.len, nbig);
+    uz_counter_wait(&e.n[0], "fault_drops", nbig - FAULT_HELD_BYTES / fr.len);
     drops = env_uint(&e, 0, "fault_drops");
     g_test_message("%" PRIu64 " of %d frames dropped", drops, nbig);
     g_assert_cmpuint(drops, >=, nbig - FAULT_HELD_BYTES / fr.len);
@@ -1712,7 +1723,7 @@ static void test_fault_held_bytes(void)
     qtest_clock_step(e.m.qs->qts, 1001 * MS);
     delayed = env_uint(&e, 0, "fault_delayed");
     wire_send_raw(&e, fr.data, fr.len, 1);
-    g_assert_cmpuint(env_uint(&e, 0, "fault_delayed"), ==, delayed + 1);
+    uz_counter_wait(&e.n[0], "fault_delayed", delayed + 1);
     g_assert_cmpuint(env_uint(&e, 0, "fault_drops"), ==, drops);
     env_stop(&e);
 }

@@ -108,11 +108,12 @@ static bool uzura_model_reads_host(const uint8_t *buf, size_t len)
     return op != UZ_BTH_OP_ACK && op != UZ_BTH_OP_ATOMIC_ACK;
 }
 
-static bool uzura_model_enqueue(UzuraModel *m, UzuraModelQueue *q,
-                                const uint8_t *buf, size_t len, int64_t due)
+/*
+ * Whether @q takes a frame of @len bytes; else it is dropped, counted,
+ * and charges no stage of the model (a flood of them delays nothing).
+ */
+static bool uzura_model_room(UzuraModel *m, UzuraModelQueue *q, size_t len)
 {
-    UzuraModelFrame *fr;
-
     /* No NIC takes a frame over its largest MTU: holding one is waste. */
     if (len > UZ_ETH_FRAME_MAX(UZ_MAX_MTU)) {
         m->drops++;
@@ -125,6 +126,15 @@ static bool uzura_model_enqueue(UzuraModel *m, UzuraModelQueue *q,
         trace_uzura_model_drop(len, "queue full");
         return false;
     }
+    return true;
+}
+
+/* Hold a frame that uzura_model_room() made room for. */
+static void uzura_model_enqueue(UzuraModelQueue *q, const uint8_t *buf,
+                                size_t len, int64_t due)
+{
+    UzuraModelFrame *fr;
+
     fr = g_malloc(sizeof(*fr) + len);
     fr->due = due;
     fr->len = len;
@@ -132,7 +142,6 @@ static bool uzura_model_enqueue(UzuraModel *m, UzuraModelQueue *q,
     QSIMPLEQ_INSERT_TAIL(&q->head, fr, next);
     q->frames++;
     q->bytes += len;
-    return true;
 }
 
 static void uzura_model_arm(QEMUTimer *t, UzuraModelQueue *q)
@@ -182,6 +191,9 @@ void uzura_model_send(UzuraCore *core, const uint8_t *buf, size_t len)
     int64_t now = uzura_model_now();
     int64_t ready, depart, arrive;
 
+    if (!m->engaged && !uzura_model_room(m, &m->txq, len)) {
+        return;
+    }
     ready = now + (c->xlat_hits - m->xlat_hits_seen) * p->xlat_hit_ns +
             (c->xlat_misses - m->xlat_misses_seen) * p->xlat_miss_ns;
     m->xlat_hits_seen = c->xlat_hits;
@@ -203,8 +215,8 @@ void uzura_model_send(UzuraCore *core, const uint8_t *buf, size_t len)
         qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
         return;
     }
-    if (uzura_model_enqueue(m, &m->txq, buf, len, arrive) &&
-        m->txq.frames == 1) {
+    uzura_model_enqueue(&m->txq, buf, len, arrive);
+    if (m->txq.frames == 1) {
         uzura_model_arm(m->tx_timer, &m->txq);
     }
 }
@@ -332,6 +344,10 @@ ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len)
         uzura_model_ctl_rx(core, buf);
         return len;
     }
+    if (!uzura_model_room(m, &m->rxq, len)) {
+        m->has_stamp = false;
+        return len;
+    }
     /*
      * A stamp is for the next frame from the same sender, and says when
      * it arrives: not long before now, nor far ahead (the wire's word).
@@ -357,8 +373,8 @@ ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len)
     }
     m->rx_free = due;
     trace_uzura_model_rx(len, now, arrive, due);
-    if (uzura_model_enqueue(m, &m->rxq, buf, len, due) &&
-        m->rxq.frames == 1) {
+    uzura_model_enqueue(&m->rxq, buf, len, due);
+    if (m->rxq.frames == 1) {
         uzura_model_arm(m->rx_timer, &m->rxq);
     }
     return len;

@@ -455,10 +455,15 @@ void uzura_qp_flush_later(UzuraCore *core)
     uzura_work_schedule(core);
 }
 
-/* A QP attached to an SRQ went to ERR: tell the driver (spec 8.8). */
+/*
+ * A QP attached to an SRQ went to ERR: tell the driver (spec 8.8), after
+ * the CQE of the SRQ WQE it holds, which a drain polls for once the event
+ * came.
+ */
 static void uzura_qp_last_wqe(UzuraCore *core, UzuraQp *qp)
 {
     if (qp->srqn != UZ_NO_SRQ && !uzura_qp_is_xrc(qp)) {
+        uzura_qp_flush_held(core, qp);
         uzura_eq_post_async(core, UZ_EQE_QP_LAST_WQE, qp->x->qpn, 0);
     }
 }

@@ -234,7 +234,9 @@ static uint8_t uzura_req_validate(UzuraCore *core, UzuraQp *qp,
         default:
             return UZ_WC_STATUS_LOC_QP_OP_ERR;
         }
-        if (wr->len > UZ_MAX_MSG) {
+        if (wr->len > UZ_MAX_MSG ||
+            wr->len > (uint64_t)uzura_req_mtu(core, qp) *
+                      (UZ_PSN_OUT_MAX - 1)) {
             *verr = UZ_VERR_NONE;
             return UZ_WC_STATUS_LOC_LEN_ERR;
         }
@@ -269,12 +271,18 @@ static int64_t uzura_req_rto_low(UzuraQp *qp)
     int64_t rto = MAX((int64_t)x->core->rdma.sr_rto_low_us * SCALE_US,
                       x->srtt_ns + 4 * x->rttvar_ns);
 
-    return MIN(rto << MIN(x->rto_shift, 16), uzura_req_full_timeout(qp));
+    return MIN(rto << x->rto_shift, uzura_req_full_timeout(qp));
 }
 
-/* A round trip of @r ns measured (Karn: never of a packet sent again). */
-static void uzura_req_rtt(UzuraXfer *x, int64_t r)
+/*
+ * A round trip of @r ns measured (Karn: never of a packet sent again),
+ * at most the QP's timeout: an ACK held longer says nothing more.
+ */
+static void uzura_req_rtt(UzuraQp *qp, int64_t r)
 {
+    UzuraXfer *x = qp->x;
+
+    r = MIN(r, uzura_req_full_timeout(qp));
     if (!x->srtt_ns) {
         x->srtt_ns = MAX(r, 1);
         x->rttvar_ns = r / 2;
@@ -488,6 +496,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         rndv_op = w->opcode;
     } else if (qp->attr.state != UZ_QPS_RTS) {
         return false;           /* SQD starts nothing new */
+    } else if (uzura_psn_diff(x->psn, x->acked_psn) > UZ_PSN_OUT_MAX) {
+        return false;           /* PSN comparisons hold within 2^23 */
     } else {
         rndv = uzura_tm_rndv_ready(qp);
         crw = rndv < 0 ? uzura_crw_ready(qp) : -1;
@@ -804,9 +814,9 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     }
     if (uzura_psn_diff(x->psn, x->psn_max) < 0) {
         core->counters.retransmits++;
-    } else if (!x->rtt_on && !uzura_wr_is_rd_atomic(h->opcode) &&
+    } else if (!x->rtt_on && last && !uzura_wr_is_rd_atomic(h->opcode) &&
                core->rdma.recovery == UZ_RECOVERY_SR) {
-        /* A packet sent for the first time: time its ACK. */
+        /* A message's last packet, sent for the first time: time its ACK. */
         x->rtt_on = true;
         x->rtt_psn = x->psn;
         x->rtt_start = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -992,8 +1002,8 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
         x->acked_psn = psn & UZ_PSN_MASK;
         uzura_req_progress(qp);
         if (x->rtt_on && uzura_psn_diff(psn, x->rtt_psn) >= 0) {
-            uzura_req_rtt(x, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) -
-                             x->rtt_start);
+            uzura_req_rtt(qp, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) -
+                              x->rtt_start);
             x->rtt_on = false;
         }
     }
@@ -1300,7 +1310,7 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
     if (core->rdma.recovery == UZ_RECOVERY_SR &&
         qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - x->progress_ns <
         uzura_req_full_timeout(qp)) {
-        x->rto_shift++;
+        x->rto_shift = MIN(x->rto_shift + 1, 16);
         uzura_req_rewind(core, qp);
         uzura_req_arm_timer(qp, true);
         return;

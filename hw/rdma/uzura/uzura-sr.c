@@ -85,7 +85,12 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         x->sr_slot = g_new0(UzuraSrSlot *, UZ_SR_WINDOW);
     }
     slot = &x->sr_slot[pkt->psn % UZ_SR_WINDOW];
-    if (*slot && (*slot)->pkt.psn == pkt->psn) {
+    /*
+     * A kept PSN is a duplicate only while it is still ahead: 2^24 PSNs
+     * later the same PSN is another packet.
+     */
+    if (*slot && (*slot)->pkt.psn == pkt->psn &&
+        uzura_psn_diff((*slot)->pkt.psn, x->epsn) > 0) {
         core->counters.duplicates++;
         return true;
     }

@@ -17,6 +17,13 @@ typedef struct UzuraTxMap UzuraTxMap;
 typedef struct QEMUTimer QEMUTimer;
 
 #define UZ_PSN_MASK         0x00ffffffu
+/*
+ * PSNs a requester has outstanding before it starts a new message, and
+ * the most one message may take: together below 2^23, within which PSN
+ * comparisons hold (IBA's window).  A message of more packets than this
+ * at its path MTU fails with LOC_LEN_ERR (1 GiB at MTU 256).
+ */
+#define UZ_PSN_OUT_MAX      (1u << 22)
 #define UZ_SGL_MAX          28      /* SGEs in the largest (512 B) WQE */
 #define UZ_INLINE_MAX       448     /* inline bytes in the largest WQE */
 #define UZ_MAX_MSG          UZ_MAX_MSG_SZ
@@ -188,8 +195,8 @@ uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key,
  */
 typedef struct UzuraSwqe {
     uint64_t wr_id;
-    uint32_t sq_idx;            /* the SQ WQE it came from */
     uint64_t seq;               /* which message of the QP's life, from 1 */
+    uint32_t sq_idx;            /* the SQ WQE it came from */
     int32_t crw;                /* tag table entry, -1 none */
     int32_t rndv;               /* rendezvous slot, -1 none */
     bool park;                  /* parks the CRW of crw: sends nothing */
