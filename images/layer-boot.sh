@@ -95,9 +95,15 @@ if [ -n "$ibdev" ] && command -v mpiexec.hydra > /dev/null; then
 	grep -q HYDRA_HOST_FILE /etc/environment 2>/dev/null ||
 		echo HYDRA_HOST_FILE=/etc/mpich/hosts >> /etc/environment
 fi
+# UCX's fences are strong by default (its new protocols): a remote flush
+# of every lane, which rc_verbs can do only with an mlx5 flush key; on any
+# other verbs device each fence printed "flush(remote) is not supported"
+# and ordered nothing.  A weak fence (IBV_SEND_FENCE on the next WR, which
+# uzura honours) is what a plain verbs device can give: docs/mpi.md.
 if [ -n "$ibdev" ]; then
 	mkdir -p /etc/ucx
-	echo "UCX_NET_DEVICES=$ibdev:1" > /etc/ucx/ucx.conf
+	printf 'UCX_NET_DEVICES=%s:1\nUCX_FENCE_MODE=weak\n' "$ibdev" \
+		> /etc/ucx/ucx.conf
 fi
 # mpirun starts its daemons by ssh: a node that cannot be reached (its
 # link down) fails the job in seconds rather than after TCP's minutes.

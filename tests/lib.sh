@@ -80,7 +80,7 @@ served() {
 # mpi_job NAME RANKS [--mpich] FILE ARGS...: run a program of
 # tests/guest/mpi through './uzura mpirun' (log in $log/NAME-RANKS.log);
 # its TAP lines become comments, and it must pass every check it printed
-# (its exit status says so).
+# (its exit status says so) and print no error line of UCX or MPICH.
 mpi_job() {
 	local name=$1 np=$2 out=$log/$1-$2.log rc
 	shift 2
@@ -88,9 +88,16 @@ mpi_job() {
 	rc=$?
 	sed -n -e 's/^not ok/# &/p' -e '/^# /p' "$out" | head -n 20
 	echo "# $name, $np ranks: $(grep -c '^ok ' "$out") checks passed," \
-	     "$(grep -c '^not ok ' "$out") failed"
-	[ "$rc" -eq 0 ] && grep -q '^ok ' "$out" && ! grep -q '^not ok ' "$out"
+	     "$(grep -c '^not ok ' "$out") failed," \
+	     "$(grep -Ec "$mpi_errors" "$out") error lines"
+	# A job that exits 0 while its libraries print errors has failed.
+	grep -Em 3 "$mpi_errors" "$out" | sed 's/^/# error line: /'
+	[ "$rc" -eq 0 ] && grep -q '^ok ' "$out" && ! grep -q '^not ok ' "$out" &&
+		! grep -Eq "$mpi_errors" "$out"
 }
+
+# What UCX and MPICH print when something failed underneath.
+mpi_errors='UCX +(ERROR|FATAL)|Fatal error in'
 
 # tsh FILE ARGS...: tshark on the pcap FILE with IPv4 header checksums
 # checked (a bad one is an expert error); fails as tshark does, on an
