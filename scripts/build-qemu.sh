@@ -44,6 +44,14 @@ ln -sf "$top/qtest/fuzz/uzura-generic-fuzz.h" "$src/tests/qtest/fuzz/"
 add_line "$src/tests/qtest/fuzz/generic_fuzz_configs.h" \
 	"const generic_fuzz_config predefined_configs[] = {" \
 	'#include "uzura-generic-fuzz.h"'
+# The data-path fuzz targets (uzura-datapath-fuzz, -model-fuzz): a device
+# brought up as the driver does, then actions from the fuzzer's input.
+for f in uzura-datapath-fuzz.c uzura-fuzz-counters.h; do
+	ln -sf "$top/qtest/fuzz/$f" "$src/tests/qtest/fuzz/"
+done
+add_line "$src/tests/qtest/fuzz/meson.build" \
+	"specific_fuzz_ss.add(files('generic_fuzz.c'))" \
+	"specific_fuzz_ss.add(files('uzura-datapath-fuzz.c'))"
 add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
 add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
 add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"

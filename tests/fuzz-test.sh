@@ -1,50 +1,74 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# The device under QEMU's generic-fuzz target, in the sanitizer build
-# (scripts/fuzz.sh is the long run, make fuzz): every kept crash input and
-# every corpus input replays with no report, then one minute of fuzzing
-# from a fixed seed finds nothing.  TAP.
+# The device under its fuzz targets (tests/fuzz-targets.sh), in the
+# sanitizer build (scripts/fuzz.sh is the long run, make fuzz): for each
+# target, every kept crash input and every corpus input replays with no
+# report, then 20 seconds of fuzzing from a fixed seed find nothing (one
+# minute for the three).  TAP.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
 . "$top/tests/sanitizers.sh"
+. "$top/tests/fuzz-targets.sh"
 fuzz=$top/build/qemu-san/qemu-fuzz-x86_64
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+secs=${FUZZ_TEST_TIME:-20}
+
+# nonempty DIR: DIR holds a file (no ls | grep -q, which pipefail fails
+# when grep leaves before ls is done).
+nonempty() {
+	[ -n "$(ls "$1" 2> /dev/null)" ]
+}
 
 # clean LOG: no sanitizer report, no crash artifact.
 clean() {
 	! san_reports "$1" && ! ls "$work"/art/* > /dev/null 2>&1
 }
 
-# replay DIR NAME: every input in DIR runs once, with no report.
+# replay TARGET DIR NAME: every input in DIR runs once, with no report.
 replay() {
-	local dir=$1 log=$work/$2.log
+	local target=$1 dir=$2 log=$work/$3.log
 	mkdir -p "$work/art"
-	"$fuzz" --fuzz-target=generic-fuzz-uzura -artifact_prefix="$work/art/" \
-		"$dir"/* > "$log" 2>&1 && clean "$log"
+	# shellcheck disable=SC2046
+	"$fuzz" --fuzz-target="$target" $(fuzz_opts "$target") \
+		-artifact_prefix="$work/art/" "$dir"/* > "$log" 2>&1 &&
+		clean "$log"
 }
 
+# seeded TARGET: seed 1 for $secs s from a copy of its corpus.
 seeded() {
-	local log=$work/seeded.log
+	local target=$1 log=$work/$1-seeded.log
+	rm -rf "$work/corpus"
 	mkdir -p "$work/art" "$work/corpus"
-	cp -a "$top/tests/fuzz/corpus/." "$work/corpus/"
-	"$fuzz" --fuzz-target=generic-fuzz-uzura -seed=1 -max_total_time=60 \
-		-artifact_prefix="$work/art/" "$work/corpus" > "$log" 2>&1 || return 1
+	cp -a "$top/tests/fuzz/$(fuzz_corpus "$target")/." "$work/corpus/"
+	# shellcheck disable=SC2046
+	"$fuzz" --fuzz-target="$target" $(fuzz_opts "$target") -seed=1 \
+		-max_total_time="$secs" -artifact_prefix="$work/art/" \
+		"$work/corpus" > "$log" 2>&1 || return 1
 	grep -h 'DONE' "$log" | sed 's/^/# /'
 	clean "$log"
 }
 
 [ -x "$fuzz" ] || { echo "Bail out! no $fuzz"; exit 1; }
-if ls "$top/tests/fuzz/crashes" | grep -q .; then
-	t "the kept crash inputs (tests/fuzz/crashes) replay with no report" \
-		replay "$top/tests/fuzz/crashes" crashes
-else
-	echo "# no crash input kept in tests/fuzz/crashes"
-fi
-t "the corpus (tests/fuzz/corpus) replays with no report" \
-	replay "$top/tests/fuzz/corpus" corpus
-t "generic-fuzz-uzura, seed 1, 60 s: no crash and no sanitizer report" seeded
+for target in $fuzz_targets; do
+	crashes=tests/fuzz/$(fuzz_crashes "$target")
+	corpus=tests/fuzz/$(fuzz_corpus "$target")
+	if nonempty "$top/$crashes"; then
+		t "$target: the kept crash inputs ($crashes) replay with no report" \
+			replay "$target" "$top/$crashes" "$target-crashes"
+	else
+		echo "# $target: no crash input kept in $crashes"
+	fi
+	if nonempty "$top/$corpus"; then
+		t "$target: the corpus ($corpus) replays with no report" \
+			replay "$target" "$top/$corpus" "$target-corpus"
+	else
+		echo "# $target: no corpus in $corpus"
+	fi
+	t "$target, seed 1, $secs s: no crash and no sanitizer report" \
+		seeded "$target"
+done
 echo "1..$n"
 [ "$fails" -eq 0 ]
