@@ -48,7 +48,7 @@ for target in $fuzz_targets; do
 	execs=0
 	for f in "$work"/fuzz-*.log; do
 		[ -e "$f" ] || continue
-		n=$(grep -o '^#[0-9]*' "$f" | tail -n 1 | tr -d '#')
+		n=$(grep -ao '^#[0-9][0-9]*' "$f" | tail -n 1 | tr -d '#')
 		execs=$((execs + ${n:-0}))
 	done
 	log "$target: $execs executions"
