@@ -1358,41 +1358,11 @@ static void wire_send_raw(Env *e, const uint8_t *buf, size_t len, int n)
 /* ---- A WQE cache keyed by an index that wraps ---- */
 
 #define WRAP_LOG_SQ         14
-#define WRAP_MSGS           (1u << 24)      /* the message index wraps */
 #define WRAP_RKEY           0x4242u
 
-/* An RC QP like uz_qp_create()'s with an SQ of 2^@log_sq WQEs. */
-static UzQp *qp_create_deep(UzNode *n, uint8_t log_sq)
-{
-    UzQp *qp = uz_own(n, sizeof(*qp));
-    struct uz_cmd_create_qp c = {
-        .uctx = cpu_to_le32(n->uctx), .pdn = cpu_to_le32(n->pdn),
-        .srqn = cpu_to_le32(UZ_NO_SRQ), .type = UZ_QPT_RC,
-        .sq_log_depth = log_sq, .rq_log_depth = UZ_RQ_LOG_DEPTH,
-        .sq_log_wqe_size = UZ_SQ_LOG_WQE, .rq_log_wqe_size = UZ_RQ_LOG_WQE,
-    };
-    struct uz_admin_cqe cqe;
-
-    *qp = (UzQp) { .n = n, .uctx = n->uctx, .type = UZ_QPT_RC };
-    qp->scq = uz_cq_create(n, UZ_CQ_LOG_DEPTH);
-    qp->rcq = uz_cq_create(n, UZ_CQ_LOG_DEPTH);
-    qp->sq = uz_alloc(&n->d, (uint64_t)UZ_SQ_WQE_SIZE << log_sq);
-    qp->rq = uz_alloc(&n->d, UZ_RQ_WQE_SIZE << UZ_RQ_LOG_DEPTH);
-    c.sq_addr = cpu_to_le64(qp->sq);
-    c.rq_addr = cpu_to_le64(qp->rq);
-    c.send_cqn = cpu_to_le32(qp->scq->cqn);
-    c.recv_cqn = cpu_to_le32(qp->rcq->cqn);
-    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
-                    UZ_CMD_OK);
-    qp->qpn = le32_to_cpu(cqe.out0);
-    qp->sq_db = le32_to_cpu(cqe.out1);
-    qp->rq_db = le32_to_cpu(cqe.out2);
-    return qp;
-}
-
 /*
- * A READ of 64 bytes into @mr at @off, posted at SQ index @pi of the
- * deep QP, answered from the wire with @data at @psn; it completes.
+ * A READ of 64 bytes into @mr at @off, posted at SQ index @pi of @qp,
+ * answered from the wire with @data at @psn; it completes.
  */
 static void wrap_read(Env *e, UzQp *qp, UzMr *mr, uint32_t off, uint32_t pi,
                       uint32_t psn, const uint8_t *data)
@@ -1403,15 +1373,12 @@ static void wrap_read(Env *e, UzQp *qp, UzMr *mr, uint32_t off, uint32_t pi,
         .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
         .remote_addr = 0x10000, .rkey = WRAP_RKEY,
     };
-    uint64_t wqe[UZ_SQ_WQE_SIZE / 8];
     uint8_t ext[4];
     UzFrame fr;
     struct uz_cqe c;
 
-    uz_wqe_build(&wr, false, wqe);
-    qtest_memwrite(qp->n->d.qts, qp->sq + (pi & ((1u << WRAP_LOG_SQ) - 1)) *
-                   UZ_SQ_WQE_SIZE, wqe, sizeof(wqe));
-    uz_ring(&qp->n->d, qp->sq_db, (pi + 1) & UZ_DB_PI_MASK);
+    qp->sq_pi = pi;
+    uz_post_send(qp, &wr);
     wire_next(e, &fr);
     g_assert_cmphex(fr_op(&fr), ==, UZ_BTH_OP_READ_REQ);
     g_assert_cmphex(fr_psn(&fr), ==, psn);
@@ -1451,7 +1418,7 @@ static void test_wqe_cache_wrap(void)
     env_start_args(&e, 1, true, "-global uzura.max-qp-wr=16384");
     mr = uz_mr_reg(n, 4096, UZ_ACCESS_LOCAL_WRITE);
     fast = uz_mr_alloc_fast(n, n->pdn, 1);
-    qp = qp_create_deep(n, WRAP_LOG_SQ);
+    qp = uz_qp_create_sq(n, UZ_QPT_RC, NULL, NULL, NULL, 0, WRAP_LOG_SQ);
     rc_connect_wire(qp, 0x100, psn, NULL);
     uz_pattern(one, sizeof(one), 1);
     uz_pattern(two, sizeof(two), 2);

@@ -107,6 +107,7 @@ typedef struct UzQp {
     UzSrq *srq;
     uint64_t sq;
     uint64_t rq;                /* 0 on an SRQ */
+    uint8_t sq_log_depth;       /* the SQ ring: 2^sq_log_depth WQEs */
     uint32_t sq_db;
     uint32_t rq_db;
     uint32_t sq_pi;
@@ -1212,8 +1213,10 @@ static inline uint8_t uz_srq_modify(UzSrq *srq, uint32_t limit)
  * A QP in the node's PD.  @scq and @rcq may be NULL: the QP then gets a
  * CQ of its own for each.  With @srq the QP has no RQ.
  */
-static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
-                                 UzCq *rcq, UzSrq *srq, uint8_t flags)
+/* A QP as uz_qp_create() makes it, with an SQ of 2^@sq_log_depth WQEs. */
+static inline UzQp *uz_qp_create_sq(UzNode *n, uint8_t type, UzCq *scq,
+                                    UzCq *rcq, UzSrq *srq, uint8_t flags,
+                                    uint8_t sq_log_depth)
 {
     UzQp *qp = uz_own(n, sizeof(*qp));
     struct uz_cmd_create_qp c = { .uctx = cpu_to_le32(n->uctx) };
@@ -1225,8 +1228,9 @@ static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
     qp->scq = scq ? scq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
     qp->rcq = rcq ? rcq : uz_cq_create(n, UZ_CQ_LOG_DEPTH);
     qp->srq = srq;
+    qp->sq_log_depth = sq_log_depth;
     /* A shadow doorbell record follows the ring (spec 8.6.1). */
-    qp->sq = uz_alloc(&n->d, (UZ_SQ_WQE_SIZE << UZ_SQ_LOG_DEPTH) +
+    qp->sq = uz_alloc(&n->d, ((uint64_t)UZ_SQ_WQE_SIZE << sq_log_depth) +
                       ((flags & UZ_QPF_SQ_SHADOW) ?
                        sizeof(struct uz_sq_shadow) : 0));
     qp->rq = srq ? 0 : uz_alloc(&n->d, UZ_RQ_WQE_SIZE << UZ_RQ_LOG_DEPTH);
@@ -1237,7 +1241,7 @@ static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
     c.recv_cqn = cpu_to_le32(qp->rcq->cqn);
     c.srqn = cpu_to_le32(srq ? srq->srqn : UZ_NO_SRQ);
     c.type = type;
-    c.sq_log_depth = UZ_SQ_LOG_DEPTH;
+    c.sq_log_depth = sq_log_depth;
     c.rq_log_depth = UZ_RQ_LOG_DEPTH;
     c.sq_log_wqe_size = UZ_SQ_LOG_WQE;
     c.rq_log_wqe_size = UZ_RQ_LOG_WQE;
@@ -1248,6 +1252,12 @@ static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
     qp->sq_db = le32_to_cpu(cqe.out1);
     qp->rq_db = le32_to_cpu(cqe.out2);
     return qp;
+}
+
+static inline UzQp *uz_qp_create(UzNode *n, uint8_t type, UzCq *scq,
+                                 UzCq *rcq, UzSrq *srq, uint8_t flags)
+{
+    return uz_qp_create_sq(n, type, scq, rcq, srq, flags, UZ_SQ_LOG_DEPTH);
 }
 
 /* MODIFY_QP with @a (little-endian fields) and @mask; returns status. */
@@ -1614,7 +1624,7 @@ static inline size_t uz_wqe_build(const UzWr *wr, bool ud, void *buf)
 static inline void uz_sq_put(UzQp *qp, const void *wqe, size_t len)
 {
     uint64_t slot[UZ_SQ_WQE_SIZE / 8] = { 0 };
-    uint32_t pos = qp->sq_pi & ((1u << UZ_SQ_LOG_DEPTH) - 1);
+    uint32_t pos = qp->sq_pi & ((1u << qp->sq_log_depth) - 1);
 
     g_assert_cmpint(len, <=, sizeof(slot));
     memcpy(slot, wqe, len);

@@ -105,6 +105,7 @@ static uint8_t xrc_qp_try(UzNode *n, uint8_t type, uint32_t xrcd, UzQp **out)
     qp->n = n;
     qp->uctx = n->uctx;
     qp->type = type;
+    qp->sq_log_depth = UZ_SQ_LOG_DEPTH;
     if (type == UZ_QPT_XRC_INI) {
         qp->scq = uz_cq_create(n, UZ_CQ_LOG_DEPTH);
         qp->sq = uz_alloc(&n->d, UZ_SQ_WQE_SIZE << UZ_SQ_LOG_DEPTH);

@@ -48,6 +48,8 @@ uperf() {
 		-t $test -D $layout -w 20 $*" > "$name.client" 2>&1 || ok=0; }
 	served 2 uperf >> "$name.server" 2>&1 || ok=0
 	grep -q '^Final:' "$name.client" || ok=0
+	# Exit 0 and a result are not enough: UCX may have logged errors.
+	! grep -Eq "$mpi_errors" "$name.client" "$name.server" || ok=0
 	if [ $ok = 0 ]; then
 		sed 's/^/# client: /' "$name.client" | tail -n 15
 		sed 's/^/# server: /' "$name.server" | tail -n 15
@@ -174,7 +176,7 @@ ucp() {
 	out=$("$uz" run 1 -- "timeout 60 ucx_perftest 10.77.0.2 -P 0 -p $port \
 		-t $test -s $size -n 50 -w 5" 2>&1)
 	echo "$out" | grep -E '^Final:|ERROR|Fatal' | sed 's/^/# /'
-	echo "$out" | grep -q '^Final:'
+	echo "$out" | grep -q '^Final:' && ! echo "$out" | grep -Eq "$mpi_errors"
 }
 
 t "ucx_perftest UCP tag_lat 8 B with UCX's defaults" ucp tag_lat 8

@@ -202,18 +202,12 @@ static bool uzura_field_at(const UzuraFrameClass *c, uint8_t field,
            *off + *bits / 8 <= c->end + (field == UZ_FF_ICRC ? UZ_ICRC_LEN : 0);
 }
 
-/* Whether corrupting @field of the frame means anything. */
-static bool uzura_field_fits(const UzuraFrameClass *c, uint8_t field)
+static bool uzura_rule_matches(const UzuraFaultRule *r,
+                               const UzuraFrameClass *c)
 {
     size_t off;
     unsigned bits;
 
-    return uzura_field_at(c, field, &off, &bits);
-}
-
-static bool uzura_rule_matches(const UzuraFaultRule *r,
-                               const UzuraFrameClass *c)
-{
     if (r->kinds && !(r->kinds & c->kinds)) {
         return false;
     }
@@ -226,7 +220,8 @@ static bool uzura_rule_matches(const UzuraFaultRule *r,
         (r->psn_lo >= 0 && (c->psn < r->psn_lo || c->psn > r->psn_hi))) {
         return false;
     }
-    return r->act != UZ_FA_CORRUPT || uzura_field_fits(c, r->field);
+    /* A corrupt rule needs its field in the frame. */
+    return r->act != UZ_FA_CORRUPT || uzura_field_at(c, r->field, &off, &bits);
 }
 
 /*
