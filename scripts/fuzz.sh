@@ -8,7 +8,8 @@
 # clock (recovery=sr with fault rules; the timing model).  SECONDS
 # (default FUZZ_TIME or 3600) is shared out evenly: each target fuzzes
 # for a third of it, one after the other, with FUZZ_JOBS (default 2)
-# workers, one a core.  New inputs that add coverage are merged into each
+# workers, one a core.  FUZZ_TARGETS names fewer targets, which then
+# share the time.  New inputs that add coverage are merged into each
 # target's corpus in tests/fuzz (corpus, corpus-datapath,
 # corpus-datapath-model); inputs that crash the device (ASan, UBSan, a
 # deadly signal, a stall or runaway memory) are kept in its crashes
@@ -25,12 +26,16 @@ log() { printf 'fuzz: %s\n' "$*"; }
 [ -x "$fuzz" ] || { log "no $fuzz: run make first"; exit 1; }
 . "$top/tests/sanitizers.sh"
 . "$top/tests/fuzz-targets.sh"
-ntargets=$(wc -w <<< "$fuzz_targets")
+targets=${FUZZ_TARGETS:-$fuzz_targets}
+for target in $targets; do
+	[ -n "$(fuzz_corpus "$target")" ] || { log "no target $target"; exit 1; }
+done
+ntargets=$(wc -w <<< "$targets")
 each=$((secs / ntargets))
 [ "$each" -gt 0 ] || each=1
 found=0
 
-for target in $fuzz_targets; do
+for target in $targets; do
 	corpus=$top/tests/fuzz/$(fuzz_corpus "$target")
 	crashes=$top/tests/fuzz/$(fuzz_crashes "$target")
 	work=$top/build/fuzz/$target
@@ -56,7 +61,8 @@ for target in $fuzz_targets; do
 	# Keep what adds coverage, minimised, in the repository's corpus.
 	before=$(ls "$corpus" | wc -l)
 	# shellcheck disable=SC2046
-	"$fuzz" --fuzz-target="$target" $(fuzz_opts "$target") -merge=1 \
+	UZURA_FUZZ_PER_CHILD=1 \
+		"$fuzz" --fuzz-target="$target" $(fuzz_opts "$target") -merge=1 \
 		"$corpus" "$work/corpus" > "$work/merge.log" 2>&1 || true
 	log "$target: corpus $before -> $(ls "$corpus" | wc -l) inputs"
 

@@ -11,6 +11,6 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # san_reports FILE...: print the report lines in FILE as TAP comments;
 # true when there is one.
 san_reports() {
-	grep -hE 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|deadly signal' "$@" |
+	grep -hE 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|deadly signal|ERROR: uzura-datapath-fuzz' "$@" |
 		head -n 20 | sed 's/^/# /' | grep .
 }

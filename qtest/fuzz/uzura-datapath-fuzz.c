@@ -13,8 +13,9 @@
  * device-memory MR, a DMA MR and a fast-registration MR), CQs, SRQs (a
  * tag-matching one and an XRC one), connected RC pairs, a UC pair, UD QPs,
  * an XRC initiator and target, and raw packet QPs with a flow rule.
- * Each input then runs in a child process forked from that state, as a
- * sequence of actions: WQEs (mostly well formed, fields from the input)
+ * Inputs then run in child processes forked from that state, up to
+ * UZURA_FUZZ_PER_CHILD (default 1) one after another in each child, each
+ * input a sequence of actions: WQEs (mostly well formed, fields from the input)
  * written into SQ, RQ and SRQ rings with their doorbells rung, SQ shadow
  * records, tag-matching list operations, RoCEv2 frames built from the
  * input (with a valid ICRC nearly always) sent in from the wire, virtual
@@ -22,21 +23,24 @@
  * state changes and reconnections, fault rules and other run-time
  * properties.
  *
- * The child hands its coverage counters back to the parent before it
- * exits.  A crash or sanitizer report in the child is recorded by
- * libFuzzer in the child; the parent then stops too.  The child also
- * stops itself (and so leaves a crash input with a stack) when it spends
- * more than UZURA_FUZZ_STALL_MS (default 50) ms of CPU on one input, or
- * its resident memory grows more than UZURA_FUZZ_RSS_MB (default 64) MiB
- * above the prologue's.  UZURA_FUZZ_FORK=0 runs inputs in the process
- * itself (for a debugger; state then carries over between inputs), and
- * UZURA_FUZZ_ARGS adds to QEMU's command line (-trace uzura_roce_rx ...).
+ * The child hands its coverage counters back to the parent after each
+ * input.  When it fails (a crash, a sanitizer report, more than
+ * UZURA_FUZZ_STALL_MS (default 50) ms of CPU on one input, resident
+ * memory more than UZURA_FUZZ_RSS_MB (default 64) MiB above the
+ * prologue's, or no answer in 2 s) it prints a stack, and the parent
+ * saves the inputs that child ran as one crash input, crash-batch-*,
+ * which replays them in one child, and stops.  UZURA_FUZZ_FORK=0 runs
+ * inputs in the process itself (for a debugger; state then carries over
+ * between inputs), and UZURA_FUZZ_ARGS adds to QEMU's command line
+ * (-trace uzura_roce_rx ...).
  */
 #include "qemu/osdep.h"
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <sanitizer/common_interface_defs.h>
 
 #include "qapi/error.h"
 #include "qemu/cutils.h"
@@ -140,6 +144,13 @@ static struct {
     uint8_t *cov;               /* the coverage counters, ... */
     uint8_t *cov_shm;           /* ... and their copy the child leaves */
     size_t cov_len;
+    struct UzfIo *io;           /* the input the child runs next */
+    pid_t child;                /* 0: none yet */
+    int cmd[2];                 /* parent to child: run an input */
+    int done[2];                /* child to parent: done with it */
+    unsigned ran;               /* inputs the child has run, ... */
+    GByteArray *batch;          /* ... in order, as a crash input */
+    long per_child;
     long stall_ms;
     long rss_kb;
     long rss_limit_kb;
@@ -1649,8 +1660,31 @@ static void uzf_run(QTestState *s, const unsigned char *data, size_t size)
 }
 
 /* ------------------------------------------------------------------ */
-/* One child per input                                                */
+/* Children that run the inputs                                       */
 /* ------------------------------------------------------------------ */
+
+/*
+ * A fork per input costs more than the input: copying the page tables
+ * of the 157 MiB the prologue leaves resident under ASan is about 10 ms,
+ * the input under 1 ms.  So a child runs up to UZURA_FUZZ_PER_CHILD
+ * inputs (default 1) one after the other, each handed to it in shared
+ * memory, and then exits; the next input gets a fresh child.  Its inputs
+ * after the first start from the state the earlier ones left, so what
+ * fails is a batch: the parent keeps the inputs the child ran and, when
+ * the child fails, writes them all as one crash input (UZF_BATCH_MAGIC,
+ * then each input as a 32-bit little-endian length and its bytes), which
+ * replays the failure in one child.  libFuzzer's merge, which runs each
+ * input alone, keeps in the corpus only what a fresh child reaches.
+ */
+#define UZF_BATCH_MAGIC     "UZFBATCH"
+#define UZF_IO_MAX          (64 * 1024)
+#define UZF_HANG_MS         2000
+#define UZF_CHILD_FAILED    77
+
+typedef struct UzfIo {
+    uint32_t size;
+    uint8_t data[UZF_IO_MAX];
+} UzfIo;
 
 /* Our resident memory: /proc/self/statm, read with no allocation. */
 static long uzf_rss_kb(void)
@@ -1676,67 +1710,220 @@ static long uzf_rss_kb(void)
     return pages * (qemu_real_host_page_size() / 1024);
 }
 
-static void uzf_stall(int sig, siginfo_t *si, void *uc)
+/*
+ * A child that fails says why, with a stack, and exits: libFuzzer's own
+ * handlers, inherited from the parent, would save the parent's input of
+ * the moment, not the batch.
+ */
+static void G_NORETURN uzf_child_fail(const char *why)
 {
-    fprintf(stderr, "==%d== ERROR: uzura-datapath-fuzz: stall: the input "
-            "ran over %ld ms of CPU\n", getpid(), uzf.stall_ms);
-    abort();
+    fprintf(stderr, "==%d== ERROR: uzura-datapath-fuzz: %s\n", getpid(),
+            why);
+    __sanitizer_print_stack_trace();
+    _exit(UZF_CHILD_FAILED);
 }
 
-static void uzf_child(QTestState *s, const unsigned char *data, size_t size)
+static void uzf_child_signal(int sig, siginfo_t *si, void *uc)
 {
-    struct sigaction sa = { .sa_sigaction = uzf_stall,
+    if (sig == SIGPROF) {
+        uzf_child_fail("stall: an input ran over UZURA_FUZZ_STALL_MS of CPU");
+    }
+    uzf_child_fail(sig == SIGABRT ? "deadly signal: abort" :
+                   "deadly signal: illegal instruction");
+}
+
+static void uzf_child_died(void)
+{
+    _exit(UZF_CHILD_FAILED);
+}
+
+static void G_NORETURN uzf_child(QTestState *s)
+{
+    struct sigaction sa = { .sa_sigaction = uzf_child_signal,
                             .sa_flags = SA_SIGINFO };
     struct itimerval it = {
         .it_value = { uzf.stall_ms / 1000, uzf.stall_ms % 1000 * 1000 },
     };
+    struct itimerval off = { };
     struct rusage ru;
+    char cmd, ok = 'k';
+    char why[128];
 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1) {
         _exit(1);
     }
+    close(uzf.cmd[1]);
+    close(uzf.done[0]);
     sigaction(SIGPROF, &sa, NULL);
-    setitimer(ITIMER_PROF, &it, NULL);
-    uzf_run(s, data, size);
-    getrusage(RUSAGE_SELF, &ru);
-    if (ru.ru_maxrss > uzf.rss_kb + uzf.rss_limit_kb) {
-        fprintf(stderr, "==%d== ERROR: uzura-datapath-fuzz: memory: "
-                "resident %ld KiB, %ld above the prologue's\n", getpid(),
-                ru.ru_maxrss, ru.ru_maxrss - uzf.rss_kb);
-        abort();
+    sigaction(SIGABRT, &sa, NULL);
+    sigaction(SIGILL, &sa, NULL);
+    __sanitizer_set_death_callback(uzf_child_died);
+
+    while (read(uzf.cmd[0], &cmd, 1) == 1) {
+        if (cmd == 'f') {
+            /* The first part of libFuzzer's input: count afresh. */
+            memset(uzf.cov, 0, uzf.cov_len);
+        }
+        setitimer(ITIMER_PROF, &it, NULL);
+        uzf_run(s, uzf.io->data, uzf.io->size);
+        setitimer(ITIMER_PROF, &off, NULL);
+        getrusage(RUSAGE_SELF, &ru);
+        if (ru.ru_maxrss > uzf.rss_kb + uzf.rss_limit_kb) {
+            snprintf(why, sizeof(why), "memory: resident %ld KiB, %ld above "
+                     "the prologue's", ru.ru_maxrss,
+                     ru.ru_maxrss - uzf.rss_kb);
+            uzf_child_fail(why);
+        }
+        memcpy(uzf.cov_shm, uzf.cov, uzf.cov_len);
+        if (write(uzf.done[1], &ok, 1) != 1) {
+            break;
+        }
     }
-    memcpy(uzf.cov_shm, uzf.cov, uzf.cov_len);
     _exit(0);
+}
+
+static void uzf_spawn(QTestState *s)
+{
+    g_assert(!pipe(uzf.cmd) && !pipe(uzf.done));
+    uzf.rss_kb = uzf_rss_kb();
+    uzf.child = fork();
+    g_assert(uzf.child >= 0);
+    if (!uzf.child) {
+        uzf_child(s);
+    }
+    close(uzf.cmd[0]);
+    close(uzf.done[1]);
+    uzf.ran = 0;
+    g_byte_array_set_size(uzf.batch, 0);
+    g_byte_array_append(uzf.batch, (const guint8 *)UZF_BATCH_MAGIC,
+                        strlen(UZF_BATCH_MAGIC));
+}
+
+/* The child has run its share, or the batch must start afresh. */
+static void uzf_reap(void)
+{
+    int status;
+
+    if (!uzf.child) {
+        return;
+    }
+    close(uzf.cmd[1]);
+    close(uzf.done[0]);
+    while (waitpid(uzf.child, &status, 0) < 0) {
+        g_assert(errno == EINTR);
+    }
+    uzf.child = 0;
+}
+
+/* libFuzzer's -artifact_prefix=, from our command line (default ./). */
+static char *uzf_artifact_prefix(void)
+{
+    g_autofree char *args = NULL;
+    const char *p;
+    gsize len;
+
+    if (g_file_get_contents("/proc/self/cmdline", &args, &len, NULL)) {
+        for (p = args; p < args + len; p += strlen(p) + 1) {
+            if (g_str_has_prefix(p, "-artifact_prefix=")) {
+                return g_strdup(p + strlen("-artifact_prefix="));
+            }
+        }
+    }
+    return g_strdup("./");
+}
+
+/* The child failed: save the batch it ran, and stop as libFuzzer does. */
+static void G_NORETURN uzf_child_lost(const char *how)
+{
+    g_autofree char *prefix = uzf_artifact_prefix();
+    g_autofree char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA1,
+                                                       uzf.batch->data,
+                                                       uzf.batch->len);
+    g_autofree char *path = g_strdup_printf("%scrash-batch-%s", prefix, sum);
+    int status = 0;
+
+    kill(uzf.child, SIGKILL);
+    waitpid(uzf.child, &status, 0);
+    fprintf(stderr, "uzura-datapath-fuzz: the child running %u input%s %s; "
+            "they are saved, in order, in %s\n", uzf.ran,
+            uzf.ran == 1 ? "" : "s", how, path);
+    if (!g_file_set_contents(path, (const char *)uzf.batch->data,
+                             uzf.batch->len, NULL)) {
+        fprintf(stderr, "uzura-datapath-fuzz: cannot write %s\n", path);
+    }
+    _exit(1);
+}
+
+/* Run one part of an input in the child; fresh: the input's first. */
+static void uzf_child_run(QTestState *s, const uint8_t *data, size_t size,
+                          bool fresh)
+{
+    struct pollfd pfd = { .events = POLLIN };
+    int64_t deadline;
+    uint32_t len;
+    char c = fresh ? 'f' : 'c';
+    int r;
+
+    if (!uzf.child) {
+        uzf_spawn(s);
+    }
+    size = MIN(size, UZF_IO_MAX);
+    uzf.io->size = size;
+    memcpy(uzf.io->data, data, size);
+    len = cpu_to_le32(size);
+    g_byte_array_append(uzf.batch, (const guint8 *)&len, sizeof(len));
+    g_byte_array_append(uzf.batch, data, size);
+    uzf.ran++;
+    if (write(uzf.cmd[1], &c, 1) != 1) {
+        uzf_child_lost("was gone");
+    }
+    deadline = g_get_monotonic_time() / 1000 + UZF_HANG_MS;
+    pfd.fd = uzf.done[0];
+    do {
+        r = poll(&pfd, 1, MAX(deadline - g_get_monotonic_time() / 1000, 0));
+    } while (r < 0 && errno == EINTR);
+    if (!r) {
+        uzf_child_lost("hung (no answer in " stringify(UZF_HANG_MS) " ms)");
+    }
+    if (read(uzf.done[0], &c, 1) != 1) {
+        uzf_child_lost("failed");
+    }
 }
 
 static void uzf_fuzz(QTestState *s, const unsigned char *data, size_t size)
 {
-    pid_t pid;
-    int status;
+    size_t magic = strlen(UZF_BATCH_MAGIC);
+    bool batch = size >= magic && !memcmp(data, UZF_BATCH_MAGIC, magic);
+    UzfIn in = { data + magic, size - magic };
+    bool fresh = true;
+    uint32_t len;
 
     if (!uzf.fork || !size) {
         /* The empty input, which libFuzzer runs first, does nothing. */
         uzf_run(s, data, size);
         return;
     }
-    uzf.rss_kb = uzf_rss_kb();
-    pid = fork();
-    g_assert(pid >= 0);
-    if (!pid) {
-        uzf_child(s, data, size);
-    }
-    while (waitpid(pid, &status, 0) < 0) {
-        g_assert(errno == EINTR);
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-        /* The child said why, and left the input for libFuzzer. */
-        fprintf(stderr, "uzura-datapath-fuzz: the input's process %s %d\n",
-                WIFEXITED(status) ? "exited with" : "died of signal",
-                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+    if (!batch) {
+        uzf_child_run(s, data, size, true);
+    } else {
+        /* A saved batch replays as it ran: in one new child. */
+        uzf_reap();
+        while (in.n) {
+            len = MIN(in32(&in), in.n);
+            uzf_child_run(s, in.p, len, fresh);
+            in.p += len;
+            in.n -= len;
+            fresh = false;
+        }
+        if (fresh) {
+            return;
+        }
     }
     memcpy(uzf.cov, uzf.cov_shm, uzf.cov_len);
+    if (batch || uzf.ran >= uzf.per_child) {
+        uzf_reap();
+    }
 }
 
 static long uzf_env(const char *name, long dflt)
@@ -1762,6 +1949,7 @@ static void uzf_pre_fuzz(QTestState *s)
     pthread_sigmask(SIG_BLOCK, &alrm, NULL);
 
     uzf.fork = uzf_env("UZURA_FUZZ_FORK", 1);
+    uzf.per_child = MAX(uzf_env("UZURA_FUZZ_PER_CHILD", 1), 1);
     uzf.stall_ms = uzf_env("UZURA_FUZZ_STALL_MS", 50);
     uzf.rss_limit_kb = uzf_env("UZURA_FUZZ_RSS_MB", 64) * 1024;
     uzf.wire = qemu_new_net_client(&uzf_wire_info, qemu_find_netdev("wire"),
@@ -1774,11 +1962,17 @@ static void uzf_pre_fuzz(QTestState *s)
     uzf.cov_shm = mmap(NULL, MAX(uzf.cov_len, 1), PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     g_assert(uzf.cov_shm != MAP_FAILED);
+    uzf.io = mmap(NULL, sizeof(*uzf.io), PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    g_assert(uzf.io != MAP_FAILED);
+    uzf.batch = g_byte_array_new();
+    /* A child gone makes our write to it fail, not kill us. */
+    signal(SIGPIPE, SIG_IGN);
     pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
     fprintf(stderr, "uzura-datapath-fuzz: prologue in %" PRId64 " ms, "
             "resident %ld MiB, %zu counters, %s\n",
             (g_get_monotonic_time() - t0) / 1000, uzf_rss_kb() / 1024,
-            uzf.cov_len, uzf.fork ? "a child per input" : "no fork");
+            uzf.cov_len, uzf.fork ? "inputs run in children" : "no fork");
 }
 
 /*
