@@ -25,7 +25,8 @@
  *
  * The child hands its coverage counters back to the parent after each
  * input.  When it fails (a crash, a sanitizer report, more than
- * UZURA_FUZZ_STALL_MS (default 50) ms of CPU on one input, resident
+ * UZURA_FUZZ_STALL_MS (default 50) ms of CPU on one action of an input,
+ * which is a stall of QEMU's main loop, resident
  * memory more than UZURA_FUZZ_RSS_MB (default 64) MiB above the
  * prologue's, or no answer in 2 s) it prints a stack, and the parent
  * saves the inputs that child ran as one crash input, crash-batch-*,
@@ -151,6 +152,8 @@ static struct {
     unsigned ran;               /* inputs the child has run, ... */
     GByteArray *batch;          /* ... in order, as a crash input */
     long per_child;
+    struct itimerval stall_it;  /* armed before each action in a child */
+    int action;                 /* the action running */
     long stall_ms;
     long rss_kb;
     long rss_limit_kb;
@@ -1654,6 +1657,11 @@ static void uzf_run(QTestState *s, const unsigned char *data, size_t size)
     int n;
 
     for (n = 0; in.n && n < UZF_MAX_ACTIONS; n++) {
+        /* In a child, each action has UZURA_FUZZ_STALL_MS of CPU. */
+        if (uzf.stall_it.it_value.tv_sec || uzf.stall_it.it_value.tv_usec) {
+            setitimer(ITIMER_PROF, &uzf.stall_it, NULL);
+        }
+        uzf.action = n;
         uzf_actions[in8(&in) % ARRAY_SIZE(uzf_actions)](s, &in);
         flush_events(s);
     }
@@ -1725,8 +1733,12 @@ static void G_NORETURN uzf_child_fail(const char *why)
 
 static void uzf_child_signal(int sig, siginfo_t *si, void *uc)
 {
+    char why[96];
+
     if (sig == SIGPROF) {
-        uzf_child_fail("stall: an input ran over UZURA_FUZZ_STALL_MS of CPU");
+        snprintf(why, sizeof(why), "stall: action %d of the input ran over "
+                 "%ld ms of CPU", uzf.action, uzf.stall_ms);
+        uzf_child_fail(why);
     }
     uzf_child_fail(sig == SIGABRT ? "deadly signal: abort" :
                    "deadly signal: illegal instruction");
@@ -1741,9 +1753,6 @@ static void G_NORETURN uzf_child(QTestState *s)
 {
     struct sigaction sa = { .sa_sigaction = uzf_child_signal,
                             .sa_flags = SA_SIGINFO };
-    struct itimerval it = {
-        .it_value = { uzf.stall_ms / 1000, uzf.stall_ms % 1000 * 1000 },
-    };
     struct itimerval off = { };
     struct rusage ru;
     char cmd, ok = 'k';
@@ -1759,13 +1768,14 @@ static void G_NORETURN uzf_child(QTestState *s)
     sigaction(SIGABRT, &sa, NULL);
     sigaction(SIGILL, &sa, NULL);
     __sanitizer_set_death_callback(uzf_child_died);
+    uzf.stall_it.it_value.tv_sec = uzf.stall_ms / 1000;
+    uzf.stall_it.it_value.tv_usec = uzf.stall_ms % 1000 * 1000;
 
     while (read(uzf.cmd[0], &cmd, 1) == 1) {
         if (cmd == 'f') {
             /* The first part of libFuzzer's input: count afresh. */
             memset(uzf.cov, 0, uzf.cov_len);
         }
-        setitimer(ITIMER_PROF, &it, NULL);
         uzf_run(s, uzf.io->data, uzf.io->size);
         setitimer(ITIMER_PROF, &off, NULL);
         getrusage(RUSAGE_SELF, &ru);
