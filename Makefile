@@ -19,7 +19,7 @@ all: qemu host image
 help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
-	@echo "make check-large  MPI across 4 and 8 nodes (about 15 minutes)"
+	@echo "make check-large  MPI across 4, 8 and 16 nodes on the switched fabric"
 	@echo "make fuzz     fuzz the device for FUZZ_TIME seconds (default 3600;" \
 		"FUZZ_TARGETS: some of tests/fuzz-targets.sh's)"
 	@echo "make demo     boot two nodes: RDMA write, CRW, an MPI job, faults"

@@ -177,7 +177,7 @@ static void test_bad_frames(void)
 {
     Wire w;
     UzFrame req, bad;
-    uint64_t icrc_err, malformed, no_qp, dups;
+    uint64_t icrc_err, malformed, no_qp, dups, not_ours;
     GRand *rnd = g_rand_new_with_seed(4791);
     int i;
 
@@ -236,6 +236,21 @@ static void test_bad_frames(void)
     wire_send(&w, bad.data, bad.len);
     g_assert_cmpint(uz_counter_wait(&w.b, "rx_no_qp", no_qp + 1), ==,
                     no_qp + 1);
+
+    /*
+     * Unicast to another MAC, as a hub hands on: a good RoCE request and
+     * a plain frame are counted and not taken.
+     */
+    not_ours = uz_counter(&w.m, 1, "rx_not_ours");
+    dups = uz_counter(&w.m, 1, "duplicates");
+    bad = req;
+    bad.data[5] ^= 0x40;
+    wire_send(&w, bad.data, bad.len);
+    stw_be_p(bad.data + 12, 0x88b5);
+    wire_send(&w, bad.data, 60);
+    g_assert_cmpint(uz_counter_wait(&w.b, "rx_not_ours", not_ours + 2), ==,
+                    not_ours + 2);
+    g_assert_cmpint(uz_counter(&w.m, 1, "duplicates"), ==, dups);
 
     /*
      * Random bytes behind valid Ethernet/IPv4/UDP headers, with and

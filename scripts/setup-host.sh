@@ -22,6 +22,7 @@ BOOKWORM_PKGS=(
 	debootstrap e2fsprogs openssh-client socat zstd xz-utils cpio
 	clang libclang-rt-14-dev llvm
 	tshark
+	iproute2
 )
 BACKPORTS_PKGS=(meson python3-pycotap)
 # Only for the benchmark (bench/run calls "setup-host.sh --bench").

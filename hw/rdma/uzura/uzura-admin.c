@@ -250,6 +250,7 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(FAULT_DELAYED, fault_delayed),
     UZ_CNT(LOOP_FRAMES, loop_frames),
     UZ_CNT(LOOP_DROPPED, loop_dropped),
+    UZ_CNT(RX_NOT_OURS, rx_not_ours),
 };
 
 #undef UZ_CNT

@@ -127,6 +127,7 @@ typedef struct UzuraCounters {
     uint64_t roce_tx_dropped;   /* link down */
     uint64_t loop_frames;       /* RoCE frames looped back to this NIC */
     uint64_t loop_dropped;      /* the loopback FIFO was full */
+    uint64_t rx_not_ours;       /* unicast frames to another MAC */
     uint64_t xlat_hits;
     uint64_t xlat_misses;
     uint64_t xlat_evictions;

@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            21
+#define UZ_VERSION_MINOR            22
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -791,7 +791,10 @@ enum uz_counter {
 	/* SQ shadow doorbells */
 	UZ_CNT_SQ_SHADOW_TAKES = 91,    /* sq_shadow_takes: SQ producer
 					 * indices read from shadow records */
-	UZ_CNT_NUM                  /* 92: counters of this version */
+	/* the link */
+	UZ_CNT_RX_NOT_OURS = 92,    /* rx_not_ours: unicast frames to another
+				     * MAC, which a hub delivers */
+	UZ_CNT_NUM                  /* 93: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */

@@ -512,6 +512,11 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         }
         return size;
     }
+    if (size >= UZ_ETH_HDR_LEN && !(buf[0] & 1) &&
+        memcmp(buf, core->mac, 6)) {
+        core->counters.rx_not_ours++;
+        return size;
+    }
     return uzura_eth_receive(core, buf, size);
 }
 

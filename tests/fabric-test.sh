@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The switched fabric (scripts/fabric.sh, docs/fabric.md): three nodes on
+# a Linux bridge in the cluster's own network namespace, one boot.  The
+# bridge learns each node's MAC and sends unicast only to its port (the
+# third node's NIC counts no frame addressed to another); port settings
+# that do not parse or are out of range are refused and change nothing; a
+# port rate makes a queue form at the port toward its node, seen in
+# './uzura fabric'; MPI point-to-point with its data checked runs through
+# that port with go-back-N and with selective repeat; down leaves no
+# namespace, bridge or tap behind.  Needs CAP_NET_ADMIN (root).  TAP.
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+# The launcher's state directory and fabric helpers, for names.
+state=$top/build/cluster
+die() { echo "$*" >&2; exit 1; }
+. "$top/scripts/fabric.sh"
+
+src=$top/tests/guest/mpi
+log=$top/build/test-logs/fabric
+rm -rf "$log"
+mkdir -p "$log"
+
+why=$(fabric_why_not)
+if [ -n "$why" ]; then
+	echo "1..0 # SKIP no fabric on this host: $why"
+	exit 0
+fi
+ns=$(fabric_ns)
+
+counter() {
+	"$uz" stats "$1" | awk -v c="$2" '$1 == c { print $2 }'
+}
+
+# port_stat I FIELD: FIELD (Sent, dropped, overlimits) of port I's root
+# qdisc as './uzura fabric' shows it.
+port_stat() {
+	"$uz" fabric | awk -v p="port$1 " -v f="$2" '
+		index($0, p) == 1 { on = 1; next }
+		on && !/^    / { exit }
+		on { for (i = 1; i < NF; i++) if ($i == f || $i == "(" f) {
+			v = $(i + 1); gsub(/[^0-9]/, "", v); print v; exit } }'
+}
+
+# write_bw FROM TO N: ib_write_bw of N x 64 KiB from node FROM to node TO.
+write_bw() {
+	serve "$2" 18515 bw "timeout 300 ib_write_bw -d $ibdev -x $gidx -n $3 -s 65536" &&
+		"$uz" run "$1" -- "timeout 300 ib_write_bw -d $ibdev -x $gidx -n $3 -s 65536 10.77.0.$2" \
+			> "$log/write-bw-$1-$2.log" 2>&1 &&
+		"$uz" run "$2" -- 'for k in $(seq 60); do [ -s /tmp/bw.rc ] && exit $(cat /tmp/bw.rc); sleep 1; done; exit 1'
+}
+
+booted() {
+	"$uz" up -n 3 > "$log/up.log" 2>&1
+	local rc=$?
+	cat "$log/up.log" | sed 's/^/# /'
+	[ "$rc" -eq 0 ] && grep -q 'on the fabric link' "$log/up.log"
+}
+
+learned() {
+	local i fdb
+	fdb=$(ip netns exec "$ns" bridge fdb show br br0)
+	for i in 1 2 3; do
+		grep -q "^52:54:00:7a:00:0$i dev port$i master br0" <<< "$fdb" ||
+			return 1
+	done
+	"$uz" fabric > "$log/fabric.txt" &&
+		[ "$(grep -c '^port[1-3] (to node [1-3])' "$log/fabric.txt")" -eq 3 ]
+}
+
+# refused WHY SETTING...: setting port 2 so fails, saying WHY, and the
+# fabric's settings are as they were.
+refused() {
+	local why=$1 before after err
+	shift
+	before=$("$uz" fabric | grep '^port')
+	err=$("$uz" fabric port 2 "$@" 2>&1) && return 1
+	after=$("$uz" fabric | grep '^port')
+	echo "# $*: $err"
+	grep -q -- "$why" <<< "$err" && grep -q 'nothing changed' <<< "$err" &&
+		[ "$before" = "$after" ]
+}
+
+bad_settings() {
+	refused 'not a rate' rate=fast &&
+		refused 'not a rate' rate=10 &&
+		refused 'out of range' rate=1kbit &&
+		refused 'out of range' limit=1 &&
+		refused 'not a size' limit=lots &&
+		refused 'not KMIN,KMAX,PMAX' ecn=1k &&
+		refused 'KMAX above' ecn=100k,10k,0.1 &&
+		refused 'percentage' loss=200% &&
+		refused 'not a time' delay=soon &&
+		refused 'not a port setting' colour=red &&
+		# One bad setting among good ones: none of them is taken.
+		refused 'not a size' rate=10mbit limit=lots
+}
+
+# isolated: node 2's NIC sees none of the frames between nodes 1 and 3.
+isolated() {
+	local before after sent0 sent1
+	before=$(counter 2 rx_not_ours)
+	sent0=$(counter 1 tx_pkts_write)
+	write_bw 1 3 100 || return 1
+	after=$(counter 2 rx_not_ours)
+	sent1=$(counter 1 tx_pkts_write)
+	echo "# node 1 sent $((sent1 - sent0)) RDMA WRITE packets; node 2" \
+	     "counted $((after - before)) frames addressed to another"
+	[ $((sent1 - sent0)) -ge 1600 ] && [ "$after" -eq "$before" ]
+}
+
+# queued: a 50 Mbit/s port toward node 3 holds back node 1's writes.
+queued() {
+	"$uz" fabric port 3 rate=50mbit limit=512k > /dev/null || return 1
+	write_bw 1 3 100 || return 1
+	"$uz" fabric | sed -n '/^port3/,/^port\|^forwarding/p' | sed 's/^/# /'
+	[ "$(port_stat 3 overlimits)" -gt 0 ]
+}
+
+p2p() {
+	local i
+	for i in 1 2 3; do
+		"$uz" fault "$i" recovery="$1" > /dev/null || return 1
+	done
+	mpi_job "mpi-p2p-$1" 3 "$src/mpi-p2p.c" 1048576
+	local rc=$?
+	for i in 1 2 3; do
+		echo "# node $i: $(counter "$i" retransmits) packets retransmitted"
+	done
+	return "$rc"
+}
+
+clean_after_down() {
+	"$uz" down || return 1
+	! ip netns list | grep -q "^$ns\\b" &&
+		! ip -o link show | grep -q "uz$(fabric_id)"
+}
+
+"$uz" down
+t "three nodes boot on the switched fabric" booted
+t "the fabric has a port per node and has learned each node's MAC" learned
+t "port settings that do not parse or are out of range are refused; nothing changes" \
+	bad_settings
+t "unicast isolation: node 2 sees none of node 1's writes to node 3" isolated
+t "a 50 Mbit/s port makes a queue form toward node 3 (tc's overlimits)" queued
+"$uz" fabric port 3 rate=100mbit limit=1m > /dev/null
+t "MPI point-to-point to 1 MiB, checked, through a 100 Mbit/s port: go-back-N" \
+	p2p gbn
+t "the same with selective repeat" p2p sr
+t "port settings go back to the defaults with =off" bash -c "
+	'$uz' fabric port 3 rate=off limit=off > /dev/null &&
+	'$uz' fabric | grep -qx 'port3 (to node 3): rate=off limit=off ecn=off delay=off loss=off'"
+t "down removes the namespace, the bridge and the taps" clean_after_down
+echo "1..$n"
+[ "$fails" -eq 0 ]
