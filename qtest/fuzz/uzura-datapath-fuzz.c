@@ -45,6 +45,8 @@
 
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "qom/object.h"
 #include "net/net.h"
 #include "net/checksum.h"
@@ -68,6 +70,7 @@ static uint8_t uzf_pause_readb(QTestState *s, uint64_t addr);
 #undef qtest_readb
 
 #define UZF_MAX_ACTIONS     192
+#define UZF_CLOCK_TURNS     512             /* deadlines a clock step passes */
 #define UZF_STEP_NS         10000           /* prologue waits: 10 us steps */
 #define UZF_QKEY            0x11110000u
 #define UZF_TM_TAGS         16
@@ -160,11 +163,33 @@ static struct {
     bool pumping;
 } uzf;
 
+/*
+ * In a child, an action and then each turn of the main loop after it
+ * have UZURA_FUZZ_STALL_MS of CPU each: what takes longer stalls QEMU.
+ */
+static void uzf_stall_arm(void)
+{
+    if (uzf.stall_it.it_value.tv_sec || uzf.stall_it.it_value.tv_usec) {
+        setitimer(ITIMER_PROF, &uzf.stall_it, NULL);
+    }
+}
+
+/* flush_events(), with the stall timer armed for each turn. */
+static void uzf_flush(void)
+{
+    int i = 10;
+
+    while (g_main_context_pending(NULL) && i-- > 0) {
+        uzf_stall_arm();
+        main_loop_wait(false);
+    }
+}
+
 static uint8_t uzf_pause_readb(QTestState *s, uint64_t addr)
 {
     if (!uzf.pumping) {
         uzf.pumping = true;
-        flush_events(s);
+        uzf_flush();
         uzf.pumping = false;
     }
     return qtest_readb(s, addr);
@@ -1273,11 +1298,29 @@ static void uzf_act_inject(QTestState *s, UzfIn *in)
 }
 
 /* Advance the virtual clock: 1 ns .. about 0.5 s. */
+/*
+ * Time passes, as for a running QEMU: up to the next timer's deadline in
+ * one turn of the main loop, then to the one after, for at most
+ * UZF_CLOCK_TURNS deadlines.  One clock_step over them all would run
+ * every timer due in a second of device time in one turn, which no
+ * running QEMU does, and the stall check would take it for a stall.
+ */
 static void uzf_act_clock(QTestState *s, UzfIn *in)
 {
     uint8_t b = in8(in);
+    int64_t left = (int64_t)((b & 7) + 1) << ((b >> 3) % 27);
+    int64_t next, step;
+    int n;
 
-    qtest_clock_step(s, (int64_t)((b & 7) + 1) << ((b >> 3) % 27));
+    for (n = 0; left > 0 && n < UZF_CLOCK_TURNS; n++) {
+        next = qemu_clock_deadline_ns_all(QEMU_CLOCK_VIRTUAL,
+                                          QEMU_TIMER_ATTR_ALL);
+        step = next < 0 || next > left ? left : MAX(next, 1);
+        uzf_stall_arm();
+        qtest_clock_step(s, step);
+        left -= step;
+        uzf_flush();
+    }
 }
 
 /* Serve a page fault of an ODP MR as the driver does. */
@@ -1657,13 +1700,10 @@ static void uzf_run(QTestState *s, const unsigned char *data, size_t size)
     int n;
 
     for (n = 0; in.n && n < UZF_MAX_ACTIONS; n++) {
-        /* In a child, each action has UZURA_FUZZ_STALL_MS of CPU. */
-        if (uzf.stall_it.it_value.tv_sec || uzf.stall_it.it_value.tv_usec) {
-            setitimer(ITIMER_PROF, &uzf.stall_it, NULL);
-        }
+        uzf_stall_arm();
         uzf.action = n;
         uzf_actions[in8(&in) % ARRAY_SIZE(uzf_actions)](s, &in);
-        flush_events(s);
+        uzf_flush();
     }
 }
 
@@ -1736,8 +1776,9 @@ static void uzf_child_signal(int sig, siginfo_t *si, void *uc)
     char why[96];
 
     if (sig == SIGPROF) {
-        snprintf(why, sizeof(why), "stall: action %d of the input ran over "
-                 "%ld ms of CPU", uzf.action, uzf.stall_ms);
+        snprintf(why, sizeof(why), "stall: action %d of the input, or a "
+                 "turn of the main loop after it, ran over %ld ms of CPU",
+                 uzf.action, uzf.stall_ms);
         uzf_child_fail(why);
     }
     uzf_child_fail(sig == SIGABRT ? "deadly signal: abort" :

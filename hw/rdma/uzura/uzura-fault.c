@@ -14,6 +14,7 @@
  * link down and up again on the same clock.
  */
 #include "qemu/osdep.h"
+#include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "net/net.h"
 #include "uzura-core.h"
@@ -327,21 +328,30 @@ static void uzura_fault_apply(UzuraCore *core, bool rx,
     }
 }
 
-/* Release what is due in one direction: held frames, then delayed ones. */
-static void uzura_fault_release(UzuraCore *core, bool rx, int64_t now)
+/*
+ * Release what is due in one direction: held frames, then delayed ones,
+ * *budget of them at most.
+ */
+static void uzura_fault_release(UzuraCore *core, bool rx, int64_t now,
+                                int *budget)
 {
     UzuraFaultPipe *p = &core->fault.pipe[rx];
     UzuraFaultFrame *fr, *tmp;
 
     QTAILQ_FOREACH_SAFE(fr, &p->held, next, tmp) {
+        if (!*budget) {
+            return;
+        }
         if (fr->due <= now) {
+            --*budget;
             QTAILQ_REMOVE(&p->held, fr, next);
             p->frames--;
             trace_uzura_fault_release(fr->len);
             uzura_fault_emit(core, rx, fr, NULL, fr->len, fr->copies);
         }
     }
-    while ((fr = QTAILQ_FIRST(&p->timed)) && fr->due <= now) {
+    while (*budget && (fr = QTAILQ_FIRST(&p->timed)) && fr->due <= now) {
+        --*budget;
         QTAILQ_REMOVE(&p->timed, fr, next);
         p->frames--;
         trace_uzura_fault_release(fr->len);
@@ -351,18 +361,25 @@ static void uzura_fault_release(UzuraCore *core, bool rx, int64_t now)
     }
 }
 
-/* Frames whose time has come go on, in order. */
+/*
+ * Frames whose time has come go on, in order: UZ_FAULT_RELEASE_BUDGET in
+ * this turn of the main loop, the rest in the next (a bottom half), so
+ * that thousands due at once (a delay of the whole queue, a clock that
+ * jumped) do not stall it.
+ */
 static void uzura_fault_timer(void *opaque)
 {
     UzuraCore *core = opaque;
     UzuraFault *f = &core->fault;
     int64_t now = uzura_now();
     UzuraFaultFrame *fr;
+    int budget = UZ_FAULT_RELEASE_BUDGET;
     bool g = uzura_enter(core);
 
-    uzura_fault_release(core, false, now);
-    uzura_fault_release(core, true, now);
-    while ((fr = QTAILQ_FIRST(&f->queue)) && fr->due <= now) {
+    uzura_fault_release(core, false, now, &budget);
+    uzura_fault_release(core, true, now, &budget);
+    while (budget && (fr = QTAILQ_FIRST(&f->queue)) && fr->due <= now) {
+        budget--;
         QTAILQ_REMOVE(&f->queue, fr, next);
         f->queued--;
         trace_uzura_fault_release(fr->len);
@@ -371,6 +388,9 @@ static void uzura_fault_timer(void *opaque)
             uzura_fault_wire(core, fr->data, fr->len, fr->copies);
         }
         uzura_fault_free(core, fr);
+    }
+    if (!budget) {
+        qemu_bh_schedule(f->more);
     }
     uzura_fault_arm(core);
     uzura_leave(core, g);
@@ -568,6 +588,7 @@ void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
 
 void uzura_fault_init(UzuraCore *core)
 {
+    MemReentrancyGuard *guard = &DEVICE(core->owner)->mem_reentrancy_guard;
     int d;
 
     QTAILQ_INIT(&core->fault.queue);
@@ -577,6 +598,7 @@ void uzura_fault_init(UzuraCore *core)
     }
     core->fault.timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_fault_timer,
                                      core);
+    core->fault.more = qemu_bh_new_guarded(uzura_fault_timer, core, guard);
     core->fault.flap_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
                                           uzura_fault_flap_timer, core);
 }
@@ -607,6 +629,9 @@ void uzura_fault_flush(UzuraCore *core)
     if (f->timer) {
         timer_del(f->timer);
     }
+    if (f->more) {
+        qemu_bh_cancel(f->more);
+    }
 }
 
 void uzura_fault_uninit(UzuraCore *core)
@@ -614,6 +639,8 @@ void uzura_fault_uninit(UzuraCore *core)
     uzura_fault_flush(core);
     timer_free(core->fault.timer);
     core->fault.timer = NULL;
+    qemu_bh_delete(core->fault.more);
+    core->fault.more = NULL;
     timer_free(core->fault.flap_timer);
     core->fault.flap_timer = NULL;
     g_free(core->fault.rules);

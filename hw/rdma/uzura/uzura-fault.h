@@ -21,6 +21,8 @@ typedef QTAILQ_HEAD(UzuraFaultList, UzuraFaultFrame) UzuraFaultList;
 #define UZ_FAULT_REORDER_MAX    64      /* frames a held one waits for */
 #define UZ_FAULT_DUP_MAX        16      /* extra copies of one frame */
 #define UZ_FAULT_FLAP_MAX_US    3600000000u
+/* Frames released in one turn of the main loop; the rest in the next. */
+#define UZ_FAULT_RELEASE_BUDGET 64
 
 typedef enum UzuraFaultAct {
     UZ_FA_DROP,
@@ -95,6 +97,7 @@ typedef struct UzuraFault {
     uint32_t nrules;
     uint32_t nrules_rx;
     QEMUTimer *timer;
+    QEMUBH *more;               /* releases due frames past the budget */
     /* link flaps: down for flap_down_us, every flap_period_us (0: once) */
     uint32_t flap_down_us;
     uint32_t flap_period_us;
