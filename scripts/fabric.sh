@@ -52,11 +52,14 @@ fabric_why_not() {
 	fi
 }
 
-# fabric_create VIRTIO: the namespace and its bridges; VIRTIO=1 adds vbr0.
+# fabric_create VIRTIO [REMOTE...]: the namespace and its bridges; VIRTIO=1
+# adds vbr0; each REMOTE, another host's underlay address, is reached by
+# VXLAN from a port of br0, vxlan0.
 fabric_create() {
-	local ns br brs=br0
+	local ns br brs=br0 vx r
 	ns=$(fabric_ns)
 	[ "$1" = 1 ] && brs="br0 vbr0"
+	shift
 	fabric_remove
 	ip netns add "$ns" ||
 		die "fabric: cannot create the network namespace $ns"
@@ -76,6 +79,24 @@ fabric_create() {
 	fip link set lo up
 	mkdir -p "$state/fabric"
 	echo "$ns" > "$state/fabric/ns"
+	[ $# -gt 0 ] || return 0
+	# Made here, the VXLAN device's socket stays in the host's namespace
+	# with the underlay when the device moves into the fabric's.  Frames
+	# to a MAC it has not learned go to every remote host.
+	vx=uz$(fabric_id)vx
+	ip link add "$vx" type vxlan id 7707 dstport 4789 ||
+		{ fabric_remove; die "fabric: cannot create the VXLAN device $vx"; }
+	for r in "$@"; do
+		bridge fdb append 00:00:00:00:00:00 dev "$vx" dst "$r" ||
+			{ ip link del "$vx"; fabric_remove; die "fabric: cannot add $r to $vx"; }
+	done
+	ip link set "$vx" netns "$ns" && fip link set "$vx" name vxlan0 &&
+		fip link set vxlan0 mtu 9000 master br0 up || {
+		ip link del "$vx" 2> /dev/null
+		fabric_remove
+		die "fabric: cannot make VXLAN a port of br0 at MTU 9000 (the underlay's MTU must take 9050 bytes)"
+	}
+	echo "$*" > "$state/fabric/vxlan"
 }
 
 # fabric_attach I [v]: node I's tap (v: its virtio-link NIC's) becomes
@@ -285,13 +306,15 @@ fabric_port() {
 	done > "$f.new" && mv "$f.new" "$f"
 }
 
-# fabric_show [I]: each port's settings, queue and counters (tc -s), and
-# the bridge's forwarding table.
+# fabric_show I...: the ports of nodes I: settings, queue and counters
+# (tc -s); the VXLAN port; the bridge's forwarding table.
 fabric_show() {
-	local i n=$1 s v
+	local i s v
 	echo "fabric: bridge br0 in network namespace $(fabric_ns)" \
 	     "(ip netns exec $(fabric_ns) tc|bridge|ip ...)"
-	for i in $(seq 1 "$n"); do
+	[ -s "$state/fabric/vxlan" ] &&
+		echo "vxlan0: VNI 7707 to $(cat "$state/fabric/vxlan")"
+	for i in "$@"; do
 		s=
 		for v in $fabric_settings; do
 			s="$s $v=$(fabric_get "$i" "$v")"
