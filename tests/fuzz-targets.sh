@@ -34,10 +34,11 @@ fuzz_crashes() {
 # fuzz_opts TARGET: its libFuzzer options.  The data-path targets run
 # inputs in children of the process that did the bring-up (the prologue,
 # 157 MiB resident under ASan).  A child checks itself: over 50 ms of
-# CPU on one action of an input (UZURA_FUZZ_STALL_MS), a doorbell, a
-# frame, a clock step, is a stall of QEMU's main loop (an input of many
-# actions takes more: one made 11,000 frames in 70 ms), and resident memory
-# 64 MiB past the parent's (UZURA_FUZZ_RSS_MB) a leak; either stops it
+# CPU in one action of an input (UZURA_FUZZ_STALL_MS: a doorbell, a
+# frame, a deadline of the clock) or one turn of the main loop after it
+# is a stall of QEMU's main loop, when a new child running the same
+# inputs stalls again (CPU time is noisy on a busy host); resident memory
+# 64 MiB past the parent's (UZURA_FUZZ_RSS_MB) is a leak; either stops it
 # with a stack, and the parent saves what it ran as a crash input.  The
 # parent waits 2 s for a child's answer, under libFuzzer's -timeout of
 # 5 s (whole seconds).  Its -rss_limit_mb watches the parent alone, which
