@@ -99,6 +99,7 @@ static const struct rdma_stat_desc uz_stat_descs[] = {
 	[UZ_CNT_LOOP_FRAMES].name = "loop_frames",
 	[UZ_CNT_LOOP_DROPPED].name = "loop_dropped",
 	[UZ_CNT_RX_NOT_OURS].name = "rx_not_ours",
+	[UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS].name = "np_ecn_marked_roce_packets",
 	[UZ_CNT_RX_UD_TOO_LONG].name = "rx_ud_too_long",
 	[UZ_CNT_SACKS_SENT].name = "sacks_sent",
 	[UZ_CNT_SACKS_RCVD].name = "sacks_rcvd",

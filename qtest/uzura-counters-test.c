@@ -100,6 +100,7 @@ static const char *const cnt_name[UZ_CNT_NUM] = {
     [UZ_CNT_LOOP_FRAMES] = "loop_frames",
     [UZ_CNT_LOOP_DROPPED] = "loop_dropped",
     [UZ_CNT_RX_NOT_OURS] = "rx_not_ours",
+    [UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS] = "np_ecn_marked_roce_packets",
     [UZ_CNT_RX_UD_TOO_LONG] = "rx_ud_too_long",
     [UZ_CNT_SACKS_SENT] = "sacks_sent",
     [UZ_CNT_SACKS_RCVD] = "sacks_rcvd",

@@ -466,8 +466,8 @@ static void test_uc_unanswered(void)
     wire_stop(&w);
 }
 
-/* @fr with its IPv4 header checksum and ICRC made right again. */
-static void fix_ip(UzFrame *fr)
+/* @fr with its IPv4 header checksum made right again. */
+static void fix_ip_csum(UzFrame *fr)
 {
     uint32_t sum = 0;
     int i;
@@ -480,7 +480,46 @@ static void fix_ip(UzFrame *fr)
         sum = (sum & 0xffff) + (sum >> 16);
     }
     stw_be_p(fr->data + UZ_OFF_IP + 10, ~sum);
+}
+
+/* And its ICRC. */
+static void fix_ip(UzFrame *fr)
+{
+    fix_ip_csum(fr);
     fix_icrc(fr);
+}
+
+/*
+ * Requests leave ECN-capable, ECT(0).  One a switch marked CE on the
+ * way (the IPv4 checksum redone, the ICRC not: it leaves the TOS out)
+ * is taken, here as a duplicate, and counted as marked.
+ */
+static void test_ecn(void)
+{
+    Wire w;
+    UzFrame req, ce;
+    uint64_t marked, dups;
+
+    wire_start(&w);
+    post_write(&w, 1, 0, 100, 0x11);
+    wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &req);
+    expect_write_done(&w, 1);
+    uz_wire_drain(w.sock, &w.a.d);
+    g_assert_cmphex(req.data[UZ_OFF_IP + 1] & UZ_IP_ECN_MASK, ==,
+                    UZ_IP_ECN_ECT0);
+
+    marked = uz_counter(&w.m, 1, "np_ecn_marked_roce_packets");
+    dups = uz_counter(&w.m, 1, "duplicates");
+    ce = req;
+    ce.data[UZ_OFF_IP + 1] |= UZ_IP_ECN_CE;
+    fix_ip_csum(&ce);
+    wire_send(&w, ce.data, ce.len);
+    g_assert_cmpint(uz_counter_wait(&w.b, "duplicates", dups + 1), ==,
+                    dups + 1);
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_ecn_marked_roce_packets"), ==,
+                    marked + 1);
+    g_assert_cmpint(uz_counter(&w.m, 1, "icrc_errors"), ==, 0);
+    wire_stop(&w);
 }
 
 #define GROUP       0xe6010203u     /* 230.1.2.3 */
@@ -584,5 +623,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/forged-sack", test_forged_sack);
     qtest_add_func("/uzura/wire/uc-unanswered", test_uc_unanswered);
     qtest_add_func("/uzura/wire/mcast-forged", test_mcast_forged);
+    qtest_add_func("/uzura/wire/ecn", test_ecn);
     return g_test_run();
 }

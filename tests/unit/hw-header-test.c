@@ -194,7 +194,7 @@ int main(void)
 	      UZ_QPF_SQ_SHADOW == 4 && sizeof(struct uz_sq_shadow) == 64 &&
 	      offsetof(struct uz_sq_shadow, event) == 4 &&
 	      UZ_CNT_SQ_SHADOW_TAKES == 91 && UZ_CNT_RX_NOT_OURS == 92 &&
-	      UZ_CNT_NUM == 93);
+	      UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS == 93 && UZ_CNT_NUM == 94);
 	/* The doorbell is needed when event lies in [old, new), mod 2^24. */
 	CHECK(UZ_SQ_SHADOW_NEED_DB(5, 6, 5) && !UZ_SQ_SHADOW_NEED_DB(5, 7, 6) &&
 	      UZ_SQ_SHADOW_NEED_DB(5, 21, 5) && !UZ_SQ_SHADOW_NEED_DB(4, 6, 5) &&

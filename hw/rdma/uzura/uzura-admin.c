@@ -251,6 +251,7 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(LOOP_FRAMES, loop_frames),
     UZ_CNT(LOOP_DROPPED, loop_dropped),
     UZ_CNT(RX_NOT_OURS, rx_not_ours),
+    UZ_CNT(NP_ECN_MARKED_ROCE_PACKETS, np_ecn_marked_roce_packets),
 };
 
 #undef UZ_CNT

@@ -128,6 +128,7 @@ typedef struct UzuraCounters {
     uint64_t loop_frames;       /* RoCE frames looped back to this NIC */
     uint64_t loop_dropped;      /* the loopback FIFO was full */
     uint64_t rx_not_ours;       /* unicast frames to another MAC */
+    uint64_t np_ecn_marked_roce_packets;    /* RoCE packets marked CE */
     uint64_t xlat_hits;
     uint64_t xlat_misses;
     uint64_t xlat_evictions;

@@ -794,7 +794,10 @@ enum uz_counter {
 	/* the link */
 	UZ_CNT_RX_NOT_OURS = 92,    /* rx_not_ours: unicast frames to another
 				     * MAC, which a hub delivers */
-	UZ_CNT_NUM                  /* 93: counters of this version */
+	/* ECN (mlx5's name) */
+	UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS = 93, /* np_ecn_marked_roce_packets:
+						 * RoCE packets marked CE */
+	UZ_CNT_NUM                  /* 94: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -1477,6 +1480,11 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_ROCE_UDP_PORT            4791
 #define UZ_BTH_LEN                  12
 #define UZ_ICRC_LEN                 4
+
+/* The ECN field, the low two bits of the IPv4 TOS byte (RFC 3168). */
+#define UZ_IP_ECN_MASK              0x03
+#define UZ_IP_ECN_ECT0              0x02    /* ECN-capable, as sent */
+#define UZ_IP_ECN_CE                0x03    /* congestion experienced */
 
 /* BTH opcodes (InfiniBand transport opcodes, RC and UD). */
 #define UZ_BTH_OP_SEND_FIRST        0x00

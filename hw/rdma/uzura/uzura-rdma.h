@@ -234,6 +234,7 @@ typedef struct UzuraRdma {
     MemoryRegion *dm_region;
     uint32_t dm_size;           /* bytes; 0: none */
     bool sq_shadow;             /* UZ_CAP_SQ_SHADOW (property sq-shadow) */
+    bool ecn;                   /* send RoCE frames ECT(0) (property ecn) */
     uint32_t dm_offset;
     uint32_t max_dm;            /* = its pages */
     unsigned long *dm_used;     /* a bit a page */

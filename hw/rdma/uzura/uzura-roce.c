@@ -341,7 +341,15 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     /* IPv4 and UDP, now that the length is known. */
     ip_len = p + UZ_ICRC_LEN - ip;
     ip[0] = 0x45;
+    /*
+     * ECN-capable unless the traffic class says otherwise, as RoCE NICs
+     * send: a switch that would drop the frame may mark it CE instead.
+     * The ICRC leaves the TOS byte out, so a mark keeps the frame whole.
+     */
     ip[1] = pkt->tos;
+    if (core->rdma.ecn && !(pkt->tos & UZ_IP_ECN_MASK)) {
+        ip[1] |= UZ_IP_ECN_ECT0;
+    }
     stw_be_p(ip + 2, ip_len);
     stw_be_p(ip + 4, 0);
     stw_be_p(ip + 6, 0x4000);               /* DF */
@@ -528,6 +536,10 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     uzura_count(core->counters.roce_rx_pkts, core->counters.roce_rx_bytes,
                 pkt.opcode, ETH_HLEN + ip_len);
     trace_uzura_roce_rx(pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
+    /* The notification point's count; CNPs are not sent yet. */
+    if ((ip[1] & UZ_IP_ECN_MASK) == UZ_IP_ECN_CE) {
+        core->counters.np_ecn_marked_roce_packets++;
+    }
 
     if (pkt.dqpn == UZ_MCAST_QPN) {
         uzura_mcast_receive(core, &pkt);

@@ -350,6 +350,7 @@ static const Property uzura_properties[] = {
     DEFINE_PROP_UINT32("dm-size", UzuraState, dm_size, 256 * KiB),
     /* SQ shadow doorbells (spec 8.6.1) offered to the driver. */
     DEFINE_PROP_BOOL("sq-shadow", UzuraState, core.rdma.sq_shadow, true),
+    DEFINE_PROP_BOOL("ecn", UzuraState, core.rdma.ecn, true),
     /* The rate the port advertises; the link runs as fast as the host. */
     DEFINE_PROP_UINT32("speed", UzuraState, speed, 25000),
     DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
