@@ -389,10 +389,15 @@ static void uzura_fault_timer(void *opaque)
         }
         uzura_fault_free(core, fr);
     }
-    if (!budget) {
+    if (budget) {
+        uzura_fault_arm(core);
+    } else {
+        /*
+         * Not the timer: one due already would run again in this same
+         * pass over the timers.  The bottom half arms it when done.
+         */
         qemu_bh_schedule(f->more);
     }
-    uzura_fault_arm(core);
     uzura_leave(core, g);
 }
 
