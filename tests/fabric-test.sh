@@ -146,7 +146,7 @@ p2p() {
 	for i in 1 2 3; do
 		"$uz" fault "$i" recovery="$1" > /dev/null || return 1
 	done
-	mpi_job "mpi-p2p-$1" 3 "$src/mpi-p2p.c" 1048576
+	mpi_job "mpi-p2p-$1" 3 "$src/mpi-p2p.c" 262144
 	local rc=$?
 	for i in 1 2 3; do
 		echo "# node $i: $(counter "$i" retransmits) packets retransmitted"
@@ -176,7 +176,7 @@ else
 		ecn_marked
 fi
 "$uz" fabric port 3 rate=100mbit limit=1m > /dev/null
-t "MPI point-to-point to 1 MiB, checked, through a 100 Mbit/s port: go-back-N" \
+t "MPI point-to-point to 256 KiB, checked, through a 100 Mbit/s port: go-back-N" \
 	p2p gbn
 t "the same with selective repeat" p2p sr
 t "port settings go back to the defaults with =off" bash -c "
