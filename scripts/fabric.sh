@@ -17,7 +17,7 @@
 # The fabric's namespace: uzura-ID, ID from the cluster's state directory,
 # so clusters of different checkouts (or a test's) can run side by side.
 fabric_id() {
-	printf '%s' "$state" | sha1sum | cut -c1-6
+	printf '%s' "$(realpath -m "$state")" | sha1sum | cut -c1-6
 }
 
 fabric_ns() {
@@ -49,6 +49,10 @@ fabric_why_not() {
 		echo "there is no /dev/net/tun for the nodes' tap devices"
 	elif ! command -v ip > /dev/null || ! command -v tc > /dev/null; then
 		echo "it needs ip and tc (Debian's iproute2)"
+	elif ! ip netns add "uzura-probe$$" 2> /dev/null; then
+		echo "this host does not let it create a network namespace"
+	else
+		ip netns del "uzura-probe$$"
 	fi
 }
 
@@ -56,7 +60,7 @@ fabric_why_not() {
 # adds vbr0; each REMOTE, another host's underlay address, is reached by
 # VXLAN from a port of br0, vxlan0.
 fabric_create() {
-	local ns br brs=br0 vx r
+	local ns br brs=br0 vx r dev mtu
 	ns=$(fabric_ns)
 	[ "$1" = 1 ] && brs="br0 vbr0"
 	shift
@@ -84,7 +88,19 @@ fabric_create() {
 	# with the underlay when the device moves into the fabric's.  Frames
 	# to a MAC it has not learned go to every remote host.
 	vx=uz$(fabric_id)vx
-	ip link add "$vx" type vxlan id 7707 dstport 4789 ||
+	# The underlay: the device the route to the first remote leaves by,
+	# which must carry the nodes' 9000-byte frames and VXLAN's 50.
+	dev=$(ip route get "$1" 2> /dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p')
+	mtu=$(ip -o link show dev "${dev:-none}" 2> /dev/null |
+		sed -n 's/.* mtu \([0-9]*\).*/\1/p')
+	if [ -z "$mtu" ]; then
+		fabric_remove
+		die "fabric: no route to $1 for VXLAN"
+	elif [ "$mtu" -lt 9050 ]; then
+		fabric_remove
+		die "fabric: the underlay $dev has MTU $mtu; VXLAN needs 9050 (the nodes' 9000-byte frames and 50 bytes of VXLAN)"
+	fi
+	ip link add "$vx" type vxlan id 7707 dstport 4789 dev "$dev" ||
 		{ fabric_remove; die "fabric: cannot create the VXLAN device $vx"; }
 	for r in "$@"; do
 		bridge fdb append 00:00:00:00:00:00 dev "$vx" dst "$r" ||
@@ -117,10 +133,12 @@ fabric_attach() {
 # QEMU processes).  Also what a launcher that crashed left.
 fabric_remove() {
 	local ns
-	ns=$(fabric_ns)
-	if ip netns list 2>/dev/null | grep -q "^$ns\\b"; then
-		ip netns del "$ns"
-	fi
+	for ns in "$(cat "$state/fabric/ns" 2> /dev/null)" "$(fabric_ns)"; do
+		[ -n "$ns" ] && ip netns list 2> /dev/null | grep -q "^$ns\\b" &&
+			ip netns del "$ns"
+	done
+	# A VXLAN device a launcher made and did not get to move.
+	ip link del "uz$(fabric_id)vx" 2> /dev/null
 	rm -rf "$state/fabric"
 }
 
@@ -154,7 +172,7 @@ fabric_bytes() {
 	*[kK]) m=1024 ;;
 	*[mM]) m=1048576 ;;
 	esac
-	[[ "$n" =~ ^[0-9]+$ ]] && echo $((n * m))
+	[[ "$n" =~ ^[0-9]+$ ]] && echo $((10#$n * m))
 }
 
 # fabric_bits RATE: a tc rate in bits per second, or nothing.
@@ -183,8 +201,8 @@ fabric_check() {
 		{ [ "$b" -ge 9018 ] && [ "$b" -le $((1 << 30)) ]; } ||
 			echo "limit=$v: out of range (9018 bytes, one frame, ..1g)" ;;
 	ecn)
-		[[ "$v" =~ ^([0-9]+[kKmM]?),([0-9]+[kKmM]?),(0|1|0?\.[0-9]+)$ ]] ||
-			{ echo "ecn=$v: not KMIN,KMAX,PMAX (e.g. ecn=20k,200k,0.1)"; return; }
+		[[ "$v" =~ ^([0-9]+[kKmM]?),([0-9]+[kKmM]?),(1|0?\.[0-9]*[1-9][0-9]*)$ ]] ||
+			{ echo "ecn=$v: not KMIN,KMAX,PMAX with 0 < PMAX <= 1 (e.g. ecn=20k,200k,0.1)"; return; }
 		k=$(fabric_bytes "${BASH_REMATCH[1]}")
 		b=$(fabric_bytes "${BASH_REMATCH[2]}")
 		{ [ "$k" -ge 1 ] && [ "$b" -gt "$k" ]; } ||
@@ -302,8 +320,9 @@ fabric_port() {
 	# Keep the last value of each.
 	for a in $fabric_settings; do
 		old=$(fabric_get "$i" "$a")
-		[ -n "$old" ] && echo "$a=$old"
-	done > "$f.new" && mv "$f.new" "$f"
+		[ -z "$old" ] || echo "$a=$old"
+	done > "$f.new"
+	mv "$f.new" "$f"
 }
 
 # fabric_show I...: the ports of nodes I: settings, queue and counters

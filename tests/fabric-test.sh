@@ -16,8 +16,9 @@
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
-# The launcher's state directory and fabric helpers, for names.
-state=$top/build/cluster
+# The launcher's state directory (as ./uzura finds it) and fabric
+# helpers, for names.
+state=${UZURA_CLUSTER:-${UZURA_BUILD:-$top/build}/cluster}
 die() { echo "$*" >&2; exit 1; }
 . "$top/scripts/fabric.sh"
 

@@ -1735,6 +1735,7 @@ static void uzf_run(QTestState *s, const unsigned char *data, size_t size)
 
 typedef struct UzfIo {
     uint32_t size;
+    bool stack;                 /* a stall prints its stack (slow) */
     uint8_t data[UZF_IO_MAX];
 } UzfIo;
 
@@ -1777,12 +1778,21 @@ static void G_NORETURN uzf_child_fail(const char *why)
 
 static void uzf_child_signal(int sig, siginfo_t *si, void *uc)
 {
+    static const char stall[] = "uzura-datapath-fuzz: stall? an action "
+                                "or a turn of the main loop ran over "
+                                "UZURA_FUZZ_STALL_MS of CPU\n";
+
     if (sig == SIGPROF) {
-        /* Not an error yet: the parent runs the batch again to see. */
-        fprintf(stderr, "==%d== uzura-datapath-fuzz: stall? action %d of "
-                "the input, or a turn of the main loop after it, ran over "
-                "%ld ms of CPU\n", getpid(), uzf.action, uzf.stall_ms);
-        __sanitizer_print_stack_trace();
+        /*
+         * Not an error yet: the parent runs the batch again to see, and
+         * only then asks for the stack (symbolizing takes seconds).
+         */
+        if (write(STDERR_FILENO, stall, sizeof(stall) - 1) < 0) {
+            _exit(UZF_CHILD_STALLED);
+        }
+        if (uzf.io->stack) {
+            __sanitizer_print_stack_trace();
+        }
         _exit(UZF_CHILD_STALLED);
     }
     uzf_child_fail(sig == SIGABRT ? "deadly signal: abort" :
@@ -1916,7 +1926,7 @@ static void G_NORETURN uzf_child_lost(const char *how)
  * wait for it: NULL when it ran, else how the child failed.
  */
 static const char *uzf_child_do(QTestState *s, const uint8_t *data,
-                                size_t size, bool fresh)
+                                size_t size, bool fresh, int64_t hang_ms)
 {
     struct pollfd pfd = { .events = POLLIN, .fd = uzf.done[0] };
     int64_t deadline;
@@ -1928,12 +1938,12 @@ static const char *uzf_child_do(QTestState *s, const uint8_t *data,
     if (write(uzf.cmd[1], &c, 1) != 1) {
         return "was gone";
     }
-    deadline = g_get_monotonic_time() / 1000 + UZF_HANG_MS;
+    deadline = g_get_monotonic_time() / 1000 + hang_ms;
     do {
         r = poll(&pfd, 1, MAX(deadline - g_get_monotonic_time() / 1000, 0));
     } while (r < 0 && errno == EINTR);
     if (!r) {
-        return "hung (no answer in " stringify(UZF_HANG_MS) " ms)";
+        return "hung (no answer in time)";
     }
     if (read(uzf.done[0], &c, 1) == 1) {
         return NULL;
@@ -1945,7 +1955,9 @@ static const char *uzf_child_do(QTestState *s, const uint8_t *data,
 
 /*
  * A stall is CPU time, which a busy host can inflate: it counts when a
- * new child running the batch again stalls too.  Whether it did.
+ * new child running the batch again stalls too (printing its stack this
+ * time).  Whether it did; if not, that child, which has run the same
+ * inputs, goes on in the place of the first.
  */
 static bool uzf_stall_again(QTestState *s)
 {
@@ -1955,16 +1967,17 @@ static bool uzf_stall_again(QTestState *s)
     uint32_t len;
 
     uzf_spawn(s);
+    uzf.io->stack = true;
     while (in.n && !how) {
         len = MIN(in32(&in), in.n);
-        how = uzf_child_do(s, in.p, len, true);
+        how = uzf_child_do(s, in.p, len, true, 10 * UZF_HANG_MS);
         in.p += len;
         in.n -= len;
     }
+    uzf.io->stack = false;
     if (how && strcmp(how, "stalled")) {
         uzf_child_lost(how);
     }
-    uzf_reap();
     return how != NULL;
 }
 
@@ -1986,7 +1999,7 @@ static void uzf_child_run(QTestState *s, const uint8_t *data, size_t size,
     g_byte_array_append(uzf.batch, (const guint8 *)&len, sizeof(len));
     g_byte_array_append(uzf.batch, data, MIN(size, UZF_IO_MAX));
     uzf.ran++;
-    how = uzf_child_do(s, data, size, fresh);
+    how = uzf_child_do(s, data, size, fresh, UZF_HANG_MS);
     if (how && !strcmp(how, "stalled")) {
         if (uzf_stall_again(s)) {
             uzf_child_lost("stalled, and stalled again in a new child");

@@ -85,13 +85,17 @@ mpi() {
 		! grep -Eq "$mpi_errors" "$log/mpi-coll.log"
 }
 
+# gone: down on both hosts leaves neither fabric namespace, nor a tap or
+# VXLAN device in the hosts' namespaces.
 gone() {
 	local h id left=
-	cleanup
+	on a "$uz" down && on b "$uz" down || return 1
 	for h in a b; do
-		id=$(printf '%s' "$top/build/cluster-$h" | sha1sum | cut -c1-6)
+		id=$(printf '%s' "$(realpath -m "$top/build/cluster-$h")" |
+			sha1sum | cut -c1-6)
 		ip netns list | grep -q "^uzura-$id\\b" && left="$left uzura-$id"
-		ip -o link show | grep -q "uz$id" && left="$left uz$id*"
+		ip -n "uzh-$h" -o link show | grep -q "uz$id" &&
+			left="$left uz$id* in uzh-$h"
 	done
 	[ -z "$left" ] || echo "# left:$left"
 	[ -z "$left" ]

@@ -76,7 +76,12 @@ static int64_t uzura_now(void)
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 }
 
-/* The timer fires for the earliest deadline of any waiting frame. */
+/*
+ * The timer fires for the earliest deadline of any waiting frame.  One
+ * already due goes to the bottom half, the next turn of the main loop:
+ * QEMU runs a timer armed in the past again in the same pass over the
+ * timers, and so would release without end in one turn.
+ */
 static void uzura_fault_arm(UzuraCore *core)
 {
     UzuraFault *f = &core->fault;
@@ -99,6 +104,9 @@ static void uzura_fault_arm(UzuraCore *core)
     }
     if (when == INT64_MAX) {
         timer_del(f->timer);
+    } else if (when <= uzura_now()) {
+        timer_del(f->timer);
+        qemu_bh_schedule(f->more);
     } else {
         timer_mod(f->timer, when);
     }
@@ -389,15 +397,7 @@ static void uzura_fault_timer(void *opaque)
         }
         uzura_fault_free(core, fr);
     }
-    if (budget) {
-        uzura_fault_arm(core);
-    } else {
-        /*
-         * Not the timer: one due already would run again in this same
-         * pass over the timers.  The bottom half arms it when done.
-         */
-        qemu_bh_schedule(f->more);
-    }
+    uzura_fault_arm(core);
     uzura_leave(core, g);
 }
 
@@ -485,17 +485,17 @@ bool uzura_fault_rx(UzuraCore *core, const uint8_t *buf, size_t len)
     return true;
 }
 
-/* Every frame held back goes on now. */
+/* Every frame held back goes on, from the next turn of the main loop. */
 static void uzura_fault_release_held(UzuraCore *core)
 {
     UzuraFaultFrame *fr;
+    int64_t now = uzura_now();
     int d;
 
+    /* Due now: they go from the next turn on, 64 a turn. */
     for (d = 0; d < 2; d++) {
-        while ((fr = QTAILQ_FIRST(&core->fault.pipe[d].held))) {
-            QTAILQ_REMOVE(&core->fault.pipe[d].held, fr, next);
-            core->fault.pipe[d].frames--;
-            uzura_fault_emit(core, d, fr, NULL, fr->len, fr->copies);
+        QTAILQ_FOREACH(fr, &core->fault.pipe[d].held, next) {
+            fr->due = MIN(fr->due, now);
         }
     }
     uzura_fault_arm(core);
