@@ -89,6 +89,9 @@ static void uzura_fault_arm(UzuraCore *core)
     int64_t when = INT64_MAX;
     int d;
 
+    if (f->releasing) {
+        return;                 /* the release arms once, when done */
+    }
     fr = QTAILQ_FIRST(&f->queue);
     if (fr) {
         when = fr->due;
@@ -384,6 +387,8 @@ static void uzura_fault_timer(void *opaque)
     int budget = UZ_FAULT_RELEASE_BUDGET;
     bool g = uzura_enter(core);
 
+    /* Not once per frame sent: arming walks every frame held back. */
+    f->releasing = true;
     uzura_fault_release(core, false, now, &budget);
     uzura_fault_release(core, true, now, &budget);
     while (budget && (fr = QTAILQ_FIRST(&f->queue)) && fr->due <= now) {
@@ -397,6 +402,7 @@ static void uzura_fault_timer(void *opaque)
         }
         uzura_fault_free(core, fr);
     }
+    f->releasing = false;
     uzura_fault_arm(core);
     uzura_leave(core, g);
 }

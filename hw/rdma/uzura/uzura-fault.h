@@ -98,6 +98,7 @@ typedef struct UzuraFault {
     uint32_t nrules_rx;
     QEMUTimer *timer;
     QEMUBH *more;               /* releases due frames past the budget */
+    bool releasing;             /* in the release: arm at its end */
     /* link flaps: down for flap_down_us, every flap_period_us (0: once) */
     uint32_t flap_down_us;
     uint32_t flap_period_us;
