@@ -833,7 +833,8 @@ static void check_grh(const uint8_t *g, int from, int to, uint32_t wire_len)
     }
     g += 20;
     g_assert_cmphex(g[0], ==, 0x45);
-    g_assert_cmphex(g[1], ==, 0);                   /* traffic class */
+    /* Traffic class 0, and the NIC's ECN field: ECT(0) as received. */
+    g_assert_cmphex(g[1], ==, UZ_IP_ECN_ECT0);
     g_assert_cmpuint(lduw_be_p(g + 2), ==, wire_len);
     g_assert_cmphex(lduw_be_p(g + 4), ==, 0);       /* identification */
     g_assert_cmphex(lduw_be_p(g + 6), ==, 0x4000);  /* DF */

@@ -342,14 +342,15 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
     ip_len = p + UZ_ICRC_LEN - ip;
     ip[0] = 0x45;
     /*
-     * ECN-capable unless the traffic class says otherwise, as RoCE NICs
-     * send: a switch that would drop the frame may mark it CE instead.
-     * The ICRC leaves the TOS byte out, so a mark keeps the frame whole.
+     * The DSCP is the traffic class's; the ECN field is the NIC's, as on
+     * RoCE NICs: ECT(0) (property ecn), so that a switch that would drop
+     * the frame may mark it CE instead.  A traffic class copied from a
+     * received header (ibv_init_ah_from_wc) carries the marks it had,
+     * which must not go out again.  The ICRC leaves the TOS byte out, so
+     * a mark keeps the frame whole.
      */
-    ip[1] = pkt->tos;
-    if (core->rdma.ecn && !(pkt->tos & UZ_IP_ECN_MASK)) {
-        ip[1] |= UZ_IP_ECN_ECT0;
-    }
+    ip[1] = (pkt->tos & ~UZ_IP_ECN_MASK) |
+            (core->rdma.ecn ? UZ_IP_ECN_ECT0 : 0);
     stw_be_p(ip + 2, ip_len);
     stw_be_p(ip + 4, 0);
     stw_be_p(ip + 6, 0x4000);               /* DF */
