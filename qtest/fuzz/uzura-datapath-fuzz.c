@@ -157,7 +157,6 @@ static struct {
     unsigned ran;               /* inputs the child has run, ... */
     GByteArray *batch;          /* ... in order, as a crash input */
     long per_child;
-    unsigned stalls_unrepeated;
     struct itimerval stall_it;  /* armed before each action in a child */
     int action;                 /* the action running */
     long stall_ms;
@@ -2007,7 +2006,6 @@ static void uzf_child_run(QTestState *s, const uint8_t *data, size_t size,
         fprintf(stderr, "uzura-datapath-fuzz: a stall that a new child "
                 "running the same %u inputs did not repeat: the host, not "
                 "the device; fuzzing goes on\n", uzf.ran);
-        uzf.stalls_unrepeated++;
         return;
     }
     if (how) {
