@@ -101,8 +101,30 @@ gone() {
 	[ -z "$left" ]
 }
 
+# small_mtu: over an underlay of MTU 1500, up refuses VXLAN with the
+# reason, before any node starts, and leaves nothing behind.
+small_mtu() {
+	local err rc
+	ip netns add uzh-c && ip -n uzh-c link add uzh2 type veth peer name uzh3 &&
+		ip -n uzh-c addr add 10.98.0.1/24 dev uzh2 &&
+		ip -n uzh-c link set uzh2 up && ip -n uzh-c link set uzh3 up || return 1
+	err=$(nsenter --net=/run/netns/uzh-c env UZURA_CLUSTER="$top/build/cluster-c" \
+		"$uz" up -n 2 --nodes 1-1 --vxlan 10.98.0.2 2>&1)
+	rc=$?
+	echo "# $err"
+	nsenter --net=/run/netns/uzh-c env UZURA_CLUSTER="$top/build/cluster-c" "$uz" down
+	[ "$rc" -ne 0 ] && grep -q 'MTU 1500; VXLAN needs 9050' <<< "$err" &&
+		! ip -n uzh-c -o link show | grep -q 'vx' &&
+		[ -z "$(ls "$top/build/cluster-c" 2> /dev/null)" ]
+	rc=$?
+	ip netns del uzh-c
+	rm -rf "$top/build/cluster-c" "$top/build/cluster-c.logs"
+	return "$rc"
+}
+
 cleanup
 trap cleanup EXIT
+t "an underlay of MTU 1500 is refused for VXLAN, leaving nothing" small_mtu
 t "two namespace-hosts with a veth underlay" hosts
 t "each boots its two of four nodes, fabrics joined by VXLAN" booted
 t "node 1 (host A) pings and RDMA-writes node 4 (host B)" reach
