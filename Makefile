@@ -19,7 +19,7 @@ all: qemu host image
 help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
-	@echo "make check-large  MPI across 4, 8 and 16 nodes on the switched fabric"
+	@echo "make check-large  MPI on 4-16 nodes, two hosts, the whole MPI suite, slow qtests"
 	@echo "make fuzz     fuzz the device for FUZZ_TIME seconds (default 3600;" \
 		"FUZZ_TARGETS: some of tests/fuzz-targets.sh's)"
 	@echo "make demo     boot two nodes: RDMA write, CRW, an MPI job, faults"
@@ -54,7 +54,8 @@ image: setup
 check: all
 	@tests/run-all.sh
 
-# MPI across 4 and 8 nodes (tests/large): longer than make check's budget.
+# The suites of tests/large, longer than make check's budget: MPI on 4,
+# 8 and 16 nodes, two hosts over VXLAN, the whole MPI suite, slow qtests.
 check-large: all
 	@tests/run-all.sh --large
 

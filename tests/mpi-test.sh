@@ -9,6 +9,10 @@
 # own ucx_perftest over each UCT transport the NIC offers, every test kind
 # ucx_info says the transport supports; a rank killed mid-job; a job
 # started while the link is down.  Speaks TAP.
+#
+# make check runs the core of it; with UZURA_TEST_FULL=1 (make check-large,
+# tests/large/mpi-full-test.sh) it also runs more ranks per node, MPICH's
+# collectives and every UCT test kind rather than one of each data path.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +27,17 @@ rc_rx() {
 	"$uz" stats "$1" | awk '$1 ~ /^rx_pkts_(send|write|read_resp|read_req|atomic)$/ { s += $2 }
 		END { print s + 0 }'
 }
+
+full=${UZURA_TEST_FULL:-0}
+
+# large DESC CMD...: a test of the full suite only.
+large() {
+	[ "$full" = 1 ] && t "$@"
+}
+
+# The UCT test kinds make check runs: latency, each zero-copy data path
+# and the atomics; the full suite runs every kind.
+uct_core='^(am_lat short|am_bw zcopy|put_bw zcopy|get_bw zcopy|fadd short|cswap short)'
 
 # A job with no settings moves its data through the uzura NIC.
 on_rdma() {
@@ -139,9 +154,9 @@ t "mpi-p2p, Open MPI defaults, 2 ranks on 2 nodes, 0 B..4 MiB" mpi_job mpi-p2p 2
 t "mpi-coll, Open MPI defaults, 2 ranks on 2 nodes, to 1 MiB" mpi_job mpi-coll 2 "$src/mpi-coll.c" 1048576
 t "mpi-rma, Open MPI defaults, 2 ranks on 2 nodes (fence, PSCW, lock)" \
 	mpi_job mpi-rma 2 "$src/mpi-rma.c"
-t "mpi-p2p, 4 ranks on 2 nodes (shared memory and RDMA), to 1 MiB" \
+large "mpi-p2p, 4 ranks on 2 nodes (shared memory and RDMA), to 1 MiB" \
 	mpi_job mpi-p2p 4 "$src/mpi-p2p.c" 1048576
-t "mpi-coll, 3 ranks on 2 nodes" mpi_job mpi-coll 3 "$src/mpi-coll.c" 262144
+large "mpi-coll, 3 ranks on 2 nodes" mpi_job mpi-coll 3 "$src/mpi-coll.c" 262144
 # Not mpi-rma with 4 ranks on 2 nodes: 1 run in 3 UCX 1.18 aborts in
 # MPI_Win_unlock (ucp_ep_flush_internal: Assertion `cfg_index !=
 # UCP_WORKER_CFG_INDEX_NULL'), an assertion of UCX's own (docs/mpi.md).
@@ -150,11 +165,11 @@ t "mpi-coll, 3 ranks on 2 nodes" mpi_job mpi-coll 3 "$src/mpi-coll.c" 262144
 # takes the site's host file, UCX the site's device.
 t "mpi-p2p, MPICH defaults, 2 ranks on 2 nodes, 0 B..4 MiB" \
 	mpi_job mpi-p2p-mpich 2 --mpich "$src/mpi-p2p.c"
-t "mpi-coll, MPICH defaults, 2 ranks on 2 nodes, to 1 MiB" \
+large "mpi-coll, MPICH defaults, 2 ranks on 2 nodes, to 1 MiB" \
 	mpi_job mpi-coll-mpich 2 --mpich "$src/mpi-coll.c" 1048576
 t "mpi-rma, MPICH defaults, 2 ranks on 2 nodes (fence, PSCW, lock)" \
 	mpi_job mpi-rma-mpich 2 --mpich "$src/mpi-rma.c"
-t "mpi-p2p, MPICH, 4 ranks on 2 nodes, to 1 MiB" \
+large "mpi-p2p, MPICH, 4 ranks on 2 nodes, to 1 MiB" \
 	mpi_job mpi-p2p-mpich 4 --mpich "$src/mpi-p2p.c" 1048576
 
 for tl in rc_verbs ud_verbs; do
@@ -162,6 +177,7 @@ for tl in rc_verbs ud_verbs; do
 	t "ucx_info -d lists $tl on the uzura device, with ${#tests[@]} test kinds" \
 		[ "${#tests[@]}" -gt 0 ]
 	for line in "${tests[@]}"; do
+		[ "$full" = 1 ] || [[ $line =~ $uct_core ]] || continue
 		read -r test layout args <<< "$line"
 		t "ucx_perftest $tl $test $layout${args:+ $args}" \
 			uperf "$tl" "$test" "$layout" -n 500 ${args:-}
