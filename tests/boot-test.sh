@@ -16,6 +16,30 @@ t "bad arguments print usage" bash -c "'$uz' frobnicate 2>&1 | grep -q usage:"
 t "bad arguments fail" bash -c "! '$uz' frobnicate 2>/dev/null"
 t "up rejects a bad node count" bash -c "! '$uz' up -n 0 2>/dev/null"
 
+# A QEMU that exits while up waits for its node: up fails at once with
+# QEMU's own last words and takes the cluster down.
+qemu_exits() {
+	local out pidf=$top/build/cluster/node2/qemu.pid rc k
+	out=$(mktemp)
+	"$uz" up -n 2 > "$out" 2>&1 &
+	for k in $(seq 100); do
+		[ -s "$pidf" ] && grep -q 'waiting for ssh' "$out" && break
+		sleep 0.2
+	done
+	kill -TERM "$(cat "$pidf")" 2> /dev/null
+	wait $!
+	rc=$?
+	sed 's/^/# /' "$out" | head -n 8
+	grep -q 'node 2: QEMU exited after' "$out" &&
+		grep -q 'terminating on signal 15' "$out"
+	k=$?
+	rm -f "$out"
+	[ "$rc" -ne 0 ] && [ "$k" -eq 0 ] && [ "$(qemu_procs)" -eq 0 ] &&
+		[ ! -e "$top/build/cluster" ]
+}
+t "a QEMU that exits during up: up fails with its last lines, nothing left" \
+	qemu_exits
+
 # The driver runs under the run-time checks Debian's kernel offers a
 # module: SLUB debugging (red zones, poisoning, sanity checks), KFENCE
 # sampling every 10 ms, page poisoning; list debugging is built in.
