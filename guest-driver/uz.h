@@ -83,6 +83,7 @@ struct uz_netdev {
 	u32 rx_pi;			/* descriptors posted */
 	u32 rx_ci;			/* next descriptor to receive */
 	u32 rx_buf_len;
+	struct delayed_work refill_work;	/* RX buffers, after -ENOMEM */
 	struct uz_ring_stats tx_stats;
 	struct uz_ring_stats rx_stats;
 };

@@ -66,14 +66,20 @@ static int uz_rx_fill_one(struct uz_netdev *net, u32 idx)
 	return 0;
 }
 
-/* Post buffers into every free RX descriptor, then ring once. */
+/*
+ * Post buffers into every free RX descriptor, then ring once.  A buffer
+ * that cannot be allocated now is tried again later from the refill work:
+ * with the ring empty no frame arrives, so no poll would try again.
+ */
 static void uz_rx_refill(struct uz_netdev *net)
 {
 	u32 posted = net->rx_pi;
 
 	while (((net->rx_pi - net->rx_ci) & UZ_DB_PI_MASK) < UZ_ETH_DEPTH) {
-		if (uz_rx_fill_one(net, net->rx_pi))
+		if (uz_rx_fill_one(net, net->rx_pi)) {
+			schedule_delayed_work(&net->refill_work, HZ / 10);
 			break;
+		}
 		net->rx_pi = (net->rx_pi + 1) & UZ_DB_PI_MASK;
 	}
 	if (net->rx_pi != posted) {
@@ -287,6 +293,17 @@ static void uz_napi_enable(struct uz_netdev *net)
 	local_bh_enable();
 }
 
+/* The refill runs where the ring is NAPI's: in a poll. */
+static void uz_refill_work(struct work_struct *work)
+{
+	struct uz_netdev *net = container_of(to_delayed_work(work),
+					     struct uz_netdev, refill_work);
+
+	local_bh_disable();
+	napi_schedule(&net->napi);
+	local_bh_enable();
+}
+
 static irqreturn_t uz_eq_irq(int irq, void *data)
 {
 	struct uz_netdev *net = data;
@@ -387,6 +404,7 @@ static int uz_stop(struct net_device *ndev)
 	size_t ring_size = UZ_ETH_DEPTH * sizeof(struct uz_eth_desc);
 
 	netif_stop_queue(ndev);
+	cancel_delayed_work_sync(&net->refill_work);
 	napi_disable(&net->napi);
 	/* After the destroy commands the device no longer touches the rings. */
 	uz_admin_destroy(net->uz, UZ_CMD_DESTROY_ETH_TXQ, 0);
@@ -572,6 +590,7 @@ int uz_netdev_init(struct uz_dev *uz)
 
 	/* NAPI stays enabled while the netdev exists: link events need it. */
 	netif_napi_add(ndev, &net->napi, uz_napi_poll);
+	INIT_DELAYED_WORK(&net->refill_work, uz_refill_work);
 	napi_enable(&net->napi);
 	err = request_irq(pci_irq_vector(uz->pdev, UZ_MSIX_EQ), uz_eq_irq, 0,
 			  "uzura-eq", net);
