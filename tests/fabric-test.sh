@@ -11,8 +11,9 @@
 # kernel has RED) frames arrive marked CE, in a capture and in the
 # receiving NIC's np_ecn_marked_roce_packets; MPI point-to-point with its
 # data checked runs through
-# that port with go-back-N and with selective repeat; down leaves no
-# namespace, bridge or tap behind.  Needs CAP_NET_ADMIN (root).  TAP.
+# that port with go-back-N and with selective repeat; a port that goes
+# down for 2 s under RDMA writes is a loss the transport recovers from;
+# down leaves no namespace, bridge or tap behind.  Needs CAP_NET_ADMIN (root).  TAP.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -155,6 +156,36 @@ p2p() {
 	return "$rc"
 }
 
+# flapped: port 3 goes down for 2 s in the middle of a 12-second
+# ib_write_bw from node 1 to node 3 (a per-try timeout of 1 s, -u 18, so
+# 7 retries span the gap): the frames are lost at the port, node 1
+# retransmits, and both sides finish with no error once the port is back.
+flapped() {
+	local r0 r1 w0 k client rc
+	r0=$(counter 1 retransmits)
+	serve 3 18516 flap "timeout 120 ib_write_bw -d $ibdev -x $gidx -D 12 -u 18 -s 65536 -p 18516" ||
+		return 1
+	w0=$(counter 1 tx_pkts_write)
+	"$uz" run 1 -- "timeout 120 ib_write_bw -d $ibdev -x $gidx -D 12 -u 18 -s 65536 -p 18516 10.77.0.3" \
+		> "$log/flap-client.log" 2>&1 &
+	client=$!
+	# Down once the writes flow, not while perftest sets up over TCP.
+	for k in $(seq 120); do
+		[ "$(counter 1 tx_pkts_write)" -gt $((w0 + 100)) ] && break
+		sleep 0.5
+	done
+	ip -n "$ns" link set port3 down && sleep 2 && ip -n "$ns" link set port3 up
+	wait "$client"
+	rc=$?
+	"$uz" run 3 -- 'for k in $(seq 60); do [ -s /tmp/flap.rc ] && exit $(cat /tmp/flap.rc); sleep 1; done; exit 1' ||
+		rc=1
+	r1=$(counter 1 retransmits)
+	echo "# node 1 retransmitted $((r1 - r0)) packets across the 2 s the port was down"
+	grep -E '^ *65536 ' "$log/flap-client.log" | sed 's/^/# /'
+	[ "$rc" -eq 0 ] && [ "$r1" -gt "$r0" ] &&
+		! grep -qi 'error\|failed' "$log/flap-client.log"
+}
+
 clean_after_down() {
 	"$uz" down || return 1
 	! ip netns list | grep -q "^$ns\\b" &&
@@ -180,6 +211,8 @@ fi
 t "MPI point-to-point to 256 KiB, checked, through a 100 Mbit/s port: go-back-N" \
 	p2p gbn
 t "the same with selective repeat" p2p sr
+t "port 3 down for 2 s under ib_write_bw: node 1 retransmits, both finish" \
+	flapped
 t "port settings go back to the defaults with =off" bash -c "
 	'$uz' fabric port 3 rate=off limit=off > /dev/null &&
 	'$uz' fabric | grep -qx 'port3 (to node 3): rate=off limit=off ecn=off delay=off loss=off'"
