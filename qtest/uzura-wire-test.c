@@ -522,6 +522,213 @@ static void test_ecn(void)
     wire_stop(&w);
 }
 
+#define UZ_NS_PER_US    1000
+
+/* qom-set of a number, or of a flag, of NIC @nic. */
+static void nic_set_num(Wire *w, int nic, const char *prop, int64_t val)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
+
+    qtest_qmp_assert_success(w->m.qs->qts, "{'execute': 'qom-set', "
+                             "'arguments': {'path': %s, 'property': %s, "
+                             "'value': %" PRId64 "}}", path, prop, val);
+}
+
+static void nic_set_flag(Wire *w, int nic, const char *prop, bool on)
+{
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
+
+    qtest_qmp_assert_success(w->m.qs->qts, "{'execute': 'qom-set', "
+                             "'arguments': {'path': %s, 'property': %s, "
+                             "'value': %i}}", path, prop, on);
+}
+
+/* A's WRITE, captured, then marked CE and sent again to b: a duplicate. */
+static void send_marked(Wire *w, const UzFrame *req)
+{
+    UzFrame ce = *req;
+    uint64_t dups = uz_counter(&w->m, 1, "duplicates");
+
+    ce.data[UZ_OFF_IP + 1] |= UZ_IP_ECN_CE;
+    fix_ip_csum(&ce);
+    wire_send(w, ce.data, ce.len);
+    uz_counter_wait(&w->b, "duplicates", dups + 1);
+}
+
+/*
+ * Congestion control's notification point (spec 9.1.2).  A request that
+ * arrives marked CE makes the responder send a CNP to the requester's QP
+ * as RoCEv2 gives it: BTH opcode 0x81 with BECN, PSN 0, 16 reserved bytes
+ * and an ICRC, DSCP cnp_dscp, Not-ECT.  A second within
+ * min_time_between_cnps (virtual time stands still in a qtest) makes none,
+ * one after it another; with roce_np_enable off, none.  The requester
+ * takes each in rp_cnp_handled.
+ */
+static void test_cnp(void)
+{
+    Wire w;
+    UzFrame req, cnp;
+    uint8_t mac_a[6], ip_a[4], zero[UZ_CNP_PAYLOAD_LEN] = { 0 };
+    const uint8_t *bth;
+
+    wire_start(&w);
+    uz_node_mac(0, mac_a);
+    uz_node_ip(0, ip_a);
+    post_write(&w, 1, 0, 100, 0x11);
+    wire_capture(&w, UZ_BTH_OP_WRITE_ONLY, &req);
+    expect_write_done(&w, 1);
+    uz_wire_drain(w.sock, &w.a.d);
+
+    send_marked(&w, &req);
+    wire_capture(&w, UZ_BTH_OP_CNP, &cnp);
+    bth = cnp.data + UZ_OFF_BTH;
+    g_assert_cmpuint(cnp.len, ==, UZ_OFF_BTH + UZ_BTH_LEN +
+                     UZ_CNP_PAYLOAD_LEN + UZ_ICRC_LEN);
+    g_assert(!memcmp(cnp.data, mac_a, 6));
+    g_assert(!memcmp(cnp.data + UZ_OFF_IP + 16, ip_a, 4));
+    g_assert_cmphex(cnp.data[UZ_OFF_IP + 1], ==, 48 << 2);
+    g_assert_cmphex(bth[4], ==, UZ_BTH_BECN);
+    g_assert_cmphex(ldl_be_p(bth + 4) & 0xffffff, ==, w.qa->qpn);
+    g_assert_cmphex(ldl_be_p(bth + 8) & 0xffffff, ==, 0);
+    g_assert(!memcmp(bth + UZ_BTH_LEN, zero, sizeof(zero)));
+    g_assert_cmphex((uint32_t)ldl_le_p(cnp.data + cnp.len - 4), ==,
+                    uz_icrc(cnp.data, cnp.len));
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_cnp_sent"), ==, 1);
+    g_assert_cmpint(uz_counter_wait(&w.a, "rp_cnp_handled", 1), ==, 1);
+
+    /* Within min_time_between_cnps (4 us): counted as marked, no CNP. */
+    send_marked(&w, &req);
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_ecn_marked_roce_packets"), ==, 2);
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_cnp_sent"), ==, 1);
+
+    qtest_clock_step(w.a.d.qts, 4 * UZ_NS_PER_US);
+    send_marked(&w, &req);
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_cnp_sent"), ==, 2);
+    g_assert_cmpint(uz_counter_wait(&w.a, "rp_cnp_handled", 2), ==, 2);
+
+    nic_set_flag(&w, 1, "roce_np_enable", false);
+    qtest_clock_step(w.a.d.qts, 4 * UZ_NS_PER_US);
+    send_marked(&w, &req);
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_ecn_marked_roce_packets"), ==, 4);
+    g_assert_cmpint(uz_counter(&w.m, 1, "np_cnp_sent"), ==, 2);
+
+    /* With roce_rp_enable off the requester counts CNPs and ignores them. */
+    nic_set_flag(&w, 1, "roce_np_enable", true);
+    nic_set_flag(&w, 0, "roce_rp_enable", false);
+    qtest_clock_step(w.a.d.qts, 4 * UZ_NS_PER_US);
+    send_marked(&w, &req);
+    g_assert_cmpint(uz_counter_wait(&w.a, "rp_cnp_ignored", 1), ==, 1);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rp_cnp_handled"), ==, 2);
+    wire_stop(&w);
+}
+
+/* WRITE Only/First/Middle/Last frames from a that reach the wire now. */
+static int writes_out(Wire *w)
+{
+    UzFrame fr;
+    int n = 0;
+
+    while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
+        uint8_t op = uz_frame_is_roce(&fr) ? fr.data[UZ_OFF_BTH] : 0xff;
+
+        n += op >= UZ_BTH_OP_WRITE_FIRST && op <= UZ_BTH_OP_WRITE_ONLY_IMM;
+    }
+    return n;
+}
+
+/*
+ * The reaction point paces the QP (spec 9.1.2).  With the rate a first
+ * CNP sets at 100 Mb/s and alpha at its initial 1023/1024, the CNP's cut
+ * leaves 50.05 Mb/s, at which a packet of 1024 bytes and 58 of headers
+ * takes 173 us.  An 8 KiB WRITE at path MTU 1024 then sends one packet,
+ * and one more each time the virtual clock passes another 200 us.  Without a
+ * CNP, the QP has no limiter and sends the whole WRITE at once.
+ */
+static void test_rp_pacing(void)
+{
+    Wire w;
+    UzFrame req;
+    struct uz_cqe c;
+    int sent, k;
+
+    wire_start(&w);
+    nic_set_num(&w, 0, "rate_to_set_on_first_cnp", 100);
+    nic_set_num(&w, 0, "rpg_time_reset", 1000000);  /* no timer steps */
+    nic_set_num(&w, 0, "rpg_byte_reset", 1 << 30);  /* nor byte steps */
+    post_write(&w, 1, 0, 8192, 0x22);
+    wire_capture(&w, UZ_BTH_OP_WRITE_FIRST, &req);
+    g_assert_cmpint(writes_out(&w) + 1, ==, 8);
+    expect_write_done(&w, 1);
+
+    send_marked(&w, &req);
+    uz_counter_wait(&w.a, "rp_cnp_handled", 1);
+    uz_wire_drain(w.sock, &w.a.d);
+    post_write(&w, 2, 0, 8192, 0x33);
+    sent = writes_out(&w);
+    g_assert_cmpint(sent, ==, 1);
+    for (k = 0; k < 7; k++) {
+        qtest_clock_step(w.a.d.qts, 200 * UZ_NS_PER_US);
+        sent += writes_out(&w);
+        g_assert_cmpint(sent, ==, k + 2);
+    }
+    uz_cq_wait(w.qa->scq, &c);
+    uz_cqe_expect(&c, 2, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
+                  w.qa->qpn);
+    uz_assert_mr_fill(w.mb, 0, 0x33, 8192, "the paced WRITE");
+    wire_stop(&w);
+}
+
+/* An Ethernet frame (IPv4, not RoCE) of @len bytes from a to b. */
+static void send_eth_frame(Wire *w, size_t len, uint8_t seed)
+{
+    uint8_t f[1514] = { 0 };
+
+    g_assert_cmpuint(len, <=, sizeof(f));
+    uz_node_mac(1, f);
+    uz_node_mac(0, f + 6);
+    stw_be_p(f + 12, 0x0800);
+    memset(f + 14, seed, len - 14);
+    wire_send(w, f, len);
+}
+
+/*
+ * The RDMA engine never waits for the Ethernet function (spec 6.2).  Node
+ * b has an RX ring with no descriptor posted, as a driver that could not
+ * allocate buffers leaves it, and Ethernet frames arrive: they wait in
+ * the hold queue, 256 at most, the rest dropped and counted in
+ * rx_out_of_buffer.  Meanwhile a's RDMA WRITEs to b complete: before,
+ * the NIC stopped taking frames from the link while the ring was empty,
+ * and the RoCE frames behind an Ethernet frame waited with it.
+ */
+static void test_eth_hold(void)
+{
+    Wire w;
+    struct uz_admin_cmd cmd = { .opcode = UZ_CMD_CREATE_ETH_RXQ };
+    int k;
+
+    wire_start(&w);
+    cmd.create_eth_queue.ring_addr = cpu_to_le64(uz_alloc(&w.b.d, 4096));
+    cmd.create_eth_queue.log_depth = 4;
+    cmd.create_eth_queue.eqn = cpu_to_le32(w.b.async_eq.eqn);
+    g_assert_cmpint(uz_admin(&w.b.d, &cmd, NULL), ==, UZ_CMD_OK);
+
+    send_eth_frame(&w, 200, 1);
+    post_write(&w, 1, 0, 4096, 0x44);
+    expect_write_done(&w, 1);
+    uz_assert_mr_fill(w.mb, 0, 0x44, 4096, "a WRITE behind a held frame");
+
+    for (k = 0; k < 300; k++) {
+        send_eth_frame(&w, 200, k);
+    }
+    g_assert_cmpint(uz_counter_wait(&w.b, "rx_out_of_buffer", 301 - 256),
+                    ==, 301 - 256);
+    post_write(&w, 2, 0, 4096, 0x55);
+    expect_write_done(&w, 2);
+    uz_assert_mr_fill(w.mb, 0, 0x55, 4096, "a WRITE past a full hold queue");
+    g_assert_cmpint(uz_counter(&w.m, 1, "rx_frames"), ==, 0);
+    wire_stop(&w);
+}
+
 #define GROUP       0xe6010203u     /* 230.1.2.3 */
 
 /* @fr again, from MAC @smac to MAC @dmac, IPv4 @daddr and QP @dqpn. */
@@ -624,5 +831,8 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/uc-unanswered", test_uc_unanswered);
     qtest_add_func("/uzura/wire/mcast-forged", test_mcast_forged);
     qtest_add_func("/uzura/wire/ecn", test_ecn);
+    qtest_add_func("/uzura/wire/cnp", test_cnp);
+    qtest_add_func("/uzura/wire/rp-pacing", test_rp_pacing);
+    qtest_add_func("/uzura/wire/eth-hold", test_eth_hold);
     return g_test_run();
 }

@@ -616,6 +616,10 @@ static void uzf_prologue(QTestState *s)
     uz_ring(&f1->n.d, f1->tm_ops_db, f1->tm_ops_pi);
     flush_events(s);
 
+    /* A CNP leaves node 0's QP at 100 Mb/s: its packets are paced. */
+    object_property_set_uint(f0->obj, "rate_to_set_on_first_cnp", 100,
+                             &error_abort);
+
     /* Fault rules: some frames of every input are lost or reordered. */
     if (!uzf.model) {
         object_property_set_str(f0->obj, "recovery", "sr", &error_abort);
@@ -1055,6 +1059,7 @@ static const uint8_t uzf_rc_req[] = {
 };
 static const uint8_t uzf_rc_resp[] = {
     0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, UZ_BTH_OP_RC_SACK, 0x11, 0x10,
+    UZ_BTH_OP_CNP,
 };
 
 static uint8_t uzf_pick_op(UzQp *qp, uint8_t sel, bool *resp)
@@ -1073,7 +1078,8 @@ static uint8_t uzf_pick_op(UzQp *qp, uint8_t sel, bool *resp)
     case UZ_QPT_XRC_INI:
         *resp = true;
         op = uzf_rc_resp[sel % ARRAY_SIZE(uzf_rc_resp)];
-        return op == UZ_BTH_OP_RC_SACK ? op : op | UZ_BTH_OP_XRC;
+        return op == UZ_BTH_OP_RC_SACK || op == UZ_BTH_OP_CNP ?
+               op : op | UZ_BTH_OP_XRC;
     }
     if (sel & 0x80) {
         *resp = true;
@@ -1575,6 +1581,25 @@ static void uzf_rules(UzfIn *in, Object *obj)
     g_free(back);
 }
 
+/* Congestion control's knobs (spec 9.1.2), in range or not. */
+static void uzf_cc_knob(UzfIn *in, Object *obj, Error **err)
+{
+    static const char *const knobs[] = {
+        "rate_to_set_on_first_cnp", "rpg_time_reset", "rpg_byte_reset",
+        "rpg_min_rate", "min_time_between_cnps", "dce_tcp_rtt", "rpg_gd",
+        "rate_reduce_monitor_period", "rpg_threshold", "rpg_hai_rate",
+    };
+    uint8_t k = in8(in);
+
+    if (k >= 0xf0) {
+        object_property_set_bool(obj, k & 1 ? "roce_rp_enable" :
+                                 "roce_np_enable", k & 2, err);
+        return;
+    }
+    object_property_set_uint(obj, knobs[k % ARRAY_SIZE(knobs)], in16(in),
+                             err);
+}
+
 /* Run-time properties: rules, recovery, random faults, the link. */
 static void uzf_act_prop(QTestState *s, UzfIn *in)
 {
@@ -1611,6 +1636,10 @@ static void uzf_act_prop(QTestState *s, UzfIn *in)
         object_property_set_uint(obj, "sr-rto-low-us", in16(in), &err);
         break;
     default:
+        if (b & 0x80) {
+            uzf_cc_knob(in, obj, &err);
+            break;
+        }
         object_property_set_uint(obj, "fault-flap-down-us", in8(in), &err);
         break;
     }

@@ -187,14 +187,20 @@ int main(void)
 	      UZ_IMR_ENTRY(0x1234) == 0x0000123400000001ull &&
 	      UZ_IMR_KEY(0xabcd000000000001ull) == 0xabcd0000u);
 	/* Version 0.21: QP error events by kind (spec 5.3, 8.11). */
-	CHECK(UZ_VERSION_MINOR == 22 && UZ_EQE_QP_REQ_ERR == 0x19 &&
+	CHECK(UZ_VERSION_MINOR == 23 && UZ_EQE_QP_REQ_ERR == 0x19 &&
 	      UZ_EQE_QP_ACCESS_ERR == 0x1a && UZ_EQE_QP_FATAL == 0x12);
 	/* Version 0.20: SQ shadow doorbells (spec 8.6.1). */
 	CHECK(UZ_CAP_SQ_SHADOW == 0x1000000 &&
 	      UZ_QPF_SQ_SHADOW == 4 && sizeof(struct uz_sq_shadow) == 64 &&
 	      offsetof(struct uz_sq_shadow, event) == 4 &&
 	      UZ_CNT_SQ_SHADOW_TAKES == 91 && UZ_CNT_RX_NOT_OURS == 92 &&
-	      UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS == 93 && UZ_CNT_NUM == 94);
+	      UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS == 93);
+	/* Version 0.23: CNPs and DCQCN (spec 9.1.2). */
+	CHECK(UZ_CNT_NP_CNP_SENT == 94 && UZ_CNT_RP_CNP_HANDLED == 95 &&
+	      UZ_CNT_RP_CNP_IGNORED == 96 && UZ_CNT_RX_OUT_OF_BUFFER == 97 &&
+	      UZ_CNT_NUM == 98 &&
+	      UZ_BTH_OP_CNP == 0x81 && UZ_BTH_BECN == 0x40 &&
+	      UZ_CNP_PAYLOAD_LEN == 16);
 	/* The doorbell is needed when event lies in [old, new), mod 2^24. */
 	CHECK(UZ_SQ_SHADOW_NEED_DB(5, 6, 5) && !UZ_SQ_SHADOW_NEED_DB(5, 7, 6) &&
 	      UZ_SQ_SHADOW_NEED_DB(5, 21, 5) && !UZ_SQ_SHADOW_NEED_DB(4, 6, 5) &&

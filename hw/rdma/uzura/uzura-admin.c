@@ -252,6 +252,10 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(LOOP_DROPPED, loop_dropped),
     UZ_CNT(RX_NOT_OURS, rx_not_ours),
     UZ_CNT(NP_ECN_MARKED_ROCE_PACKETS, np_ecn_marked_roce_packets),
+    UZ_CNT(NP_CNP_SENT, np_cnp_sent),
+    UZ_CNT(RP_CNP_HANDLED, rp_cnp_handled),
+    UZ_CNT(RP_CNP_IGNORED, rp_cnp_ignored),
+    UZ_CNT(RX_OUT_OF_BUFFER, rx_out_of_buffer),
 };
 
 #undef UZ_CNT

@@ -129,6 +129,10 @@ typedef struct UzuraCounters {
     uint64_t loop_dropped;      /* the loopback FIFO was full */
     uint64_t rx_not_ours;       /* unicast frames to another MAC */
     uint64_t np_ecn_marked_roce_packets;    /* RoCE packets marked CE */
+    uint64_t np_cnp_sent;       /* congestion control (uzura-dcqcn.c) */
+    uint64_t rp_cnp_handled;
+    uint64_t rp_cnp_ignored;
+    uint64_t rx_out_of_buffer;  /* Ethernet: no descriptor, hold queue full */
     uint64_t xlat_hits;
     uint64_t xlat_misses;
     uint64_t xlat_evictions;
@@ -238,6 +242,10 @@ typedef struct UzuraCore {
     UzuraEq eq[UZ_MAX_EQ];
     UzuraEthRing eth_tx;
     UzuraEthRing eth_rx;
+    /* RX frames that came with no descriptor posted (uzura-eth.c) */
+    QSIMPLEQ_HEAD(, UzuraEthHeld) eth_hold;
+    uint32_t eth_hold_frames;
+    size_t eth_hold_bytes;
     uint32_t *db_map;           /* db_pages * UZ_DB_SLOTS_PER_PAGE */
 
     UzuraRdma rdma;
@@ -343,7 +351,6 @@ uint8_t uzura_eth_create(UzuraCore *core, bool tx,
 uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle);
 void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val);
 void uzura_eth_work(UzuraCore *core);
-bool uzura_eth_can_receive(UzuraCore *core);
 ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 
 /* uzura-fault.c */

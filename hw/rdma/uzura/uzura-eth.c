@@ -3,17 +3,32 @@
  * uzura RDMA NIC: the Ethernet function.
  *
  * One TX and one RX descriptor ring.  TX runs in the work bottom half;
- * RX runs when the backend delivers a frame, and only while a descriptor
- * is posted: otherwise can_receive is false and the backend queues frames
- * rather than dropping them.  Each batch ends with one EQE on the ring's EQ.
+ * RX runs when the backend delivers a frame.  With no RX descriptor posted
+ * a frame waits in the device's hold queue, UZ_ETH_HOLD_FRAMES frames and
+ * UZ_ETH_HOLD_BYTES at most, and goes into the ring once the driver posts
+ * one; past that it is dropped and counted (rx_out_of_buffer).  The link
+ * is never stopped for the Ethernet function: RoCE frames behind a frame
+ * it cannot take would wait too, and the RDMA engine with them.  Each
+ * batch ends with one EQE on the ring's EQ.
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
+#include "qemu/units.h"
 #include "net/net.h"
 #include "uzura-core.h"
 #include "trace.h"
 
 #define UZ_ETH_TX_BUDGET    256     /* descriptors per bottom-half run */
+#define UZ_ETH_HOLD_BUDGET  256     /* held frames per bottom-half run */
+#define UZ_ETH_HOLD_FRAMES  256     /* the hold queue's bounds (spec 6.2) */
+#define UZ_ETH_HOLD_BYTES   (1 * MiB)
+
+/* A frame that came with no RX descriptor posted. */
+typedef struct UzuraEthHeld {
+    QSIMPLEQ_ENTRY(UzuraEthHeld) next;
+    size_t len;
+    uint8_t data[];
+} UzuraEthHeld;
 
 static uint32_t uzura_eth_size(const UzuraEthRing *r)
 {
@@ -132,23 +147,15 @@ static void uzura_eth_tx_work(UzuraCore *core)
     }
 }
 
+static void uzura_eth_hold_work(UzuraCore *core);
+
 void uzura_eth_work(UzuraCore *core)
 {
     uzura_eth_tx_work(core);
+    uzura_eth_hold_work(core);
     if (core->eth_rx.valid) {
         uzura_eth_event(core, &core->eth_rx, false);
     }
-}
-
-bool uzura_eth_can_receive(UzuraCore *core)
-{
-    UzuraEthRing *r = &core->eth_rx;
-
-    /* Without a ring or a link, frames are taken and dropped. */
-    if (!r->valid || !uzura_core_link_up(core)) {
-        return true;
-    }
-    return r->ci != r->pi;
 }
 
 static bool uzura_eth_rx_accept(UzuraCore *core, const uint8_t *buf,
@@ -159,34 +166,21 @@ static bool uzura_eth_rx_accept(UzuraCore *core, const uint8_t *buf,
            ((buf[0] & 1) || !memcmp(buf, core->mac, sizeof(core->mac)));
 }
 
-ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size)
+/* Put a frame into the next RX descriptor, which the driver posted. */
+static void uzura_eth_deliver(UzuraCore *core, const uint8_t *buf,
+                              size_t size)
 {
     UzuraEthRing *r = &core->eth_rx;
     uint64_t daddr = uzura_eth_desc_addr(r, r->ci);
     struct uz_eth_desc d;
     uint32_t status;
 
-    if (!r->valid || !uzura_core_link_up(core)) {
-        core->counters.rx_dropped++;
-        return size;
-    }
-    if (!uzura_eth_rx_accept(core, buf, size)) {
-        return size;
-    }
-    if (r->ci == r->pi) {
-        return 0;               /* no descriptor: the backend queues it */
-    }
-    if (size > UZ_ETH_FRAME_MAX(core->mtu)) {
-        trace_uzura_eth_rx_drop(size, core->mtu);
-        core->counters.rx_dropped++;
-        return size;
-    }
     if (!uzura_dma_read(core, daddr, &d, sizeof(d))) {
         uzura_guest_error(trace_uzura_eth_err_rx_ring(daddr),
                           "RX descriptor at 0x%" PRIx64 " not accessible",
                           daddr);
         core->counters.rx_dropped++;
-        return size;
+        return;
     }
     if (size > le16_to_cpu(d.len)) {
         uzura_guest_error(trace_uzura_eth_err_rx_small(r->ci, size,
@@ -194,7 +188,7 @@ ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size)
                           "RX frame of %zu bytes dropped: descriptor %u "
                           "holds %u", size, r->ci, le16_to_cpu(d.len));
         core->counters.rx_dropped++;
-        return size;
+        return;
     }
     if (uzura_dma_write(core, le64_to_cpu(d.addr), buf, size)) {
         status = UZ_ETH_DONE;
@@ -216,6 +210,84 @@ ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     /* One event per batch: the bottom half posts it. */
     r->event_owed = true;
     uzura_work_schedule(core);
+    return;
+}
+
+/* Drop every held frame: the RX ring or the link went away. */
+static void uzura_eth_hold_flush(UzuraCore *core)
+{
+    UzuraEthHeld *h;
+
+    while ((h = QSIMPLEQ_FIRST(&core->eth_hold))) {
+        QSIMPLEQ_REMOVE_HEAD(&core->eth_hold, next);
+        core->counters.rx_dropped++;
+        g_free(h);
+    }
+    core->eth_hold_frames = 0;
+    core->eth_hold_bytes = 0;
+}
+
+/* Held frames into the descriptors the driver posted since, in order. */
+static void uzura_eth_hold_work(UzuraCore *core)
+{
+    UzuraEthRing *r = &core->eth_rx;
+    unsigned budget = UZ_ETH_HOLD_BUDGET;
+    UzuraEthHeld *h;
+
+    if (!r->valid || !uzura_core_link_up(core)) {
+        uzura_eth_hold_flush(core);
+        return;
+    }
+    while ((h = QSIMPLEQ_FIRST(&core->eth_hold)) && r->ci != r->pi) {
+        if (!budget--) {
+            uzura_work_schedule(core);
+            return;
+        }
+        QSIMPLEQ_REMOVE_HEAD(&core->eth_hold, next);
+        core->eth_hold_frames--;
+        core->eth_hold_bytes -= h->len;
+        uzura_eth_deliver(core, h->data, h->len);
+        g_free(h);
+    }
+}
+
+ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size)
+{
+    UzuraEthRing *r = &core->eth_rx;
+    UzuraEthHeld *h;
+
+    if (!r->valid || !uzura_core_link_up(core)) {
+        core->counters.rx_dropped++;
+        return size;
+    }
+    if (!uzura_eth_rx_accept(core, buf, size)) {
+        return size;
+    }
+    if (size > UZ_ETH_FRAME_MAX(core->mtu)) {
+        trace_uzura_eth_rx_drop(size, core->mtu);
+        core->counters.rx_dropped++;
+        return size;
+    }
+    if (r->ci != r->pi && QSIMPLEQ_EMPTY(&core->eth_hold)) {
+        uzura_eth_deliver(core, buf, size);
+        return size;
+    }
+    /* No descriptor (or frames before it wait): hold it, within bounds. */
+    if (core->eth_hold_frames >= UZ_ETH_HOLD_FRAMES ||
+        core->eth_hold_bytes + size > UZ_ETH_HOLD_BYTES) {
+        trace_uzura_eth_rx_no_buffer(size, core->eth_hold_frames);
+        core->counters.rx_out_of_buffer++;
+        return size;
+    }
+    h = g_malloc(sizeof(*h) + size);
+    h->len = size;
+    memcpy(h->data, buf, size);
+    QSIMPLEQ_INSERT_TAIL(&core->eth_hold, h, next);
+    core->eth_hold_frames++;
+    core->eth_hold_bytes += size;
+    if (r->ci != r->pi) {
+        uzura_work_schedule(core);
+    }
     return size;
 }
 
@@ -234,7 +306,7 @@ void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val)
     trace_uzura_eth_doorbell(tx, pi);
     r->pi = pi;
     if (!tx) {
-        core->rx_flush_owed = true;
+        /* Held frames go in by the bottom half. */
     } else if (core->model.on) {
         uzura_model_kick(core, core->model.p.doorbell_ns);
         return;
@@ -290,6 +362,9 @@ uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle)
     uzura_eq_put(core, r->eqn);
     uzura_db_free(core, r->db_offset);
     memset(r, 0, sizeof(*r));
+    if (!tx) {
+        uzura_eth_hold_flush(core);
+    }
     trace_uzura_eth_destroy(tx);
     return UZ_CMD_OK;
 }
@@ -298,4 +373,5 @@ void uzura_eth_reset(UzuraCore *core)
 {
     memset(&core->eth_tx, 0, sizeof(core->eth_tx));
     memset(&core->eth_rx, 0, sizeof(core->eth_rx));
+    uzura_eth_hold_flush(core);
 }

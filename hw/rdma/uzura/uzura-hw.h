@@ -76,7 +76,7 @@
 
 #define UZ_MAGIC                    0x41525a55u /* "UZRA" */
 #define UZ_VERSION_MAJOR            0
-#define UZ_VERSION_MINOR            22
+#define UZ_VERSION_MINOR            23
 #define UZ_VERSION          ((UZ_VERSION_MAJOR << 16) | UZ_VERSION_MINOR)
 
 /* ------------------------------------------------------------------ */
@@ -797,7 +797,14 @@ enum uz_counter {
 	/* ECN (mlx5's name) */
 	UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS = 93, /* np_ecn_marked_roce_packets:
 						 * RoCE packets marked CE */
-	UZ_CNT_NUM                  /* 94: counters of this version */
+	/* congestion control (mlx5's names) */
+	UZ_CNT_NP_CNP_SENT = 94,    /* np_cnp_sent: CNPs sent */
+	UZ_CNT_RP_CNP_HANDLED = 95, /* rp_cnp_handled: CNPs that cut a rate */
+	UZ_CNT_RP_CNP_IGNORED = 96, /* rp_cnp_ignored: CNPs taken, no effect */
+	/* Ethernet */
+	UZ_CNT_RX_OUT_OF_BUFFER = 97,   /* rx_out_of_buffer: no RX descriptor
+					 * and the hold queue full */
+	UZ_CNT_NUM                  /* 98: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */
@@ -1525,6 +1532,14 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_BTH_OP_UD_SEND_ONLY_IMM  0x65
 #define UZ_BTH_OP_RC_STCRW          0xc0
 #define UZ_BTH_OP_RC_SACK           0xc1 /* selective ACK (recovery=sr) */
+/*
+ * RoCEv2's Congestion Notification Packet (IBA annex A17): a BTH with
+ * BECN set, DestQP the QP whose packet arrived marked CE, PSN 0, then 16
+ * reserved bytes and the ICRC.
+ */
+#define UZ_BTH_OP_CNP               0x81
+#define UZ_BTH_BECN                 0x40 /* BTH byte 4, bit 6 */
+#define UZ_CNP_PAYLOAD_LEN          16
 
 /*
  * BTH byte 8 holds AckReq (bit 7) and 7 reserved bits; uzura's requester

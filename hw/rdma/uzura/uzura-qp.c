@@ -291,6 +291,7 @@ static void uzura_qp_free_xfer(UzuraCore *core, UzuraQp *qp)
 {
     if (qp->x) {
         uzura_sr_free(core, qp);
+        uzura_rp_free(qp);
         timer_free(qp->x->timer);
         g_free(qp->x->msg);
         g_free(qp->x->rd);

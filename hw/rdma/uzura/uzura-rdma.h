@@ -83,6 +83,32 @@ typedef struct UzuraSrq {
     uint32_t users;
 } UzuraSrq;
 
+/*
+ * Congestion control's knobs (spec 9.1.2): device properties with mlx5's
+ * names (under ecn/roce_np and ecn/roce_rp), settable at run time.  Rates in
+ * Mb/s, times in microseconds, alpha and g in 1/1024.
+ */
+typedef struct UzuraCcParams {
+    bool np_enable;                     /* roce_np_enable */
+    bool rp_enable;                     /* roce_rp_enable */
+    uint32_t min_time_between_cnps;
+    uint32_t cnp_dscp;
+    uint32_t rpg_time_reset;
+    uint32_t rpg_byte_reset;
+    uint32_t rpg_threshold;
+    uint32_t rpg_max_rate;              /* 0: the link's speed */
+    uint32_t rpg_ai_rate;
+    uint32_t rpg_hai_rate;
+    uint32_t rpg_gd;
+    uint32_t rpg_min_dec_fac;           /* percent */
+    uint32_t rpg_min_rate;
+    uint32_t rate_to_set_on_first_cnp;  /* 0: the link's speed */
+    uint32_t rate_reduce_monitor_period;
+    uint32_t dce_tcp_g;
+    uint32_t dce_tcp_rtt;
+    uint32_t initial_alpha_value;
+} UzuraCcParams;
+
 typedef struct UzuraQp {
     bool valid;
     uint8_t type;               /* UZ_QPT_* */
@@ -249,6 +275,7 @@ typedef struct UzuraRdma {
     uint32_t sr_kept;           /* packets all QPs keep */
     size_t sr_kept_bytes;       /* and what they hold */
     bool tm_owed;               /* a TM SRQ has list operations to do */
+    UzuraCcParams cc;           /* congestion control (uzura-dcqcn.c) */
 } UzuraRdma;
 
 #define UZ_ACCESS_ALL   (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \

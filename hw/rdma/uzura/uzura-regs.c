@@ -325,6 +325,7 @@ void uzura_core_init(UzuraCore *core)
     uzura_fault_init(core);
     uzura_model_init(core);
     QSIMPLEQ_INIT(&core->loop);
+    QSIMPLEQ_INIT(&core->eth_hold);
 }
 
 void uzura_core_uninit(UzuraCore *core)
@@ -337,6 +338,7 @@ void uzura_core_uninit(UzuraCore *core)
     uzura_fault_uninit(core);
     uzura_model_uninit(core);
     uzura_loop_flush(core);
+    uzura_eth_reset(core);
     uzura_rdma_uninit(core);
 }
 

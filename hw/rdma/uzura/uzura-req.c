@@ -812,6 +812,7 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
         return;
     }
+    uzura_rp_sent(core, qp, n + UZ_ROCE_FRAME_OVERHEAD);
     if (uzura_psn_diff(x->psn, x->psn_max) < 0) {
         core->counters.retransmits++;
     } else if (!x->rtt_on && last && !uzura_wr_is_rd_atomic(h->opcode) &&
@@ -911,7 +912,9 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
         /* The memory went away: the packet path finds out in order. */
         x->sr_left = 0;
         uzura_req_rewind(core, qp);
+        return;
     }
+    uzura_rp_sent(core, qp, n + UZ_ROCE_FRAME_OVERHEAD);
 }
 
 /* The send queue's part of the work bottom half. */
@@ -920,11 +923,15 @@ static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     UzuraXfer *x = qp->x;
 
     while (*budget && !x->rnr_wait && !x->blocked && !x->fault_wait &&
+           !x->rp_wait &&
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
         UzuraSwqe *w = uzura_msg(qp, x->m_next);
 
         /* What a SACK asked for goes before anything new. */
         if (x->sr_left) {
+            if (uzura_rp_hold(core, qp)) {
+                return;         /* paced: the rate limiter's timer calls */
+            }
             uzura_req_resend(core, qp);
             (*budget)--;
             continue;
@@ -957,6 +964,9 @@ static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
                 continue;
             }
         }
+        if (uzura_rp_hold(core, qp)) {
+            return;
+        }
         uzura_req_packet(core, qp);
         (*budget)--;
     }
@@ -979,7 +989,7 @@ static bool uzura_req_settle(UzuraCore *core, UzuraQp *qp, unsigned budget)
         return true;
     }
     if (sending && (uzura_req_outstanding(qp) || x->rnr_wait ||
-                    x->fault_wait || x->sr_left)) {
+                    x->fault_wait || x->sr_left || x->rp_wait)) {
         return true;
     }
     /* Not sending: the next turn or the doorbell takes what came. */
@@ -1380,6 +1390,8 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
     UzuraXfer *x = qp->x;
 
     timer_del(x->timer);
+    uzura_rp_free(qp);
+    x->np_cnp_once = false;
     x->cur_active = false;
     x->rnr_wait = false;
     x->blocked = false;

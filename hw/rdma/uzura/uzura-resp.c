@@ -862,8 +862,14 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
     core->counters.duplicates++;
     trace_uzura_resp_duplicate(x->qpn, pkt->psn, x->epsn);
     if (fam == UZ_FAM_READ_REQ || fam == UZ_FAM_ATOMIC) {
-        for (i = 0; i < core->rdma.lim.max_qp_rd_atom; i++) {
-            UzuraRdAtom *s = &x->rd[i];
+        uint32_t n = core->rdma.lim.max_qp_rd_atom;
+
+        /*
+         * Newest first: PSNs wrap, and an answer kept 2^24 PSNs ago may
+         * cover the same PSN as the one this duplicate is of.
+         */
+        for (i = 1; i <= n; i++) {
+            UzuraRdAtom *s = &x->rd[(x->rd_head + n - i) % n];
             int32_t d = uzura_psn_diff(pkt->psn, s->psn);
 
             if (!s->valid || s->opcode != pkt->opcode ||

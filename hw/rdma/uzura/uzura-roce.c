@@ -79,6 +79,7 @@ const UzuraOpInfo uzura_ops[256] = {
                                       UZ_FAM_UD),
     [UZ_BTH_OP_RC_STCRW] = OP(UZ_H_REQ | F | L | UZ_H_CRW, UZ_FAM_CRW),
     [UZ_BTH_OP_RC_SACK] = OP(UZ_H_AETH | UZ_H_SACK, UZ_FAM_ACK),
+    [UZ_BTH_OP_CNP] = OP(UZ_H_PAYLOAD, UZ_FAM_CNP),
 };
 
 /* Bytes of the extended headers an opcode carries, in wire order. */
@@ -256,7 +257,8 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
                           UZ_BTH_OP_XRC : 0);
     p[1] = (pkt->se ? 0x80 : 0) | pad << 4;
     stw_be_p(p + 2, 0xffff);
-    stl_be_p(p + 4, pkt->dqpn & UZ_PSN_MASK);
+    stl_be_p(p + 4, (pkt->becn ? (uint32_t)UZ_BTH_BECN << 24 : 0) |
+             (pkt->dqpn & UZ_PSN_MASK));
     stl_be_p(p + 8, (pkt->ack_req ? 0x80000000u : 0) |
              (pkt->sr ? UZ_BTH_B8_SR << 24 : 0) | (pkt->psn & UZ_PSN_MASK));
     p += UZ_BTH_LEN;
@@ -350,7 +352,8 @@ uint8_t uzura_roce_send(UzuraCore *core, UzuraPkt *pkt, UzuraGather gather,
      * a mark keeps the frame whole.
      */
     ip[1] = (pkt->tos & ~UZ_IP_ECN_MASK) |
-            (core->rdma.ecn ? UZ_IP_ECN_ECT0 : 0);
+            (core->rdma.ecn && pkt->opcode != UZ_BTH_OP_CNP ?
+             UZ_IP_ECN_ECT0 : 0);
     stw_be_p(ip + 2, ip_len);
     stw_be_p(ip + 4, 0);
     stw_be_p(ip + 6, 0x4000);               /* DF */
@@ -508,7 +511,7 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     UzuraPkt pkt;
     UzuraQp *qp;
     uint16_t h;
-    bool xrc;
+    bool xrc, ce;
 
     if (!ip_len) {
         uzura_roce_drop(core, "bad IPv4 length");
@@ -537,8 +540,9 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     uzura_count(core->counters.roce_rx_pkts, core->counters.roce_rx_bytes,
                 pkt.opcode, ETH_HLEN + ip_len);
     trace_uzura_roce_rx(pkt.opcode, pkt.dqpn, pkt.psn, pkt.paylen);
-    /* The notification point's count; CNPs are not sent yet. */
-    if ((ip[1] & UZ_IP_ECN_MASK) == UZ_IP_ECN_CE) {
+    /* The notification point's count (its CNP once the QP is known). */
+    ce = (ip[1] & UZ_IP_ECN_MASK) == UZ_IP_ECN_CE;
+    if (ce) {
         core->counters.np_ecn_marked_roce_packets++;
     }
 
@@ -554,6 +558,16 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     }
     h = uzura_ops[pkt.opcode].hdrs;
     qp = uzura_qp_lookup(core, pkt.dqpn);
+    if (pkt.opcode == UZ_BTH_OP_CNP) {
+        /* To the reaction point of the QP whose packet was marked. */
+        if (!qp || !qp->x) {
+            trace_uzura_roce_rx_drop("CNP for no QP");
+            core->counters.rx_no_qp++;
+            return;
+        }
+        uzura_rp_cnp(core, qp);
+        return;
+    }
     /* An XRC target's SACKs keep their opcode. */
     xrc = pkt.xrc || (pkt.opcode == UZ_BTH_OP_RC_SACK && qp &&
                       qp->type == UZ_QPT_XRC_INI);
@@ -566,6 +580,9 @@ void uzura_roce_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         trace_uzura_roce_rx_drop("no QP to receive");
         core->counters.rx_no_qp++;
         return;
+    }
+    if (ce) {
+        uzura_np_marked(core, qp);
     }
     if (h & UZ_H_DETH) {
         uzura_resp_ud(core, qp, &pkt);

@@ -67,6 +67,7 @@ typedef enum UzuraFamily {
     UZ_FAM_ACK,
     UZ_FAM_UD,
     UZ_FAM_CRW,
+    UZ_FAM_CNP,                 /* counted by np_cnp_sent, rp_cnp_* */
     UZ_FAM_MAX,
 } UzuraFamily;
 
@@ -84,6 +85,7 @@ typedef struct UzuraPkt {
     uint32_t xrc_srqn;          /* XRCETH, of an XRC request */
     bool se;
     bool ack_req;
+    bool becn;                  /* BTH: a CNP's BECN bit */
     bool sr;                    /* BTH: the requester takes SACKs */
     uint32_t dqpn;
     uint32_t psn;
@@ -269,6 +271,7 @@ typedef enum UzuraRecovery {
 #define UZ_SR_RTO_LOW_US    4000    /* sr-rto-low-us by default */
 
 typedef struct UzuraSrSlot UzuraSrSlot;
+typedef struct UzuraRp UzuraRp;
 
 /*
  * Tag matching (uzura-tm.c): how the responder classified the SEND in
@@ -408,6 +411,12 @@ typedef struct UzuraXfer {
     uint8_t err_syndrome;
     uint8_t err_status;
     uint8_t err_verr;
+
+    /* congestion control (uzura-dcqcn.c) */
+    int64_t np_cnp_ns;          /* NP: when it last sent a CNP */
+    bool np_cnp_once;           /*   ... if it ever did */
+    UzuraRp *rp;                /* RP: the rate limiter, from a first CNP */
+    bool rp_wait;               /* the rate limiter holds the next packet */
 } UzuraXfer;
 
 /* uzura-req.c */
@@ -466,5 +475,15 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
 bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 void uzura_sr_drain(UzuraCore *core, UzuraQp *qp);
 void uzura_sr_free(UzuraCore *core, UzuraQp *qp);
+
+/* uzura-dcqcn.c */
+/* Bytes of a RoCEv2 frame besides its payload and extended headers. */
+#define UZ_ROCE_FRAME_OVERHEAD  (UZ_ROCE_BTH_OFF + 12 + 4)
+void uzura_np_marked(UzuraCore *core, UzuraQp *qp);
+void uzura_rp_cnp(UzuraCore *core, UzuraQp *qp);
+bool uzura_rp_hold(UzuraCore *core, UzuraQp *qp);
+void uzura_rp_sent(UzuraCore *core, UzuraQp *qp, uint32_t bytes);
+void uzura_rp_free(UzuraQp *qp);
+void uzura_cc_instance_init(Object *obj, UzuraCore *core);
 
 #endif /* HW_RDMA_UZURA_TRANSPORT_H */

@@ -106,14 +106,12 @@ static const MemoryRegionOps uzura_db_ops = {
     UZURA_ANY_ACCESS,
 };
 
-static bool uzura_nc_can_receive(NetClientState *nc)
-{
-    UzuraState *s = qemu_get_nic_opaque(nc);
-
-    /* The timing model keeps frames until their time, in its own queue. */
-    return s->core.model.on || uzura_eth_can_receive(&s->core);
-}
-
+/*
+ * No can_receive: the NIC takes every frame.  RoCE frames go to the RDMA
+ * engine whatever the Ethernet ring holds, Ethernet frames with no
+ * descriptor to the hold queue (uzura-eth.c); the timing model queues
+ * frames by itself.
+ */
 static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
                                 size_t size)
 {
@@ -140,7 +138,6 @@ static void uzura_nc_link_status_changed(NetClientState *nc)
 static NetClientInfo uzura_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
-    .can_receive = uzura_nc_can_receive,
     .receive = uzura_nc_receive,
     .link_status_changed = uzura_nc_link_status_changed,
 };
@@ -660,6 +657,7 @@ static void uzura_instance_init(Object *obj)
                         &s->core.fault.flap_down_us);
     uzura_fault_set_seed(&s->core.fault, 0);
     uzura_model_instance_init(&s->core);
+    uzura_cc_instance_init(obj, &s->core);
     object_property_add_bool(obj, "model-sync", uzura_get_model_sync,
                              uzura_set_model_sync);
     object_property_add_uint64_ptr(obj, "model-quanta",
