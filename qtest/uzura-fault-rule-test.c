@@ -52,6 +52,7 @@ static void test_text(void)
         { "reorder=65", "reorder=K" },
         { "dup=17", "dup=N" },
         { "corrupt=crc", "unknown field" },
+        { "ce=1", "ce takes no value" },
         { "dir=rx kind=eth drop", "kind=eth is for dir=tx" },
         { "dir=up drop", "dir takes" },
         { "kind=bogus drop", "unknown kind" },
@@ -309,6 +310,35 @@ static void test_corrupt(void)
 }
 
 /*
+ * A ce rule marks a node's requests CE as a congested switch would
+ * (spec 7.5.2, 9.1.2): the responder counts each, answers with CNPs,
+ * and the requester's QP takes them in rp_cnp_handled; the data arrives
+ * intact, with no retry.
+ */
+static void test_ce(void)
+{
+    Pair p;
+    uint64_t marked, cnps, handled, to;
+
+    pair_start(&p);
+    rules_set(&p, 0, "kind=request ce");
+    marked = uz_counter(&p.m, 1, "np_ecn_marked_roce_packets");
+    cnps = uz_counter(&p.m, 1, "np_cnp_sent");
+    handled = uz_counter(&p.m, 0, "rp_cnp_handled");
+    to = uz_counter(&p.m, 0, "retry_timeouts");
+    exchange(&p, UZ_WR_SEND, MSG_LEN);
+    g_assert_cmpuint(rule_acted(&p, 0, 1), >=, 1);
+    g_assert_cmpuint(MOVED(&p, 1, "np_ecn_marked_roce_packets", marked), ==,
+                     rule_acted(&p, 0, 1));
+    g_assert_cmpuint(MOVED(&p, 1, "np_cnp_sent", cnps), >=, 1);
+    g_assert_cmpuint(MOVED(&p, 0, "rp_cnp_handled", handled), ==,
+                     MOVED(&p, 1, "np_cnp_sent", cnps));
+    g_assert_cmpuint(MOVED(&p, 0, "retry_timeouts", to), ==, 0);
+    g_assert_cmpuint(uz_counter(&p.m, 1, "icrc_errors"), ==, 0);
+    pair_stop(&p);
+}
+
+/*
  * Rules loaded while frames are held back or delayed, then cleared:
  * what they held goes on in time and nothing is lost.
  */
@@ -432,6 +462,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/fault-rule/reorder-dup", test_reorder_dup);
     qtest_add_func("/uzura/fault-rule/delay", test_delay);
     qtest_add_func("/uzura/fault-rule/corrupt", test_corrupt);
+    qtest_add_func("/uzura/fault-rule/ce", test_ce);
     qtest_add_func("/uzura/fault-rule/clear-in-flight",
                    test_clear_in_flight);
     qtest_add_func("/uzura/fault-rule/flap", test_flap);

@@ -5,7 +5,9 @@
 # Two nodes come up; on each, the driver shows every counter of the spec's
 # index list (10.2) as a port hw counter in sysfs and in `rdma statistic
 # show`, with the device's names; traffic moves them by at least what was
-# sent; and an idle NIC shows in the guest what qom-get shows on the host.
+# sent; an idle NIC shows in the guest what qom-get shows on the host;
+# CE marks a fault rule makes on node 1's writes make CNPs that node 1's
+# QPs take; ./uzura cc shows and sets congestion control's knobs.
 # Honours UZURA_BUILD (a private cluster directory).  Speaks TAP.
 set -uo pipefail
 
@@ -117,6 +119,35 @@ t "node 1: each read after the lifespan queries the device again" \
 t "node 1: 20 reads of every counter all succeed" \
 	"$uz" run 1 -- "n=\$(ls $hw | wc -l); for k in \$(seq 20); do
 		[ \$(grep -c . $hw/* | grep -c ':1\$') -eq \$n ] || exit 1; done"
+
+# Congestion control (spec 9.1.2): a fault rule on node 1 marks its
+# requests CE as a congested switch would; node 2 counts them and answers
+# with CNPs, node 1's QP takes them and cuts its rate, and the job ends.
+ce_marked() {
+	counters 1 "$tmp/c0" && counters 2 "$tmp/d0" || return 1
+	"$uz" fault 1 rule 'kind=request prob=0.2 ce' > /dev/null || return 1
+	"$uz" run 2 -- "(timeout 120 ib_write_bw -d uzura0 -x $gidx -n 200 -s 65536 > /tmp/ce-server.log 2>&1 &)
+		for k in \$(seq 40); do ss -ltn | grep -q :18515 && exit 0; sleep 0.5; done; exit 1" &&
+		"$uz" run 1 -- "timeout 120 ib_write_bw -d uzura0 -x $gidx -n 200 -s 65536 10.77.0.2" \
+			> "$tmp/ce-client.log" 2>&1
+	local rc=$?
+	"$uz" fault 1 rules clear > /dev/null
+	grep -E '^ *65536 ' "$tmp/ce-client.log" | sed 's/^/# /'
+	counters 1 "$tmp/c1" && counters 2 "$tmp/d1" || return 1
+	[ "$rc" -eq 0 ] &&
+		moved np_ecn_marked_roce_packets "$tmp/d0" "$tmp/d1" 1 &&
+		moved np_cnp_sent "$tmp/d0" "$tmp/d1" 1 &&
+		moved rp_cnp_handled "$tmp/c0" "$tmp/c1" 1 &&
+		same_delta np_cnp_sent "$tmp/d0" "$tmp/d1" rp_cnp_handled "$tmp/c0" "$tmp/c1"
+}
+t "CE marks on node 1's writes: node 2 sends CNPs, node 1 takes them (hw_counters)" \
+	ce_marked
+t "uzura cc shows the knobs and refuses a value out of range" bash -c "
+	'$uz' cc 1 | grep -qx 'rpg_time_reset *300' &&
+	'$uz' cc 1 rpg_ai_rate=10 | grep -qx 'rpg_ai_rate *10' &&
+	! '$uz' cc 1 rpg_gd=99 2> /dev/null &&
+	'$uz' cc 1 rpg_gd=99 2>&1 | grep -q 'rpg_gd takes 1..15' &&
+	'$uz' cc 1 | grep -qx 'rpg_gd *11'"
 
 "$uz" down
 t "down leaves no cluster state" \

@@ -74,6 +74,7 @@ static const char *const uzura_act_names[] = {
     [UZ_FA_DELAY] = "delay",
     [UZ_FA_CORRUPT] = "corrupt",
     [UZ_FA_REORDER] = "reorder",
+    [UZ_FA_CE] = "ce",
 };
 
 /* What a rule can know of a frame. */
@@ -220,7 +221,10 @@ static bool uzura_rule_matches(const UzuraFaultRule *r,
         (r->psn_lo >= 0 && (c->psn < r->psn_lo || c->psn > r->psn_hi))) {
         return false;
     }
-    /* A corrupt rule needs its field in the frame. */
+    /* A ce rule marks RoCE frames; a corrupt rule needs its field. */
+    if (r->act == UZ_FA_CE) {
+        return c->kinds & UZ_FK_ROCE;
+    }
     return r->act != UZ_FA_CORRUPT || uzura_field_at(c, r->field, &off, &bits);
 }
 
@@ -398,6 +402,11 @@ static const char *uzura_parse_action(UzuraFaultRule *r, const char *key,
             return "drop takes no value";
         }
         break;
+    case UZ_FA_CE:
+        if (val) {
+            return "ce takes no value";
+        }
+        break;
     case UZ_FA_DUP:
         if (val && !(uzura_parse_u64(val, UZ_FAULT_DUP_MAX, &v) && v)) {
             return "dup=N takes 1..16 extra copies";
@@ -454,8 +463,8 @@ static const char *uzura_parse_word(UzuraFaultRule *r, char *word,
         return NULL;
     }
     if (!val) {
-        return "unknown word (an action is drop, dup, delay, corrupt or "
-               "reorder)";
+        return "unknown word (an action is drop, dup, delay, corrupt, "
+               "reorder or ce)";
     }
     if (!strcmp(word, "dir")) {
         if (strcmp(val, "tx") && strcmp(val, "rx")) {
@@ -527,7 +536,7 @@ static const char *uzura_parse_rule(UzuraFaultRule *r, char *line,
     }
     *bad = NULL;
     if (!has_act) {
-        return "no action (drop, dup, delay, corrupt or reorder)";
+        return "no action (drop, dup, delay, corrupt, reorder or ce)";
     }
     if (r->rx && (r->kinds & UZ_FK_ETH)) {
         return "dir=rx sees RoCE frames only: kind=eth is for dir=tx";
@@ -657,7 +666,7 @@ static void uzura_print_rule(GString *s, const UzuraFaultRule *r)
     g_string_append_printf(s, " %s", uzura_act_names[r->act]);
     if (r->act == UZ_FA_CORRUPT) {
         g_string_append_printf(s, "=%s", uzura_field_names[r->field]);
-    } else if (r->act != UZ_FA_DROP) {
+    } else if (r->act != UZ_FA_DROP && r->act != UZ_FA_CE) {
         g_string_append_printf(s, "=%u", r->arg);
     }
 }

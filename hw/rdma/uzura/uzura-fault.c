@@ -17,6 +17,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "net/net.h"
+#include "net/checksum.h"
 #include "uzura-core.h"
 #include "trace.h"
 
@@ -304,6 +305,28 @@ static void uzura_fault_forward(UzuraCore *core, bool rx, const uint8_t *buf,
     uzura_fault_pass(core, rx);
 }
 
+/*
+ * Mark an ECN-capable frame CE, as a switch whose queue fills does: the
+ * IPv4 checksum is made again; the ICRC leaves the TOS byte out.  A
+ * frame that is not ECN-capable goes on as it is.
+ */
+static void uzura_fault_mark_ce(uint8_t *buf, size_t len)
+{
+    uint8_t *ip = buf + UZ_ROCE_IP_OFF;
+    size_t ihl;
+
+    if (len < UZ_ROCE_IP_OFF + 20 || !(ip[1] & UZ_IP_ECN_MASK)) {
+        return;
+    }
+    ihl = (ip[0] & 0x0f) * 4;
+    if (ihl < 20 || len < UZ_ROCE_IP_OFF + ihl) {
+        return;
+    }
+    ip[1] |= UZ_IP_ECN_CE;
+    stw_be_p(ip + 10, 0);
+    stw_be_p(ip + 10, net_checksum_finish(net_checksum_add(ihl, ip)));
+}
+
 /* Do what rule @r says to a frame; the injector owns the frame after. */
 static void uzura_fault_apply(UzuraCore *core, bool rx,
                               const UzuraFaultRule *r, const uint8_t *buf,
@@ -335,6 +358,11 @@ static void uzura_fault_apply(UzuraCore *core, bool rx,
     case UZ_FA_REORDER:
         c->fault_reorders++;
         uzura_fault_hold(core, rx, buf, len, 1, r->arg);
+        break;
+    case UZ_FA_CE:
+        copy = g_memdup2(buf, len);
+        uzura_fault_mark_ce(copy, len);
+        uzura_fault_forward(core, rx, copy, len, 1);
         break;
     }
 }

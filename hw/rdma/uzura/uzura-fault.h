@@ -30,6 +30,7 @@ typedef enum UzuraFaultAct {
     UZ_FA_DELAY,
     UZ_FA_CORRUPT,
     UZ_FA_REORDER,
+    UZ_FA_CE,                   /* marked CE, as a congested switch does */
 } UzuraFaultAct;
 
 /* What corrupt=FIELD changes: one bit of it. */
