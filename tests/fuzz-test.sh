@@ -22,9 +22,17 @@ nonempty() {
 	[ -n "$(ls "$1" 2> /dev/null)" ]
 }
 
-# clean LOG: no sanitizer report, no crash artifact.
+# clean LOG: no sanitizer report, no crash artifact.  Otherwise the
+# harness's and the sanitizers' own lines say what happened, and the
+# artifacts go, so that the next run is judged on its own.
 clean() {
-	! san_reports "$1" && ! ls "$work"/art/* > /dev/null 2>&1
+	if ! san_reports "$1" > /dev/null && ! ls "$work"/art/* > /dev/null 2>&1; then
+		return 0
+	fi
+	grep -a -E 'ERROR|SUMMARY|runtime error|stall|hung' "$1" | head -n 12 |
+		sed 's/^/# /'
+	rm -f "$work"/art/*
+	return 1
 }
 
 # replay TARGET DIR NAME: every input in DIR runs once, with no report.
@@ -33,8 +41,9 @@ replay() {
 	mkdir -p "$work/art"
 	# shellcheck disable=SC2046
 	"$fuzz" --fuzz-target="$target" $(fuzz_opts "$target") \
-		-artifact_prefix="$work/art/" "$dir"/* > "$log" 2>&1 &&
-		clean "$log"
+		-artifact_prefix="$work/art/" "$dir"/* > "$log" 2>&1
+	local rc=$?
+	clean "$log" && [ "$rc" -eq 0 ]
 }
 
 # seeded TARGET: seed 1 for $secs s from a copy of its corpus.
@@ -46,9 +55,10 @@ seeded() {
 	# shellcheck disable=SC2046
 	"$fuzz" --fuzz-target="$target" $(fuzz_opts "$target") -seed=1 \
 		-max_total_time="$secs" -artifact_prefix="$work/art/" \
-		"$work/corpus" > "$log" 2>&1 || return 1
+		"$work/corpus" > "$log" 2>&1
+	local rc=$?
 	grep -h 'DONE' "$log" | sed 's/^/# /'
-	clean "$log"
+	clean "$log" && [ "$rc" -eq 0 ]
 }
 
 [ -x "$fuzz" ] || { echo "Bail out! no $fuzz"; exit 1; }
