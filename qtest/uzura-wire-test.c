@@ -612,6 +612,20 @@ static void test_cnp(void)
     g_assert_cmpint(uz_counter(&w.m, 1, "np_ecn_marked_roce_packets"), ==, 4);
     g_assert_cmpint(uz_counter(&w.m, 1, "np_cnp_sent"), ==, 2);
 
+    /* A CNP for no QP is dropped and counted, nothing else moves. */
+    {
+        UzFrame bad = cnp;
+        uint64_t no_qp = uz_counter(&w.m, 0, "rx_no_qp");
+
+        stl_be_p(bad.data + UZ_OFF_BTH + 4, UZ_BTH_BECN << 24 | 0xabcdef);
+        fix_icrc(&bad);
+        wire_send(&w, bad.data, bad.len);
+        g_assert_cmpint(uz_counter_wait(&w.a, "rx_no_qp", no_qp + 1), ==,
+                        no_qp + 1);
+        g_assert_cmpint(uz_counter(&w.m, 0, "rp_cnp_handled"), ==, 2);
+        g_assert_cmpint(uz_counter(&w.m, 0, "rp_cnp_ignored"), ==, 0);
+    }
+
     /* With roce_rp_enable off the requester counts CNPs and ignores them. */
     nic_set_flag(&w, 1, "roce_np_enable", true);
     nic_set_flag(&w, 0, "roce_rp_enable", false);
