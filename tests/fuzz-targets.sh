@@ -37,11 +37,15 @@ fuzz_crashes() {
 # CPU in one action of an input (UZURA_FUZZ_STALL_MS: a doorbell, a
 # frame, a deadline of the clock) or one turn of the main loop after it
 # is a stall of QEMU's main loop, when a new child running the same
-# inputs stalls again (CPU time is noisy on a busy host); resident memory
-# 64 MiB past the parent's (UZURA_FUZZ_RSS_MB) is a leak; either stops it
-# with a stack, and the parent saves what it ran as a crash input.  The
-# parent waits 2 s for a child's answer, under libFuzzer's -timeout of
-# 5 s (whole seconds).  Its -rss_limit_mb watches the parent alone, which
+# inputs stalls again (CPU time is noisy on a busy host); a heap holding
+# 64 MiB more than as the child started (UZURA_FUZZ_RSS_MB) is a leak,
+# or memory a peer can pin; either stops it with a stack, and the parent
+# saves what it ran as a crash input.  The heap in use is counted, not
+# resident memory, which ASan's quarantine of freed memory inflates by
+# an amount that depends on the parent's history.  The parent waits 20 s
+# for a child's answer (a nice-19 worker beside a booting cluster can get
+# no CPU for seconds), under libFuzzer's -timeout of 60 s, which covers
+# a stall's rerun.  Its -rss_limit_mb watches the parent alone, which
 # grows by ASan's quarantine of freed memory (up to 256 MiB) and
 # libFuzzer's own corpus: 1024 MiB stops a runaway there.
 # -malloc_limit_mb=64: any single allocation over 64 MiB, in parent or
@@ -51,7 +55,7 @@ fuzz_crashes() {
 fuzz_opts() {
 	case $1 in
 	generic-fuzz-uzura) ;;
-	*) echo "-rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=5" \
+	*) echo "-rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=60" \
 		"-max_len=4096 -entropic=0" ;;
 	esac
 }
