@@ -906,6 +906,99 @@ static void test_read_resp_window(void)
 }
 
 /*
+ * A READ sent again after a timeout asked for all of its bytes again,
+ * though its first packets had come: on a path slower than the READ's
+ * length per ACK timeout, it never completed.
+ * Rule: it asks for the rest only, from the PSN of the first packet
+ * missing, with the RETH moved on; the answer's First response is at
+ * that PSN.
+ * The test is the responder on the wire: QP qp READs 8 packets at path
+ * MTU 256; answers 0-2 come, 3 is lost.  After the ACK timeout the READ
+ * goes again for packets 3-7 (PSN, address and length); a late Middle
+ * answer for packet 3 from the first answer is taken, the new answer's
+ * First for it is a duplicate, and the READ completes with all 8.
+ */
+static void test_read_rest(void)
+{
+    const uint32_t mtu = 256, npkts = 8, len = npkts * mtu, psn = 0x500;
+    const uint64_t va = 0x40000;
+    Env e;
+    UzNode *n = &e.n[0];
+    UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+    g_autofree uint8_t *data = g_malloc(len);
+    UzFrame fr, req;
+    uint8_t ext[4];
+    size_t ext_len;
+    const uint8_t *reth;
+    uint64_t stale;
+    UzQp *qp;
+    UzMr *mr;
+    UzSge s;
+    UzWr wr;
+    uint32_t k;
+
+    env_start(&e, 1, true);
+    o.path_mtu = UZ_MTU_256;
+    o.timeout = 10;                     /* 4.2 ms */
+    qp = uz_qp_create(n, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    rc_connect_wire(qp, 0x100, psn, &o);
+    mr = uz_mr_reg(n, len, UZ_ACCESS_ALL);
+    uz_pattern(data, len, 7);
+
+    s = uz_mr_sge(mr, 0, len);
+    wr = (UzWr) {
+        .wr_id = 0x6d00, .opcode = UZ_WR_RDMA_READ,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = va, .rkey = 0x4242,
+    };
+    uz_post_send(qp, &wr);
+    wire_next(&e, &req);
+    g_assert_cmphex(fr_op(&req), ==, UZ_BTH_OP_READ_REQ);
+    g_assert_cmphex(fr_psn(&req), ==, psn);
+
+    for (k = 0; k < 3; k++) {
+        wire_frame(&fr, k ? UZ_BTH_OP_READ_RESP_MIDDLE :
+                   UZ_BTH_OP_READ_RESP_FIRST, qp->qpn, psn + k, false, ext,
+                   k ? 0 : put_aeth(ext, UZ_AETH_ACK | 0x1f, 1),
+                   data + k * mtu, mtu);
+        wire_send(&e, &fr, 1);
+    }
+    uz_wire_drain(e.sock, &n->d);
+    qtest_clock_step(e.m.qs->qts, 10 * MS);
+    wire_next(&e, &req);
+    reth = fr_after_bth(&req);
+    g_assert_cmphex(fr_op(&req), ==, UZ_BTH_OP_READ_REQ);
+    g_assert_cmphex(fr_psn(&req), ==, psn + 3);
+    g_assert_cmphex(ldq_be_p(reth), ==, va + 3 * mtu);
+    g_assert_cmphex(ldl_be_p(reth + 8), ==, 0x4242);
+    g_assert_cmpuint(ldl_be_p(reth + 12), ==, 5 * mtu);
+    uz_cq_assert_empty(qp->scq, 5);
+
+    stale = uz_counter(&e.m, 0, "rx_stale");
+    /* Late, from the first answer. */
+    wire_frame(&fr, UZ_BTH_OP_READ_RESP_MIDDLE, qp->qpn, psn + 3, false,
+               NULL, 0, data + 3 * mtu, mtu);
+    wire_send(&e, &fr, 1);
+    /* The answer to the rest. */
+    for (k = 3; k < npkts; k++) {
+        uint8_t op = k == 3 ? UZ_BTH_OP_READ_RESP_FIRST :
+                     k == npkts - 1 ? UZ_BTH_OP_READ_RESP_LAST :
+                     UZ_BTH_OP_READ_RESP_MIDDLE;
+
+        ext_len = op == UZ_BTH_OP_READ_RESP_MIDDLE ? 0 :
+                  put_aeth(ext, UZ_AETH_ACK | 0x1f, 1);
+        wire_frame(&fr, op, qp->qpn, psn + k, false, ext, ext_len,
+                   data + k * mtu, mtu);
+        wire_send(&e, &fr, 1);
+    }
+    uz_sq_done(qp, 0x6d00, UZ_WC_RDMA_READ, len);
+    uz_assert_mr(mr, 0, data, len, "READ data");
+    g_assert_cmpuint(uz_counter(&e.m, 0, "rx_stale"), ==, stale + 1);
+    g_assert_cmpint(uz_qp_state(qp), ==, UZ_QPS_RTS);
+    env_stop(&e);
+}
+
+/*
  * Defect 6b/6c: REG_MR computed the page mask of page_shift before
  * checking it, and a DMA MR kept the page_shift it was given, by which
  * the data path then shifted: shifts by 200 or 255 (undefined).
@@ -1761,6 +1854,7 @@ int main(int argc, char **argv)
                    test_resp_error_deferred);
     qtest_add_func("/uzura/harden/read-4g", test_read_4g);
     qtest_add_func("/uzura/harden/read-resp-window", test_read_resp_window);
+    qtest_add_func("/uzura/harden/read-rest", test_read_rest);
     qtest_add_func("/uzura/harden/mr-page-shift", test_mr_page_shift);
     qtest_add_func("/uzura/harden/dma-mr-user", test_dma_mr_user);
     qtest_add_func("/uzura/harden/ud-too-long", test_ud_too_long);

@@ -551,6 +551,7 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         /* A READ sent again keeps the response packets it has. */
         .resp_got = resend ? w->resp_got : 0,
         .resp_bits = resend ? w->resp_bits : 0,
+        .resp_from = resend ? w->resp_got : 0,
     };
     if (!resend) {
         x->m_high = uzura_next(x->m_high);
@@ -758,6 +759,11 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
     pkt.va = h->remote_addr;
     pkt.rkey = h->rkey;
     pkt.dma_len = wr->len;
+    if (h->opcode == UZ_WR_RDMA_READ) {
+        /* Sent again: only the bytes not received, from @off (as rxe). */
+        pkt.va += off;
+        pkt.dma_len -= off;
+    }
     pkt.swap_add = h->opcode == UZ_WR_ATOMIC_CMP_SWP ? h->atomic.swap :
                                                       h->atomic.compare_add;
     pkt.compare = h->atomic.compare_add;
@@ -789,11 +795,20 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
     UzuraXfer *x = qp->x;
     const struct uz_send_wqe *h = &x->cur.h;
     UzuraSwqe *w = uzura_msg(qp, x->m_next);
-    uint32_t n;
+    uint32_t psn = x->psn, off = x->cur_off, n;
     bool last;
     uint8_t verr;
 
-    verr = uzura_req_emit(core, qp, &x->cur, x->psn, x->cur_off, &n, &last);
+    if (h->opcode == UZ_WR_RDMA_READ && w->resp_from) {
+        /*
+         * A READ sent again whose first packets came asks for the rest
+         * only, at the PSN of the first missing one: a long READ on a
+         * slow path would otherwise start over at every timeout.
+         */
+        psn = (psn + w->resp_from) & UZ_PSN_MASK;
+        off = w->resp_from * uzura_req_mtu(core, qp);
+    }
+    verr = uzura_req_emit(core, qp, &x->cur, psn, off, &n, &last);
     if (verr == UZURA_VERR_FAULT) {
         /* Nothing went out: the packet goes when its page is mapped. */
         x->fault_wait = true;
@@ -1158,7 +1173,8 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
         core->counters.rx_stale++;      /* a duplicate */
         return;
     }
-    if (!!(h & UZ_H_FIRST) != (k == 0) ||
+    /* An answer to the rest only begins at the packet it asked from. */
+    if (((h & UZ_H_FIRST) ? k != 0 && k != w->resp_from : k == 0) ||
         !!(h & UZ_H_LAST) != (k + 1 == w->npkts) ||
         pkt->paylen != expect_len) {
         uzura_guest_error(trace_uzura_req_err_resp(qp->x->qpn, pkt->psn,

@@ -210,6 +210,7 @@ typedef struct UzuraSwqe {
     bool done;                  /* acknowledged, answered or failed */
     uint32_t resp_got;          /* READ response packets in order */
     uint64_t resp_bits;         /* and those received past a gap */
+    uint32_t resp_from;         /* the packet the last request began at */
     uint8_t status;             /* UZ_WC_STATUS_* once done */
     uint8_t verr;
 } UzuraSwqe;
