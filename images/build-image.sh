@@ -5,7 +5,7 @@
 #
 # Build the guest base image once and cache it by content: a Debian trixie
 # rootfs (rdma-core, perftest, Open MPI, MPICH, UCX, libfabric, nvme-cli,
-# fio, the NFS server and client, sshd) with
+# fio, the NFS server and client, open-iscsi, sshd) with
 # the host's 6.12 kernel (the one whose headers the driver is built
 # against), as an ext4 image plus kernel, initrd and the harness's ssh key.  OUTDIR becomes a
 # link to the cached image.
@@ -23,8 +23,9 @@ PACKAGES=(
 	netpipe-openmpi mpich libmpich-dev libfabric-bin
 	openssh-server iproute2 ethtool kmod procps
 	iputils-ping tini initramfs-tools linux-base zstd
-	# the kernel's RDMA storage and file users: NVMe and NFS over RDMA
-	nvme-cli fio nfs-kernel-server nfs-common
+	# the kernel's RDMA storage and file users: NVMe, NFS and iSCSI
+	# (iSER; the LIO target is configured through configfs) over RDMA
+	nvme-cli fio nfs-kernel-server nfs-common open-iscsi
 	# debootstrap does not resolve the virtual dependencies of
 	# libopenmpi-dev's tool chain; name them.
 	automake autoconf libtool
