@@ -8,8 +8,10 @@
 # netdev finds it by name there); the launcher then moves it into the
 # fabric's namespace, names it portI and makes it a port of the bridge,
 # br0.  The queueing discipline on portI is the switch's output queue
-# toward node I: a rate (tbf), a queue limit, ECN marking (RED) and delay
-# and loss (netem), set with './uzura fabric port I ...'.  The
+# toward node I: a rate (tbf), a queue limit, ECN marking (RED, or where
+# the kernel has no sch_red a BPF classifier that marks on the queue a
+# port of that rate holds: scripts/fabric-ecn.bpf.c) and delay and loss
+# (netem), set with './uzura fabric port I ...'.  The
 # --virtio-link NICs get a bridge of their own, vbr0, with ports vportI.
 #
 # Uses from ./uzura: $state, die.
@@ -154,7 +156,8 @@ fabric_on() {
 #                   RED marks ECN-capable frames CE with a probability
 #                   that rises from 0 at KMIN bytes of average queue to
 #                   PMAX (0..1) at KMAX, and drops the rest as RED does;
-#                   or off
+#                   without sch_red, the BPF marker marks on the queue
+#                   a port of the rate holds, and drops nothing; or off
 #   delay=TIME      netem's delay (100us, 2ms) or off
 #   loss=PERCENT    netem's random loss (0.1%) or off
 fabric_settings="rate limit ecn delay loss"
@@ -218,9 +221,40 @@ fabric_check() {
 	esac
 }
 
+# fabric_has_red: whether this kernel has sch_red (probed once a fabric).
+fabric_has_red() {
+	local probe=uzprobe$$ r
+	if [ ! -s "$state/fabric/red" ]; then
+		r=no
+		if fip link add "$probe" type dummy 2> /dev/null ||
+			fip link add "$probe" type veth peer name "${probe}b"; then
+			ftc qdisc add dev "$probe" root red limit 400000 min 30000 \
+				max 90000 avpkt 1000 burst 55 probability 0.1 ecn \
+				bandwidth 1gbit > /dev/null 2>&1 && r=yes
+			fip link del "$probe" 2> /dev/null
+		fi
+		echo "$r" > "$state/fabric/red"
+	fi
+	[ "$(cat "$state/fabric/red")" = yes ]
+}
+
+# fabric_ecn_bpf I BITS LIMIT KMIN KMAX P: mark CE at node I's port with
+# the BPF classifier, built for these settings (bits a second, bytes).
+fabric_ecn_bpf() {
+	local i=$1 obj="$state/fabric/ecn-port$1.o" p32
+	p32=$(awk -v p="$6" 'BEGIN { printf "%.0f\n", p * 4294967295 }')
+	clang -O2 -g -target bpf -I"/usr/include/$(uname -m)-linux-gnu" \
+		-DRATE_BPS="$(($2 / 8))ull" -DLIMIT="$3ull" -DKMIN="$4ull" \
+		-DKMAX="$5ull" -DPMAX_32="${p32}ull" \
+		-c "$top/scripts/fabric-ecn.bpf.c" -o "$obj" || return 1
+	ftc qdisc add dev "port$i" clsact &&
+		ftc filter add dev "port$i" egress bpf da obj "$obj" sec tc
+}
+
 # fabric_apply I: node I's port's queueing discipline from its settings:
 # netem (delay, loss) at the root, under it tbf (rate), under that RED
 # (ecn) or a byte FIFO (limit).  With nothing set, the kernel's default.
+# Without sch_red, ecn is the BPF marker ahead of the queue instead.
 fabric_apply() {
 	local i=$1 dev=port$1 parent=root rate limit ecn delay loss burst b
 	local netem=() kmin kmax p fifo
@@ -235,6 +269,7 @@ fabric_apply() {
 	[ "$delay" = off ] && delay=
 	[ "$loss" = off ] && loss=
 	ftc qdisc del dev "$dev" root 2> /dev/null
+	ftc qdisc del dev "$dev" clsact 2> /dev/null
 	fifo=$limit
 	limit=$(fabric_bytes "${limit:-1m}")
 	if [ -n "$delay$loss" ]; then
@@ -254,7 +289,19 @@ fabric_apply() {
 			burst "$burst" limit "$limit" || return 1
 		parent="parent 2:1"
 	fi
-	if [ -n "$ecn" ]; then
+	if [ -n "$ecn" ] && ! fabric_has_red; then
+		IFS=, read -r kmin kmax p <<< "$ecn"
+		kmin=$(fabric_bytes "$kmin")
+		kmax=$(fabric_bytes "$kmax")
+		b=$(fabric_bits "${rate:-10gbit}")
+		fabric_ecn_bpf "$i" "$b" "$limit" "$kmin" "$kmax" "$p" ||
+			return 1
+		if [ -n "$fifo" ] && [ -z "$rate" ]; then
+			# shellcheck disable=SC2086
+			ftc qdisc add dev "$dev" $parent handle 3: bfifo \
+				limit "$limit" || return 1
+		fi
+	elif [ -n "$ecn" ]; then
 		IFS=, read -r kmin kmax p <<< "$ecn"
 		kmin=$(fabric_bytes "$kmin")
 		kmax=$(fabric_bytes "$kmax")
@@ -278,7 +325,10 @@ fabric_qdisc_missing() {
 	local kinds=() k ns probe=uzprobe$$
 	ns=$(fabric_ns)
 	case " $* " in *" delay="[!o]*|*" loss="[!o]*) kinds+=(netem) ;; esac
-	case " $* " in *" ecn="[!o]*) kinds+=(red) ;; esac
+	# Without sch_red, ecn= is the BPF marker, which needs clang.
+	case " $* " in *" ecn="[!o]*)
+		fabric_has_red || command -v clang > /dev/null || kinds+=(red) ;;
+	esac
 	[ ${#kinds[@]} -gt 0 ] || return 0
 	fip link add "$probe" type dummy 2> /dev/null ||
 		fip link add "$probe" type veth peer name "${probe}b" || return 0
@@ -325,6 +375,31 @@ fabric_port() {
 	mv "$f.new" "$f"
 }
 
+# fabric_ecn_show I: the BPF marker's queue and counts at node I's port.
+fabric_ecn_show() {
+	local id
+	command -v bpftool > /dev/null || return 0
+	id=$(ip netns exec "$(fabric_ns)" bpftool -j net show dev "port$1" |
+		python3 -c 'import json, sys
+for d in json.load(sys.stdin):
+    for t in d.get("tc", []):
+        if t.get("kind") == "clsact/egress": print(t["id"])' | head -n 1)
+	[ -n "$id" ] || return 0
+	bpftool -j prog show id "$id" | python3 -c '
+import json, subprocess, sys
+for m in json.load(sys.stdin).get("map_ids", []):
+    info = json.loads(subprocess.check_output(
+        ["bpftool", "-j", "map", "show", "id", str(m)]))
+    if info.get("name") != "uz_ecn":
+        continue
+    e = json.loads(subprocess.check_output(
+        ["bpftool", "-j", "map", "dump", "id", str(m)]))[0]
+    s = e.get("formatted", e)["value"]
+    print("    ecn marker (bpf): queue %d bytes, %d ECN-capable frames, "
+          "%d marked CE, %d past the limit" %
+          (s["queue"], s["ect"], s["marked"], s["over"]))'
+}
+
 # fabric_show I...: the ports of nodes I: settings, queue and counters
 # (tc -s); the VXLAN port; the bridge's forwarding table.
 fabric_show() {
@@ -341,6 +416,8 @@ fabric_show() {
 		done
 		echo "port$i (to node $i):$s"
 		ftc -s qdisc show dev "port$i" 2> /dev/null | sed 's/^/    /'
+		ftc filter show dev "port$i" egress 2> /dev/null |
+			grep -q uz_ecn_mark && fabric_ecn_show "$i"
 	done
 	echo "forwarding table (learned MACs):"
 	ip netns exec "$(fabric_ns)" bridge fdb show br br0 2> /dev/null |

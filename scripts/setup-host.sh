@@ -23,6 +23,9 @@ BOOKWORM_PKGS=(
 	clang libclang-rt-14-dev llvm
 	tshark
 	iproute2
+	# The fabric's ECN marker where the kernel has no sch_red
+	# (scripts/fabric-ecn.bpf.c): BPF headers, and bpftool to read it.
+	libbpf-dev bpftool
 )
 BACKPORTS_PKGS=(meson python3-pycotap)
 # Only for the benchmark (bench/run calls "setup-host.sh --bench").

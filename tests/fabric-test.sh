@@ -7,8 +7,9 @@
 # third node's NIC counts no frame addressed to another); port settings
 # that do not parse or are out of range are refused and change nothing; a
 # port rate makes a queue form at the port toward its node, seen in
-# './uzura fabric'; with a low ECN threshold on that port (where the
-# kernel has RED) frames arrive marked CE, in a capture and in the
+# './uzura fabric'; with a low ECN threshold on that port (RED, or the
+# BPF marker where the kernel has no RED) frames arrive marked CE, in a
+# capture and in the
 # receiving NIC's np_ecn_marked_roce_packets; MPI point-to-point with its
 # data checked runs through
 # that port with go-back-N and with selective repeat; a port that goes
@@ -124,8 +125,9 @@ queued() {
 	[ "$(port_stat 3 overlimits)" -gt 0 ]
 }
 
-# ecn_marked: RED marking at 10..40 KiB of queue on the 50 Mbit/s port
-# toward node 3: node 1's writes arrive there marked CE.
+# ecn_marked: ECN marking at 10..40 KiB of queue on the 50 Mbit/s port
+# toward node 3 (RED, or the fabric's BPF marker on a kernel without
+# sch_red): node 1's writes arrive there marked CE.
 ecn_marked() {
 	local before after ce
 	"$uz" fabric port 3 ecn=10k,40k,1 > /dev/null || return 1
@@ -202,9 +204,10 @@ t "a 50 Mbit/s port makes a queue form toward node 3 (tc's overlimits)" queued
 missing=$(fabric_qdisc_missing ecn=1)
 if [ -n "$missing" ]; then
 	n=$((n + 1))
-	echo "ok $n - RED marks node 1's writes CE on the way to node 3 # SKIP this kernel has no sch_$missing"
+	echo "ok $n - ECN marking marks node 1's writes CE on the way to node 3 # SKIP this kernel has no sch_$missing and there is no clang for the BPF marker"
 else
-	t "RED marks node 1's writes CE on the way to node 3 (capture, NIC counter)" \
+	if fabric_has_red; then how=RED; else how="the BPF marker (no sch_red)"; fi
+	t "ECN marking, $how, marks node 1's writes CE on the way to node 3 (capture, NIC counter)" \
 		ecn_marked
 fi
 "$uz" fabric port 3 rate=100mbit limit=1m > /dev/null
