@@ -65,6 +65,14 @@ for arg in $(cat /proc/cmdline); do
 	uzura_nodes=*) nodes=${arg#uzura_nodes=} ;;
 	esac
 done
+# Every node by name (the base image's init names eight): mpirun reaches
+# the nodes of a larger cluster by these names.
+{
+	echo "127.0.0.1 localhost"
+	for i in $(seq "$((nodes > 8 ? nodes : 8))"); do
+		echo "10.77.0.$i node$i"
+	done
+} > /etc/hosts
 if [ -n "$ibdev" ] && [ -d /etc/openmpi ]; then
 	# Debian turns UCX off (pml = ^ucx, osc = ^ucx,pt2pt); Open MPI picks
 	# UCX over ob1 only for the drivers opal_common_ucx_devices names.

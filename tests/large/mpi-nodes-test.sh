@@ -3,8 +3,8 @@
 #
 # MPI across more nodes than make check boots (make check-large): 4, 8
 # and 16 nodes on the switched fabric (docs/fabric.md), with the memory
-# ./uzura up gives each (2 GiB up to 8 nodes, 1 GiB above), 2 vCPUs
-# (UZURA_LARGE_NODES="4" for four only).  With no MPI settings, the
+# ./uzura up gives each (2 GiB and 2 vCPUs up to 8 nodes, 1 GiB and 1
+# vCPU above; UZURA_LARGE_NODES="4" for four only).  With no MPI settings, the
 # programs of tests/guest/mpi with one rank per node, Open MPI and MPICH.
 # The packets each node retransmitted are reported, not asserted: with no
 # port rate set the switch queues nothing, but a node whose QEMU falls
