@@ -33,8 +33,8 @@ static void wire_start(Wire *w)
     w->qa = uz_qp_create(&w->a, UZ_QPT_RC, NULL, NULL, NULL, 0);
     w->qb = uz_qp_create(&w->b, UZ_QPT_RC, NULL, NULL, NULL, 0);
     uz_rc_connect(w->qa, w->qb, NULL);
-    w->ma = uz_mr_reg(&w->a, 8192, UZ_ACCESS_ALL);
-    w->mb = uz_mr_reg(&w->b, 8192, UZ_ACCESS_ALL);
+    w->ma = uz_mr_reg(&w->a, 65536, UZ_ACCESS_ALL);
+    w->mb = uz_mr_reg(&w->b, 65536, UZ_ACCESS_ALL);
 }
 
 static void wire_stop(Wire *w)
@@ -692,6 +692,57 @@ static void test_rp_pacing(void)
     wire_stop(&w);
 }
 
+/*
+ * Time a packet waits on its own QP's rate limiter does not count toward
+ * the ACK timeout (spec 9.1.2).  Cut to 1 Mb/s, an 8 KiB WRITE and then
+ * a 56 KiB one: the first's ACK restarts the ACK timeout (timeout 14,
+ * 67 ms) while the second, 0.5 s of virtual time to send, is still going
+ * out.  Before, every timeout started the second over and it ended in
+ * RETRY_EXC_ERR.  Both complete, and nothing is sent again.
+ */
+static void test_rp_slow_message(void)
+{
+    Wire w;
+    UzFrame req;
+    struct uz_cqe c;
+    uint64_t resent;
+    bool done = false;
+    int k;
+
+    wire_start(&w);
+    nic_set_num(&w, 0, "rate_to_set_on_first_cnp", 1);
+    nic_set_num(&w, 0, "rpg_time_reset", 1000000);  /* no timer steps */
+    nic_set_num(&w, 0, "rpg_byte_reset", 1 << 30);  /* nor byte steps */
+    post_write(&w, 1, 0, 8192, 0x22);
+    wire_capture(&w, UZ_BTH_OP_WRITE_FIRST, &req);
+    writes_out(&w);
+    expect_write_done(&w, 1);
+    send_marked(&w, &req);
+    uz_counter_wait(&w.a, "rp_cnp_handled", 1);
+    uz_wire_drain(w.sock, &w.a.d);
+
+    resent = uz_counter(&w.m, 0, "retransmits");
+    post_write(&w, 2, 0, 8192, 0x44);
+    post_write(&w, 3, 8192, 65536 - 8192, 0x44);
+    for (k = 0; k < 80 && !(done = uz_cq_poll(w.qa->scq, &c)); k++) {
+        qtest_clock_step(w.a.d.qts, 10 * 1000 * UZ_NS_PER_US);
+        writes_out(&w);
+    }
+    g_assert(done);
+    uz_cqe_expect(&c, 2, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
+                  w.qa->qpn);
+    for (k = 0; k < 80 && !(done = uz_cq_poll(w.qa->scq, &c)); k++) {
+        qtest_clock_step(w.a.d.qts, 10 * 1000 * UZ_NS_PER_US);
+        writes_out(&w);
+    }
+    g_assert(done);
+    uz_cqe_expect(&c, 3, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
+                  w.qa->qpn);
+    uz_assert_mr_fill(w.mb, 0, 0x44, 65536, "the slow WRITEs");
+    g_assert_cmpuint(uz_counter(&w.m, 0, "retransmits"), ==, resent);
+    wire_stop(&w);
+}
+
 /* An Ethernet frame (IPv4, not RoCE) of @len bytes from a to b. */
 static void send_eth_frame(Wire *w, size_t len, uint8_t seed)
 {
@@ -847,6 +898,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/ecn", test_ecn);
     qtest_add_func("/uzura/wire/cnp", test_cnp);
     qtest_add_func("/uzura/wire/rp-pacing", test_rp_pacing);
+    qtest_add_func("/uzura/wire/rp-slow-message", test_rp_slow_message);
     qtest_add_func("/uzura/wire/eth-hold", test_eth_hold);
     return g_test_run();
 }

@@ -175,13 +175,20 @@ void uzura_rp_free(UzuraQp *qp)
     x->rp_wait = false;
 }
 
-/* The pacing timer: the held packet may go. */
+/*
+ * The pacing timer: the held packet may go.  The time it waited on its
+ * own QP's limiter is no time an ACK is late: the ACK timeout runs again
+ * from this packet.  Without it, a QP cut to a rate at which a message
+ * takes longer to send than the ACK timeout timed out on every message
+ * and ended in RETRY_EXC_ERR (bench/incast found it).
+ */
 static void uzura_rp_timer(void *opaque)
 {
     UzuraXfer *x = opaque;
     UzuraCore *core = x->core;
     bool g = uzura_enter(core);
 
+    uzura_req_paced(core, x);
     x->rp_wait = false;
     uzura_work_schedule(core);
     uzura_leave(core, g);

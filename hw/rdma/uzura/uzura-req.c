@@ -315,6 +315,20 @@ static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
     timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
 }
 
+/*
+ * A packet the QP's rate limiter held may go now (spec 9.1.2): an ACK
+ * timeout pending runs again from it, since the time the QP waited on
+ * its own limiter is no time an ACK was late.
+ */
+void uzura_req_paced(UzuraCore *core, UzuraXfer *x)
+{
+    UzuraQp *qp = uzura_qp_lookup(core, x->qpn);
+
+    if (qp && qp->x == x && timer_pending(x->timer)) {
+        uzura_req_arm_timer(qp, true);
+    }
+}
+
 /* Progress: the retries start over (retry_cnt counts timeouts in a row). */
 static void uzura_req_progress(UzuraQp *qp)
 {

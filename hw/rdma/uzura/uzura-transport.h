@@ -425,6 +425,7 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp);
 void uzura_req_fault_resume(UzuraCore *core, UzuraQp *qp);
 void uzura_req_reset(UzuraCore *core, UzuraQp *qp);
 void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
+void uzura_req_paced(UzuraCore *core, UzuraXfer *x);
 void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 void uzura_req_timer(void *opaque);
 
