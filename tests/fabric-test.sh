@@ -127,22 +127,29 @@ queued() {
 
 # ecn_marked: ECN marking at 10..40 KiB of queue on the 50 Mbit/s port
 # toward node 3 (RED, or the fabric's BPF marker on a kernel without
-# sch_red): node 1's writes arrive there marked CE.
+# sch_red): node 1's writes arrive there marked CE, node 3 answers with
+# CNPs, and node 1's QP takes them (DCQCN, on by default).
 ecn_marked() {
-	local before after ce
+	local before after ce cnp0 cnp1 rp0 rp1
 	"$uz" fabric port 3 ecn=10k,40k,1 > /dev/null || return 1
+	cnp0=$(counter 3 np_cnp_sent)
+	rp0=$(counter 1 rp_cnp_handled)
 	before=$(counter 3 np_ecn_marked_roce_packets)
 	"$uz" capture 3 "$log/ecn.pcap" > /dev/null || return 1
 	write_bw 1 3 100
 	local rc=$?
 	"$uz" capture 3 stop > /dev/null
 	after=$(counter 3 np_ecn_marked_roce_packets)
+	cnp1=$(counter 3 np_cnp_sent)
+	rp1=$(counter 1 rp_cnp_handled)
 	ce=$(nframes "$log/ecn.pcap" 'udp.dstport == 4791 && ip.dsfield.ecn == 3')
 	"$uz" fabric | sed -n '/^port3/,/^port\|^forwarding/p' | sed 's/^/# /'
 	echo "# node 3 counted $((after - before)) CE-marked RoCE packets;" \
-	     "the capture holds ${ce:-no} CE frames"
+	     "the capture holds ${ce:-no} CE frames; node 3 sent" \
+	     "$((cnp1 - cnp0)) CNPs, node 1 handled $((rp1 - rp0))"
 	"$uz" fabric port 3 ecn=off > /dev/null
-	[ "$rc" -eq 0 ] && [ "$after" -gt "$before" ] && [ "${ce:-0}" -gt 0 ]
+	[ "$rc" -eq 0 ] && [ "$after" -gt "$before" ] && [ "${ce:-0}" -gt 0 ] &&
+		[ "$cnp1" -gt "$cnp0" ] && [ "$rp1" -gt "$rp0" ]
 }
 
 p2p() {
@@ -207,7 +214,7 @@ if [ -n "$missing" ]; then
 	echo "ok $n - ECN marking marks node 1's writes CE on the way to node 3 # SKIP this kernel has no sch_$missing and there is no clang for the BPF marker"
 else
 	if fabric_has_red; then how=RED; else how="the BPF marker (no sch_red)"; fi
-	t "ECN marking, $how, marks node 1's writes CE on the way to node 3 (capture, NIC counter)" \
+	t "ECN marking, $how, marks node 1's writes CE on the way to node 3 (capture, NIC counter); CNPs flow back" \
 		ecn_marked
 fi
 "$uz" fabric port 3 rate=100mbit limit=1m > /dev/null
