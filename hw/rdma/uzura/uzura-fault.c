@@ -224,10 +224,28 @@ static void uzura_fault_emit(UzuraCore *core, bool rx, UzuraFaultFrame *fr,
     }
 }
 
+/*
+ * Emit the frames of @out in order.  Lists are walked first and emitted
+ * from after: a frame emitted may come straight back (a QP of this NIC,
+ * a peer on the same hub) and its answer pass or free frames of the list
+ * being walked.
+ */
+static void uzura_fault_emit_all(UzuraCore *core, bool rx,
+                                 UzuraFaultList *out)
+{
+    UzuraFaultFrame *fr;
+
+    while ((fr = QTAILQ_FIRST(out))) {
+        QTAILQ_REMOVE(out, fr, next);
+        uzura_fault_emit(core, rx, fr, NULL, fr->len, fr->copies);
+    }
+}
+
 /* A frame went by: held frames it was the last to overtake follow it. */
 static void uzura_fault_pass(UzuraCore *core, bool rx)
 {
     UzuraFaultPipe *p = &core->fault.pipe[rx];
+    UzuraFaultList out = QTAILQ_HEAD_INITIALIZER(out);
     UzuraFaultFrame *fr, *tmp;
 
     QTAILQ_FOREACH_SAFE(fr, &p->held, next, tmp) {
@@ -236,8 +254,9 @@ static void uzura_fault_pass(UzuraCore *core, bool rx)
         }
         QTAILQ_REMOVE(&p->held, fr, next);
         p->frames--;
-        uzura_fault_emit(core, rx, fr, NULL, fr->len, fr->copies);
+        QTAILQ_INSERT_TAIL(&out, fr, next);
     }
+    uzura_fault_emit_all(core, rx, &out);
 }
 
 /* Room for one more waiting frame in a direction, or a counted drop. */
@@ -375,20 +394,22 @@ static void uzura_fault_release(UzuraCore *core, bool rx, int64_t now,
                                 int *budget)
 {
     UzuraFaultPipe *p = &core->fault.pipe[rx];
+    UzuraFaultList out = QTAILQ_HEAD_INITIALIZER(out);
     UzuraFaultFrame *fr, *tmp;
 
     QTAILQ_FOREACH_SAFE(fr, &p->held, next, tmp) {
         if (!*budget) {
-            return;
+            break;
         }
         if (fr->due <= now) {
             --*budget;
             QTAILQ_REMOVE(&p->held, fr, next);
             p->frames--;
             trace_uzura_fault_release(fr->len);
-            uzura_fault_emit(core, rx, fr, NULL, fr->len, fr->copies);
+            QTAILQ_INSERT_TAIL(&out, fr, next);
         }
     }
+    uzura_fault_emit_all(core, rx, &out);
     while (*budget && (fr = QTAILQ_FIRST(&p->timed)) && fr->due <= now) {
         --*budget;
         QTAILQ_REMOVE(&p->timed, fr, next);
