@@ -12,9 +12,13 @@ QEMU_SAN_DIR := $(BUILD)/qemu-san
 HOST_DIR  := $(BUILD)/host
 export UZURA_CACHE := $(CACHE)
 
-.PHONY: all setup sources qemu host image cluster-parts check check-large fuzz demo bench bench-mpi clean distclean help
+.PHONY: all setup sources qemu qemu-release qemu-san host image cluster-parts check check-large fuzz demo bench bench-mpi clean distclean help
 
 all: qemu host image
+
+# What a cluster needs: the release QEMU (no sanitizer build), the driver
+# and provider, the image.  make demo and the benchmarks build only this.
+cluster-parts: qemu-release host image
 
 help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
@@ -38,8 +42,13 @@ sources: setup
 	      "rdma-core $$(cat $(BUILD)/rdma-core-src/.uzura-version)," \
 	      "guest kernel $$(scripts/kernel-version.sh)"
 
-qemu: sources
+qemu: qemu-release qemu-san
+
+qemu-release: sources
 	@scripts/build-qemu.sh $(QEMU_SRC) $(QEMU_DIR)
+
+# The sanitizer build: make check's qtests and the fuzzer.
+qemu-san: sources
 	@scripts/build-qemu.sh --sanitize $(QEMU_SRC) $(QEMU_SAN_DIR)
 
 # The host meson project: the guest driver, the verbs provider (out of the
@@ -61,20 +70,20 @@ check-large: all
 
 # Fuzz the device (scripts/fuzz.sh): new corpus inputs and any crashing
 # input land in tests/fuzz/, to commit.
-fuzz: qemu
+fuzz: qemu-san
 	@scripts/fuzz.sh $(FUZZ_TIME)
 
-demo: all
+demo: cluster-parts
 	@scripts/demo.sh
 
 # The benchmark (bench/README.md): about 15 minutes; BENCH_ARGS=--quick
 # for a short one.
-bench: all
+bench: cluster-parts
 	@bench/run $(BENCH_ARGS)
 
 # MPI on uzura, rxe and TCP (bench/README.md, "bench/mpi"); BENCH_ARGS=--quick
 # for a short one.
-bench-mpi: all
+bench-mpi: cluster-parts
 	@bench/mpi $(BENCH_ARGS)
 
 clean:

@@ -61,6 +61,11 @@ add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
 # (40 ms), which dominated every request/response exchange.
 add_line "$src/net/stream.c" "    s->ioc = QIO_CHANNEL(cioc);" \
 	"    qio_channel_set_delay(s->ioc, false); /* uzura: listener too */"
+# The shm netdev (the shared-memory link): its files, registered by
+# scripts/qemu-patches/netdev-shm.patch.
+for f in shm.c shm-ring.h; do
+	ln -sf "$top/net/$f" "$src/net/$f"
+done
 # Changes to QEMU's own files too large for add_line: each patch of
 # scripts/qemu-patches once (it is in already when it reverses cleanly).
 for p in "$top"/scripts/qemu-patches/*.patch; do
@@ -80,22 +85,28 @@ grep -qxF -- "$qline" "$src/tests/qtest/meson.build" || {
 		"$qline"
 }
 
-extra=() targets=()
+# The release build has KVM beside TCG (./uzura up probes which one the
+# host can run); the sanitizer build runs qtests and the fuzzer, TCG only.
+extra=(--enable-kvm) targets=()
 if [ "$sanitize" = 1 ]; then
 	extra=(--cc=clang --cxx=clang++ --enable-asan --enable-ubsan
 	       --enable-fuzzing)
 	targets=(qemu-fuzz-x86_64)
 fi
-if [ ! -f "$build/build.ninja" ]; then
+conf=(--target-list=x86_64-softmmu --without-default-features
+      --enable-slirp --enable-tcg --enable-fdt=system
+      --disable-docs --disable-install-blobs --disable-werror
+      "${extra[@]}" --python=/usr/bin/python3)
+# Configure again when the options above change, not only the first time.
+if [ ! -f "$build/build.ninja" ] ||
+	[ "$(cat "$build/uzura-configure" 2>/dev/null)" != "${conf[*]}" ]; then
 	log "configuring QEMU $(cat "$src/.uzura-version" 2>/dev/null) in $build"
 	mkdir -p "$build"
 	# ccache through the compiler wrappers Debian's ccache package installs.
 	(cd "$build" && PATH=/usr/lib/ccache:$PATH "$src/configure" \
-		--target-list=x86_64-softmmu --without-default-features \
-		--enable-slirp --enable-tcg --enable-fdt=system \
-		--disable-docs --disable-install-blobs --disable-werror \
-		"${extra[@]}" --python=/usr/bin/python3 >configure.log 2>&1) || {
+		"${conf[@]}" >configure.log 2>&1) || {
 		tail -n 30 "$build/configure.log"; exit 1; }
+	echo "${conf[*]}" > "$build/uzura-configure"
 fi
 
 # Firmware comes from Debian's seabios and qemu-system-data packages (the
@@ -113,8 +124,22 @@ export CCACHE_BASEDIR=$top CCACHE_NOHASHDIR=1
 log "building (ninja)"
 PATH=/usr/lib/ccache:$PATH ninja -C "$build" qemu-system-x86_64 "${targets[@]}" \
 	$(printf 'tests/qtest/%s ' $tests) | tee "$build/uzura-ninja.log"
+# The sanitizer build also has the shm link's ring fuzzer, a host program
+# (tests/unit/shm-ring-fuzz.c; tests/fuzz-targets.sh).
+if [ "$sanitize" = 1 ]; then
+	ring_fuzz=$build/shm-ring-fuzz
+	if [ ! -x "$ring_fuzz" ] ||
+		[ "$top/tests/unit/shm-ring-fuzz.c" -nt "$ring_fuzz" ] ||
+		[ "$top/net/shm-ring.h" -nt "$ring_fuzz" ]; then
+		log "building shm-ring-fuzz"
+		clang -g -O1 -Wall -Werror \
+			-fsanitize=fuzzer,address,undefined \
+			-fno-sanitize-recover=all -o "$ring_fuzz" \
+			"$top/tests/unit/shm-ring-fuzz.c" || exit 1
+	fi
+fi
 # QEMU's tree builds without -Werror; uzura's own files must be clean.
-if grep -E '(hw/rdma/uzura/|tests/qtest/uzura)[^ ]*:[0-9]+:[0-9]+: warning:' \
+if grep -E '(hw/rdma/uzura/|tests/qtest/uzura|net/shm)[^ ]*:[0-9]+:[0-9]+: warning:' \
 	"$build/uzura-ninja.log"; then
 	log "warnings in uzura code"
 	exit 1

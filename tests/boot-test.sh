@@ -16,6 +16,27 @@ t "bad arguments print usage" bash -c "'$uz' frobnicate 2>&1 | grep -q usage:"
 t "bad arguments fail" bash -c "! '$uz' frobnicate 2>/dev/null"
 t "up rejects a bad node count" bash -c "! '$uz' up -n 0 2>/dev/null"
 
+# The accelerator: KVM where a probe boot shows the host's KVM runs the
+# guest, TCG otherwise (scripts/accel.sh).  On a nested, paravirtual KVM
+# /dev/kvm opens but the guest stops at once: the fallback, with its
+# reason, is what runs there.
+verdict=$("$uz" accel 2>&1)
+echo "# uzura accel: $verdict"
+t "accel: the probe's verdict is kvm, or tcg with its reason" \
+	bash -c '[[ "$1" == kvm || "$1" == "tcg: "?* ]]' _ "$verdict"
+t "accel: a QEMU without KVM (the sanitizer build) falls back to TCG" \
+	bash -c "UZURA_QEMU='$top/build/qemu-san/qemu-system-x86_64' '$uz' accel |
+		grep -qx 'tcg: this QEMU is built without KVM'"
+t "up --icount --accel kvm is refused: instruction counting needs TCG" \
+	bash -c 'out=$("$1" up --icount --accel kvm 2>&1); rc=$?
+		[ $rc -ne 0 ] && grep -q -- "--icount needs TCG" <<< "$out"' _ "$uz"
+if [ "$verdict" != kvm ]; then
+	t "up --accel kvm is refused here, with the probe's reason" \
+		bash -c 'out=$("$1" up --accel kvm 2>&1); rc=$?
+			[ $rc -ne 0 ] && grep -qF -- "$2" <<< "$out" &&
+			[ ! -e "$3" ]' _ "$uz" "${verdict#tcg: }" "$top/build/cluster"
+fi
+
 # A QEMU that exits while up waits for its node: up fails at once with
 # QEMU's own last words and takes the cluster down.
 qemu_exits() {
@@ -48,6 +69,10 @@ t "a QEMU that exits during up: up fails with its last lines, nothing left" \
 t "two nodes boot and answer ssh" env \
 	UZURA_KERNEL_ARGS="slub_debug=FZPU kfence.sample_interval=10 page_poison=1" \
 	"$uz" up -n 2
+expect=kvm
+[ "$verdict" = kvm ] || expect="tcg (${verdict#tcg: })"
+t "status names the accelerator the nodes run on: $expect" \
+	bash -c '"$1" status | grep -qxF -- "accelerator: $2"' _ "$uz" "$expect"
 for i in 1 2; do
 	t "node $i: uzura module loaded" \
 		"$uz" run "$i" -- 'grep -q "^uzura " /proc/modules'

@@ -11,8 +11,21 @@
 #                              recovery=sr, fault rules loaded
 #   uzura-datapath-model-fuzz  the same with the timing model on
 #                              (qtest/fuzz/uzura-datapath-fuzz.c)
+#   shm-ring-fuzz              the shm link's rings driven by a hostile
+#                              peer (tests/unit/shm-ring-fuzz.c), a host
+#                              program of the sanitizer build
+#
+# Needs $top.
 
-fuzz_targets="generic-fuzz-uzura uzura-datapath-fuzz uzura-datapath-model-fuzz"
+fuzz_targets="generic-fuzz-uzura uzura-datapath-fuzz uzura-datapath-model-fuzz shm-ring-fuzz"
+
+# fuzz_cmd TARGET: the command that fuzzes it, before libFuzzer's options.
+fuzz_cmd() {
+	case $1 in
+	shm-ring-fuzz) echo "$top/build/qemu-san/shm-ring-fuzz" ;;
+	*) echo "$top/build/qemu-san/qemu-fuzz-x86_64 --fuzz-target=$1" ;;
+	esac
+}
 
 # fuzz_corpus TARGET, fuzz_crashes TARGET: its directories in tests/fuzz.
 fuzz_corpus() {
@@ -20,6 +33,7 @@ fuzz_corpus() {
 	generic-fuzz-uzura) echo corpus ;;
 	uzura-datapath-fuzz) echo corpus-datapath ;;
 	uzura-datapath-model-fuzz) echo corpus-datapath-model ;;
+	shm-ring-fuzz) echo corpus-shm-ring ;;
 	esac
 }
 
@@ -28,6 +42,7 @@ fuzz_crashes() {
 	generic-fuzz-uzura) echo crashes ;;
 	uzura-datapath-fuzz) echo crashes-datapath ;;
 	uzura-datapath-model-fuzz) echo crashes-datapath-model ;;
+	shm-ring-fuzz) echo crashes-shm-ring ;;
 	esac
 }
 
@@ -55,6 +70,7 @@ fuzz_crashes() {
 fuzz_opts() {
 	case $1 in
 	generic-fuzz-uzura) ;;
+	shm-ring-fuzz) echo "-max_len=4096 -timeout=10" ;;
 	*) echo "-rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=60" \
 		"-max_len=4096 -entropic=0" ;;
 	esac
