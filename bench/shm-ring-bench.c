@@ -2,9 +2,10 @@
 /*
  * The shm link's own limit: two host processes move data through the same
  * rings the link uses (net/shm-ring.h), with the same wake-up protocol
- * (a consumer that finds its ring empty says it sleeps and waits on an
- * eventfd; the producer wakes it at most once per batch of frames).  What
- * bench/run sets beside host loopback TCP.
+ * (a consumer that finds its ring empty says it sleeps and waits on its
+ * end of a Unix socket pair; the producer wakes it with one byte, at most
+ * once per batch of frames).  What bench/run sets beside host loopback
+ * TCP.
  *
  *   shm-ring-bench SIZE SECONDS
  *
@@ -20,8 +21,8 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +34,12 @@
 #define BATCH		16
 
 static ShmLinkHdr *hdr;
-static int data_fd[2], space_fd[2];
+/* [ring][end]: end 0 is the consumer's (data) or producer's (space). */
+static int data_sp[2][2], space_sp[2][2];
+#define data_fd(ring)	data_sp[ring][1]	/* the producer's end */
+#define space_fd(ring)	space_sp[ring][1]	/* the consumer's end */
+#define data_wait(ring)	data_sp[ring][0]
+#define space_wait(ring) space_sp[ring][0]
 
 static double now(void)
 {
@@ -45,18 +51,19 @@ static double now(void)
 
 static void kick(int fd)
 {
-	uint64_t one = 1;
+	char c = 1;
 
-	if (write(fd, &one, sizeof(one)) != sizeof(one))
+	if (send(fd, &c, 1, MSG_DONTWAIT) < 0 && errno != EAGAIN)
 		abort();
 }
 
 static void nap(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	uint64_t v;
+	char buf[64];
 
-	if (poll(&p, 1, 1000) == 1 && read(fd, &v, sizeof(v)) < 0)
+	if (poll(&p, 1, 1000) == 1 &&
+	    recv(fd, buf, sizeof(buf), MSG_DONTWAIT) < 0 && errno != EAGAIN)
 		abort();
 }
 
@@ -68,13 +75,13 @@ static void put(ShmRing *r, int ring, const uint8_t *buf, uint32_t len,
 
 	while ((ret = shm_ring_put(r, &iov, 1, len)) == 0) {
 		if (shm_ring_wake_needed(r))
-			kick(data_fd[ring]);
-		nap(space_fd[ring]);
+			kick(data_fd(ring));
+		nap(space_wait(ring));
 	}
 	if (ret < 0)
 		abort();
 	if (wake && shm_ring_wake_needed(r))
-		kick(data_fd[ring]);
+		kick(data_fd(ring));
 }
 
 /* The next frame of ring `ring`, sleeping while there is none. */
@@ -85,8 +92,8 @@ static uint32_t get(ShmRing *r, int ring, const uint8_t **f)
 
 	while ((ret = shm_ring_get(r, f, &len, true)) == 0) {
 		if (shm_ring_release(r))
-			kick(space_fd[ring]);
-		nap(data_fd[ring]);
+			kick(space_fd(ring));
+		nap(data_wait(ring));
 	}
 	if (ret < 0)
 		abort();
@@ -101,12 +108,12 @@ static int sink(void)
 	ShmRing r;
 	uint32_t len, n = 0;
 
-	shm_ring_attach(&r, hdr, 0);
+	shm_ring_attach(&r, hdr, 0, RING);
 	while ((len = get(&r, 0, &f)) != 0) {
 		for (uint32_t i = 0; i < len; i += 64)
 			sum += f[i];
 		if (++n % BATCH == 0 && shm_ring_release(&r))
-			kick(space_fd[0]);
+			kick(space_fd(0));
 	}
 	shm_ring_release(&r);
 	return sum == 1;	/* keep the reads */
@@ -125,7 +132,7 @@ static double bandwidth(uint32_t size, double secs)
 	if (pid == 0)
 		_exit(sink());
 	memset(buf, 0xa5, sizeof(buf));
-	shm_ring_attach(&r, hdr, 0);
+	shm_ring_attach(&r, hdr, 0, RING);
 	t0 = now();
 	do {
 		for (off = 0; off < size; off += len) {
@@ -146,12 +153,12 @@ static int echo(void)
 	ShmRing in, out;
 	uint32_t len;
 
-	shm_ring_attach(&in, hdr, 0);
-	shm_ring_attach(&out, hdr, 1);
+	shm_ring_attach(&in, hdr, 0, RING);
+	shm_ring_attach(&out, hdr, 1, RING);
 	while ((len = get(&in, 0, &f)) != 0) {
 		put(&out, 1, f, len, true);
 		if (shm_ring_release(&in))
-			kick(space_fd[0]);
+			kick(space_fd(0));
 	}
 	return 0;
 }
@@ -169,14 +176,14 @@ static double latency(uint32_t size, double secs)
 	pid = fork();
 	if (pid == 0)
 		_exit(echo());
-	shm_ring_attach(&out, hdr, 0);
-	shm_ring_attach(&in, hdr, 1);
+	shm_ring_attach(&out, hdr, 0, RING);
+	shm_ring_attach(&in, hdr, 1, RING);
 	t0 = now();
 	do {
 		put(&out, 0, buf, len, true);
 		get(&in, 1, &f);
 		if (shm_ring_release(&in))
-			kick(space_fd[1]);
+			kick(space_fd(1));
 		n++;
 	} while ((t = now()) - t0 < secs);
 	put(&out, 0, buf, 0, true);
@@ -209,8 +216,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 0; i < 2; i++) {
-		data_fd[i] = eventfd(0, EFD_NONBLOCK);
-		space_fd[i] = eventfd(0, EFD_NONBLOCK);
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, data_sp[i]) ||
+		    socketpair(AF_UNIX, SOCK_STREAM, 0, space_sp[i]))
+			abort();
 	}
 	region();
 	printf("shm_bw = %.1f MB/s\n", bandwidth(size, secs));

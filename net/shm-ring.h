@@ -12,10 +12,11 @@
  * head - tail is what the ring holds.
  *
  * Only the peer's own index is read from the region, once per look: each
- * side keeps its index in private memory and only writes the copy in the
- * region.  A peer that writes garbage there (an index behind ours or
- * further ahead than the ring, a length past the end) is detected by the
- * checks below and never makes us touch bytes outside the ring.
+ * side keeps its index, and the ring's size, in private memory and only
+ * writes the copy in the region.  A peer that writes garbage there (an
+ * index behind ours or further ahead than the ring, a length past the
+ * end) is detected by the checks below and never makes us touch bytes
+ * outside the ring.
  *
  * Wake-ups: a consumer that finds its ring empty says it is going to sleep
  * (sleeping = 1), looks again, and sleeps only if the ring is still empty;
@@ -101,12 +102,17 @@ static inline bool shm_ring_size_ok(uint64_t size)
            !(size & (size - 1));
 }
 
-/* Attach to ring `which` of a mapped region (ring_size already checked). */
-static inline void shm_ring_attach(ShmRing *r, ShmLinkHdr *hdr, int which)
+/*
+ * Attach to ring `which` of a mapped region of shm_link_size(size) bytes;
+ * size comes from private memory (checked with shm_ring_size_ok), never
+ * read again from the region, which the peer can rewrite.
+ */
+static inline void shm_ring_attach(ShmRing *r, ShmLinkHdr *hdr, int which,
+                                   uint32_t size)
 {
     r->ctl = &hdr->ring[which];
-    r->size = hdr->ring_size;
-    r->data = (uint8_t *)hdr + SHM_LINK_DATA_OFF + (size_t)which * r->size;
+    r->size = size;
+    r->data = (uint8_t *)hdr + SHM_LINK_DATA_OFF + (size_t)which * size;
     r->pos = 0;
     r->got = 0;
 }
@@ -194,9 +200,10 @@ static inline int shm_ring_get(ShmRing *r, const uint8_t **frame,
                                uint32_t *len, bool may_sleep)
 {
     uint32_t head, avail, off, l;
+    bool wrapped = false;
 
+    head = shm_ring_load(&r->ctl->head);
     for (;;) {
-        head = shm_ring_load(&r->ctl->head);
         avail = head - (r->pos + r->got);
         if (head - r->pos > r->size || avail > r->size) {
             return -EPROTO;
@@ -207,7 +214,8 @@ static inline int shm_ring_get(ShmRing *r, const uint8_t **frame,
             }
             /*
              * Say we sleep, then look again: a frame published before
-             * the producer could see the flag is taken now.
+             * the producer could see the flag is taken now.  A head that
+             * moves back after this is caught above.
              */
             __atomic_store_n(&r->ctl->sleeping, 1, __ATOMIC_SEQ_CST);
             head = __atomic_load_n(&r->ctl->head, __ATOMIC_SEQ_CST);
@@ -215,17 +223,21 @@ static inline int shm_ring_get(ShmRing *r, const uint8_t **frame,
                 return 0;
             }
             __atomic_store_n(&r->ctl->sleeping, 0, __ATOMIC_RELAXED);
+            may_sleep = false;
             continue;
         }
         off = (r->pos + r->got) & (r->size - 1);
         if (avail < 4 || (off & (SHM_RING_ALIGN - 1))) {
             return -EPROTO;
         }
-        memcpy(&l, r->data + off, 4);       /* read once */
+        /* Read once: the peer may rewrite it while we look. */
+        l = __atomic_load_n((uint32_t *)(r->data + off), __ATOMIC_RELAXED);
         if (l == SHM_RING_WRAP) {
-            if (r->size - off > avail) {
+            /* A producer wraps only where a record does not fit. */
+            if (wrapped || !off || r->size - off > avail) {
                 return -EPROTO;
             }
+            wrapped = true;
             r->got += r->size - off;
             continue;
         }

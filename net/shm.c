@@ -7,16 +7,19 @@
  *
  * The server listens on the Unix socket SOCKET.  For each peer that
  * connects it makes a fresh region (a sealed memfd: a header and a ring of
- * frames per direction, net/shm-ring.h) and two eventfds, and hands the
- * three to the peer over the socket.  A frame goes into the peer's ring in
- * one copy, and out of ours to the NIC in place; a side sleeps on its
- * eventfd and is woken only when it said it was going to sleep, at most
- * once per turn of the sender (the wake-up waits for a bottom half at the
- * end of the turn, so a burst of frames costs one).  The socket carries
- * nothing after the hand-over; its end is the peer going away.  The link
- * is down, for the NIC too, while no peer is attached; a peer that writes
- * garbage into the region takes the link down, and the server waits for a
- * new peer, the client reconnects after reconnect-ms.
+ * frames per direction, net/shm-ring.h) and hands it to the peer over the
+ * connection.  A frame costs one copy into the peer's ring and one out of
+ * ours into a buffer of our own, from which the NIC takes it: the peer can
+ * rewrite the ring at any time, and NICs parse frames assuming they hold
+ * still.  A side sleeps on the connection and is woken (one byte) only
+ * when it said it was going to sleep, at most once per turn of the sender
+ * (the wake-up waits for a bottom half at the end of the turn, so a burst
+ * of frames costs one).  Each end of the connection is its own, so
+ * nothing the peer does to its end can block ours; the connection's end
+ * is the peer going away.  The link is down, for the NIC too, while no
+ * peer is attached; a peer that writes garbage into the region takes the
+ * link down, and the server waits for a new peer, the client reconnects
+ * after reconnect-ms.
  *
  * Copyright (c) 2026 The uzura authors
  *
@@ -24,19 +27,18 @@
  */
 
 #include "qemu/osdep.h"
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include "net/net.h"
 #include "clients.h"
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/iov.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/memfd.h"
-#include "qemu/cutils.h"
 #include "qemu/sockets.h"
 #include "shm-ring.h"
 
@@ -44,20 +46,21 @@
 /* Frames handed to the NIC in one turn before the main loop goes on. */
 #define SHM_RX_BUDGET       256
 #define SHM_HELLO           'U'
+/* After a failed accept (out of fds), listen again this much later. */
+#define SHM_ACCEPT_RETRY_MS 100
 
 typedef struct NetShmState {
     NetClientState nc;
     char *path;
     bool server;
-    uint32_t ring_size;         /* of the regions the server makes */
+    uint32_t ring_size;         /* the region's, from private memory */
     uint32_t reconnect_ms;
     int listen_fd;
-    int sock_fd;                /* to the peer: its end is the peer gone */
-    int kick_fd;                /* the peer wakes us on it */
-    int peer_fd;                /* we wake the peer on it */
+    int sock_fd;                /* to the peer: wake-ups, and its end */
     ShmLinkHdr *hdr;            /* the region, while a peer is attached */
     size_t map_len;
     ShmRing tx, rx;
+    uint8_t *rx_buf;            /* a frame out of the ring, for the NIC */
     bool tx_blocked;            /* the peer's ring is full: it wakes us */
     bool rx_stopped;            /* the NIC takes no more for now */
     bool broken;                /* down, the region not yet let go */
@@ -65,31 +68,38 @@ typedef struct NetShmState {
     QEMUBH *flush_bh;           /* end of a turn: wake the peer once */
     QEMUBH *rx_bh;              /* more frames after a full budget */
     QEMUBH *down_bh;            /* let the region go, outside any turn */
-    guint timer_tag;
+    guint timer_tag;            /* client: reconnect; server: accept */
     uint64_t too_big;           /* frames the link cannot carry */
     uint64_t garbage;           /* peers that wrote garbage */
 } NetShmState;
 
 static void net_shm_connect(NetShmState *s);
+static void net_shm_down(NetShmState *s, const char *why, bool bad_peer);
 
-static void net_shm_kick(int fd)
+/* Wake the peer: one byte on our end, never waiting. */
+static void net_shm_kick(NetShmState *s)
 {
-    uint64_t one = 1;
+    char c = 1;
 
-    if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-        warn_report("netdev shm: wake-up lost: %s", strerror(errno));
+    if (send(s->sock_fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+        errno != EAGAIN && errno != EINTR) {
+        /* EAGAIN: bytes the peer has not read wake it as well. */
+        net_shm_down(s, "the peer's end of the connection is gone", false);
     }
 }
 
-/* The NIC sees the link as we do, as with set_link. */
-static void net_shm_set_link(NetShmState *s, bool up)
+/*
+ * The NIC sees the link as we do, as with set_link; not after its netdev
+ * was deleted, when QEMU keeps the NIC's link down.
+ */
+static void net_shm_nic_link(NetShmState *s)
 {
     NetClientState *peer = s->nc.peer;
+    bool down = s->nc.link_down;
 
-    s->nc.link_down = !up;
     if (peer && peer->info->type == NET_CLIENT_DRIVER_NIC &&
-        peer->link_down == up) {
-        peer->link_down = !up;
+        !qemu_get_nic(peer)->peer_deleted && peer->link_down != down) {
+        peer->link_down = down;
         if (peer->info->link_status_changed) {
             peer->info->link_status_changed(peer);
         }
@@ -119,8 +129,6 @@ static void net_shm_close_fd(int *fd)
 static void net_shm_release(NetShmState *s)
 {
     net_shm_close_fd(&s->sock_fd);
-    net_shm_close_fd(&s->kick_fd);
-    net_shm_close_fd(&s->peer_fd);
     if (s->hdr) {
         munmap(s->hdr, s->map_len);
         s->hdr = NULL;
@@ -139,19 +147,35 @@ static gboolean net_shm_reconnect(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
-static void net_shm_down_bh(void *opaque)
+static void net_shm_retry(NetShmState *s)
 {
-    NetShmState *s = opaque;
-
-    net_shm_release(s);
     if (!s->server && s->reconnect_ms && !s->timer_tag) {
         s->timer_tag = g_timeout_add(s->reconnect_ms, net_shm_reconnect, s);
     }
 }
 
+static void net_shm_down_bh(void *opaque)
+{
+    NetShmState *s = opaque;
+
+    if (!s->broken) {
+        return;
+    }
+    net_shm_release(s);
+    /*
+     * Frames the net layer kept for the old peer go, and with them the
+     * stop a full ring put on sending: the next peer starts afresh.
+     */
+    qemu_purge_queued_packets(&s->nc);
+    qemu_flush_or_purge_queued_packets(&s->nc, true);
+    net_shm_nic_link(s);
+    net_shm_retry(s);
+}
+
 /*
- * Take the link down: at once for the NIC and for new frames; the region
- * goes in a bottom half, since the NIC may be reading a frame in it.
+ * Take the link down: at once for new frames; the NIC hears of it and the
+ * region goes in a bottom half, outside the NIC's own turn and after any
+ * frame in use.
  */
 static void net_shm_down(NetShmState *s, const char *why, bool bad_peer)
 {
@@ -159,6 +183,7 @@ static void net_shm_down(NetShmState *s, const char *why, bool bad_peer)
         return;
     }
     s->broken = true;
+    s->nc.link_down = true;
     g_free(s->why);
     s->why = g_strdup(why);
     if (bad_peer) {
@@ -166,9 +191,7 @@ static void net_shm_down(NetShmState *s, const char *why, bool bad_peer)
         qemu_log_mask(LOG_GUEST_ERROR, "netdev shm %s: %s: link down\n",
                       s->nc.name, why);
     }
-    net_shm_set_link(s, false);
     net_shm_info(s);
-    qemu_set_fd_handler(s->kick_fd, NULL, NULL, NULL);
     qemu_set_fd_handler(s->sock_fd, NULL, NULL, NULL);
     qemu_bh_schedule(s->down_bh);
 }
@@ -178,7 +201,7 @@ static void net_shm_flush_bh(void *opaque)
     NetShmState *s = opaque;
 
     if (s->hdr && !s->broken && shm_ring_wake_needed(&s->tx)) {
-        net_shm_kick(s->peer_fd);
+        net_shm_kick(s);
     }
 }
 
@@ -231,7 +254,7 @@ static void net_shm_rx_done(NetClientState *nc, ssize_t len)
     qemu_bh_schedule(s->rx_bh);
 }
 
-/* Hand the NIC what the peer put in our ring, in place. */
+/* Hand the NIC what the peer put in our ring, each frame copied out. */
 static void net_shm_rx(NetShmState *s)
 {
     const uint8_t *frame;
@@ -243,7 +266,8 @@ static void net_shm_rx(NetShmState *s)
         if (ret <= 0) {
             break;
         }
-        if (len && qemu_send_packet_async(&s->nc, frame, len,
+        memcpy(s->rx_buf, frame, len);
+        if (len && qemu_send_packet_async(&s->nc, s->rx_buf, len,
                                           net_shm_rx_done) == 0) {
             /* net.c queued a copy; the NIC calls back when it has room. */
             s->rx_stopped = true;
@@ -257,7 +281,7 @@ static void net_shm_rx(NetShmState *s)
         return;
     }
     if (shm_ring_release(&s->rx)) {
-        net_shm_kick(s->peer_fd);
+        net_shm_kick(s);
     }
     if (n == SHM_RX_BUDGET) {
         qemu_bh_schedule(s->rx_bh);
@@ -270,20 +294,25 @@ static void net_shm_rx_bh(void *opaque)
 
     if (!s->hdr) {
         /* First run, once the NIC exists: it sees no link yet. */
-        net_shm_set_link(s, false);
+        net_shm_nic_link(s);
     } else if (!s->broken) {
         net_shm_rx(s);
     }
 }
 
-/* The peer woke us: frames to take, or space for ours. */
-static void net_shm_kicked(void *opaque)
+/* The peer woke us (frames to take, or space for ours), or went away. */
+static void net_shm_sock_event(void *opaque)
 {
     NetShmState *s = opaque;
-    uint64_t v;
+    char buf[64];
+    ssize_t n = recv(s->sock_fd, buf, sizeof(buf), MSG_DONTWAIT);
 
-    if (read(s->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
-        net_shm_down(s, "cannot read the wake-up eventfd", false);
+    if (n == 0) {
+        net_shm_down(s, "the peer went away", false);
+        return;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        net_shm_down(s, "the connection to the peer failed", false);
         return;
     }
     if (s->tx_blocked) {
@@ -296,50 +325,45 @@ static void net_shm_kicked(void *opaque)
     net_shm_rx(s);
 }
 
-/* The socket says only one thing after the hand-over: the peer is gone. */
-static void net_shm_sock_event(void *opaque)
-{
-    NetShmState *s = opaque;
-    char c;
-    ssize_t n = recv(s->sock_fd, &c, 1, MSG_DONTWAIT);
-
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-    }
-    net_shm_down(s, n == 0 ? "the peer went away" :
-                 "the peer spoke on the socket after the hand-over", n > 0);
-}
-
 /* A region is mapped and checked: the link is up. */
 static void net_shm_up(NetShmState *s, ShmLinkHdr *hdr, size_t len,
-                       int kick_fd, int peer_fd)
+                       uint32_t ring_size)
 {
     s->hdr = hdr;
     s->map_len = len;
-    s->kick_fd = kick_fd;
-    s->peer_fd = peer_fd;
     /* Ring 0 runs from the server to the client, ring 1 back. */
-    shm_ring_attach(&s->tx, hdr, s->server ? 0 : 1);
-    shm_ring_attach(&s->rx, hdr, s->server ? 1 : 0);
+    shm_ring_attach(&s->tx, hdr, s->server ? 0 : 1, ring_size);
+    shm_ring_attach(&s->rx, hdr, s->server ? 1 : 0, ring_size);
     g_free(s->why);
     s->why = NULL;
-    qemu_set_fd_handler(s->kick_fd, net_shm_kicked, NULL, s);
     qemu_set_fd_handler(s->sock_fd, net_shm_sock_event, NULL, s);
-    net_shm_set_link(s, true);
+    s->nc.link_down = false;
+    net_shm_nic_link(s);
     net_shm_info(s);
     net_shm_rx(s);                      /* frames already there; sleep */
 }
 
-/* Server: a fresh region and eventfds for a new peer, handed over. */
+static void net_shm_accept(void *opaque);
+
+static gboolean net_shm_listen_again(gpointer opaque)
+{
+    NetShmState *s = opaque;
+
+    s->timer_tag = 0;
+    qemu_set_fd_handler(s->listen_fd, net_shm_accept, NULL, s);
+    return G_SOURCE_REMOVE;
+}
+
+/* Server: a fresh region for a new peer, handed over. */
 static void net_shm_accept(void *opaque)
 {
     NetShmState *s = opaque;
     size_t len = shm_link_size(s->ring_size);
-    int fd, fds[3] = { -1, -1, -1 };
+    int fd, mfd = -1;
     char c = SHM_HELLO;
     struct iovec iov = { .iov_base = &c, .iov_len = 1 };
     union {
-        char buf[CMSG_SPACE(sizeof(fds))];
+        char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } u = { };
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -349,8 +373,14 @@ static void net_shm_accept(void *opaque)
     ShmLinkHdr *hdr = MAP_FAILED;
     Error *err = NULL;
 
-    fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
+        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+            /* Out of fds: the socket stays readable; do not spin on it. */
+            qemu_set_fd_handler(s->listen_fd, NULL, NULL, NULL);
+            s->timer_tag = g_timeout_add(SHM_ACCEPT_RETRY_MS,
+                                         net_shm_listen_again, s);
+        }
         return;
     }
     if (s->hdr) {
@@ -358,19 +388,16 @@ static void net_shm_accept(void *opaque)
         close(fd);
         return;
     }
-    fds[0] = qemu_memfd_create("uzura-shm-link", len, false, 0,
-                               F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL,
-                               &err);
-    fds[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    fds[2] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
-        if (err) {
-            error_report_err(err);
-        }
+    mfd = qemu_memfd_create("uzura-shm-link", len, false, 0,
+                            F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, &err);
+    if (mfd < 0) {
+        error_report_err(err);
         goto fail;
     }
-    hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    hdr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (hdr == MAP_FAILED) {
+        error_report("netdev shm %s: cannot map a region: %s", s->nc.name,
+                     strerror(errno));
         goto fail;
     }
     hdr->magic = SHM_LINK_MAGIC;
@@ -379,40 +406,36 @@ static void net_shm_accept(void *opaque)
     cmsg = CMSG_FIRSTHDR(&msg);
     cmsg->cmsg_level = SOL_SOCKET;
     cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
-    memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
-    if (sendmsg(fd, &msg, MSG_NOSIGNAL) != 1) {
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cmsg), &mfd, sizeof(int));
+    if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+        /* A peer that left at once: nothing to say about it. */
         goto fail;
     }
-    close(fds[0]);
+    close(mfd);
     s->sock_fd = fd;
-    /* We sleep on the first eventfd, the client on the second. */
-    net_shm_up(s, hdr, len, fds[1], fds[2]);
+    net_shm_up(s, hdr, len, s->ring_size);
     return;
 
 fail:
-    warn_report("netdev shm %s: cannot hand a region to a new peer: %s",
-                s->nc.name, strerror(errno));
     if (hdr != MAP_FAILED) {
         munmap(hdr, len);
     }
-    for (int i = 0; i < 3; i++) {
-        if (fds[i] >= 0) {
-            close(fds[i]);
-        }
+    if (mfd >= 0) {
+        close(mfd);
     }
     close(fd);
 }
 
 /*
- * Client: take the region and eventfds the server hands over, and check
- * them as what any peer sends: a region that could shrink under us, or
- * whose header does not match its size, is refused.
+ * Client: take the region the server hands over, and check it as what any
+ * peer sends: exactly one fd, a memfd sealed against shrinking, whose
+ * header, read once into private memory, matches its size.
  */
 static void net_shm_hello(void *opaque)
 {
     NetShmState *s = opaque;
-    int fds[3] = { -1, -1, -1 }, nfds = 0, seals;
+    int fds[8], nfds = 0, mfd = -1, seals, k, i;
     char c = 0;
     struct iovec iov = { .iov_base = &c, .iov_len = 1 };
     union {
@@ -423,69 +446,78 @@ static void net_shm_hello(void *opaque)
                           .msg_control = u.buf,
                           .msg_controllen = sizeof(u.buf) };
     struct cmsghdr *cmsg;
-    ShmLinkHdr *hdr;
-    const char *why;
-    struct stat st;
+    ShmLinkHdr *hdr = MAP_FAILED;
+    uint32_t magic, version, ring_size = 0;
+    const char *why = NULL;
+    struct stat st = { };
     ssize_t n;
 
     n = recvmsg(s->sock_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;
     }
+    /* Every fd that came, whatever else is wrong, is ours to close. */
     for (cmsg = CMSG_FIRSTHDR(&msg); n > 0 && cmsg;
          cmsg = CMSG_NXTHDR(&msg, cmsg)) {
-        if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
-            nfds = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            memcpy(fds, CMSG_DATA(cmsg), MIN(nfds, 3) * sizeof(int));
+        if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        k = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (i = 0; i < k && nfds < ARRAY_SIZE(fds); i++) {
+            memcpy(&fds[nfds++], CMSG_DATA(cmsg) + i * sizeof(int),
+                   sizeof(int));
         }
     }
-    why = n == 0 ? "the server closed the connection" :
-          n < 0 || c != SHM_HELLO || nfds != 3 ||
-          (msg.msg_flags & MSG_CTRUNC) ? "a bad hand-over from the server" :
-          NULL;
-    if (!why) {
-        seals = fcntl(fds[0], F_GET_SEALS);
-        if (fstat(fds[0], &st) < 0 || seals < 0 ||
-            !(seals & F_SEAL_SHRINK) || st.st_size < SHM_LINK_DATA_OFF) {
-            why = "the server's region is not a sealed memfd";
+    if (n == 0) {
+        why = "the server closed the connection (it has a peer already?)";
+    } else if (n < 0 || c != SHM_HELLO || nfds != 1 ||
+               (msg.msg_flags & MSG_CTRUNC)) {
+        why = "a bad hand-over from the server";
+    } else {
+        mfd = fds[0];
+        seals = fcntl(mfd, F_GET_SEALS);
+        if (fstat(mfd, &st) < 0 || seals < 0 || !(seals & F_SEAL_SHRINK) ||
+            st.st_size < SHM_LINK_DATA_OFF ||
+            st.st_size > shm_link_size(SHM_RING_MAX)) {
+            why = "the server's region is not a sealed memfd of a link's size";
         }
     }
     if (!why) {
         hdr = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fds[0], 0);
+                   mfd, 0);
         if (hdr == MAP_FAILED) {
             why = "cannot map the server's region";
-        } else if (hdr->magic != SHM_LINK_MAGIC ||
-                   hdr->version != SHM_LINK_VERSION ||
-                   !shm_ring_size_ok(hdr->ring_size) ||
-                   shm_link_size(hdr->ring_size) != st.st_size) {
-            munmap(hdr, st.st_size);
-            why = "the server's region has a bad header";
+        } else {
+            magic = qatomic_read(&hdr->magic);
+            version = qatomic_read(&hdr->version);
+            ring_size = qatomic_read(&hdr->ring_size);
+            if (magic != SHM_LINK_MAGIC || version != SHM_LINK_VERSION ||
+                !shm_ring_size_ok(ring_size) ||
+                shm_link_size(ring_size) != st.st_size) {
+                why = "the server's region has a bad header";
+            }
         }
     }
-    if (fds[0] >= 0) {
-        close(fds[0]);
+    for (i = 0; i < nfds; i++) {
+        close(fds[i]);
     }
     if (why) {
-        qemu_log_mask(LOG_GUEST_ERROR, "netdev shm %s: %s\n", s->nc.name,
-                      why);
-        for (int i = 1; i < MIN(nfds, 3); i++) {
-            close(fds[i]);
+        if (hdr != MAP_FAILED) {
+            munmap(hdr, st.st_size);
         }
-        s->garbage += n != 0;
+        if (n != 0) {
+            s->garbage++;
+            qemu_log_mask(LOG_GUEST_ERROR, "netdev shm %s: %s\n",
+                          s->nc.name, why);
+        }
         g_free(s->why);
         s->why = g_strdup(why);
         net_shm_info(s);
         net_shm_close_fd(&s->sock_fd);
-        if (s->reconnect_ms && !s->timer_tag) {
-            s->timer_tag = g_timeout_add(s->reconnect_ms, net_shm_reconnect,
-                                         s);
-        }
+        net_shm_retry(s);
         return;
     }
-    qemu_set_fd_handler(s->sock_fd, NULL, NULL, NULL);
-    /* We sleep on the second eventfd, the server on the first. */
-    net_shm_up(s, hdr, st.st_size, fds[2], fds[1]);
+    net_shm_up(s, hdr, st.st_size, ring_size);
 }
 
 static void net_shm_connect(NetShmState *s)
@@ -510,9 +542,7 @@ static void net_shm_connect(NetShmState *s)
     if (fd >= 0) {
         close(fd);
     }
-    if (s->reconnect_ms && !s->timer_tag) {
-        s->timer_tag = g_timeout_add(s->reconnect_ms, net_shm_reconnect, s);
-    }
+    net_shm_retry(s);
 }
 
 static void net_shm_cleanup(NetClientState *nc)
@@ -531,6 +561,7 @@ static void net_shm_cleanup(NetClientState *nc)
     qemu_bh_delete(s->flush_bh);
     qemu_bh_delete(s->rx_bh);
     qemu_bh_delete(s->down_bh);
+    g_free(s->rx_buf);
     g_free(s->path);
     g_free(s->why);
 }
@@ -543,6 +574,43 @@ static NetClientInfo net_shm_client_info = {
     .cleanup = net_shm_cleanup,
 };
 
+/*
+ * Server: listen on path.  A socket there that nobody listens on (a QEMU
+ * that is gone left it) is taken over; one that a server answers is not.
+ */
+static int net_shm_listen(const char *path, Error **errp)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct stat st;
+    int fd;
+
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            error_setg(errp, "netdev shm: %s exists and is not a socket",
+                       path);
+            return -1;
+        }
+        pstrcpy(sun.sun_path, sizeof(sun.sun_path), path);
+        fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd >= 0 &&
+            connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+            close(fd);
+            error_setg(errp, "netdev shm: another server listens on %s",
+                       path);
+            return -1;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        unlink(path);
+    }
+    fd = unix_listen(path, errp);
+    if (fd >= 0) {
+        qemu_socket_set_nonblock(fd);
+    }
+    return fd;
+}
+
 int net_init_shm(const Netdev *netdev, const char *name,
                  NetClientState *peer, Error **errp)
 {
@@ -554,13 +622,17 @@ int net_init_shm(const Netdev *netdev, const char *name,
     NetShmState *s;
     int fd = -1;
 
-    if (strlen(opts->path) >= sizeof(sun.sun_path)) {
-        error_setg(errp, "netdev shm: path '%s' is too long for a Unix "
-                   "socket", opts->path);
+    if (!*opts->path || strlen(opts->path) >= sizeof(sun.sun_path)) {
+        error_setg(errp, "netdev shm: path '%s' is empty or too long for a "
+                   "Unix socket", opts->path);
         return -1;
     }
     if (!server && opts->has_ring_size) {
         error_setg(errp, "netdev shm: ring-size is the server's to choose");
+        return -1;
+    }
+    if (server && opts->has_reconnect_ms) {
+        error_setg(errp, "netdev shm: reconnect-ms is for a client");
         return -1;
     }
     if (!shm_ring_size_ok(ring)) {
@@ -574,13 +646,10 @@ int net_init_shm(const Netdev *netdev, const char *name,
         return -1;
     }
     if (server) {
-        /* A socket left by a QEMU that is gone is taken over. */
-        unlink(opts->path);
-        fd = unix_listen(opts->path, errp);
+        fd = net_shm_listen(opts->path, errp);
         if (fd < 0) {
             return -1;
         }
-        qemu_socket_set_nonblock(fd);
     }
 
     nc = qemu_new_net_client(&net_shm_client_info, peer, "shm", name);
@@ -590,7 +659,8 @@ int net_init_shm(const Netdev *netdev, const char *name,
     s->ring_size = ring;
     s->reconnect_ms = opts->has_reconnect_ms ? opts->reconnect_ms : 0;
     s->listen_fd = fd;
-    s->sock_fd = s->kick_fd = s->peer_fd = -1;
+    s->sock_fd = -1;
+    s->rx_buf = g_malloc(SHM_FRAME_MAX);
     s->flush_bh = qemu_bh_new(net_shm_flush_bh, s);
     s->rx_bh = qemu_bh_new(net_shm_rx_bh, s);
     s->down_bh = qemu_bh_new(net_shm_down_bh, s);

@@ -20,11 +20,9 @@
 
 #define SHM_RING_TEST   (64 * 1024)
 
-/* The test as the shm peer: the region and the eventfds QEMU handed it. */
+/* The test as the shm peer: the connection and the region QEMU handed it. */
 typedef struct ShmPeer {
-    int sock;
-    int kick_fd;                /* QEMU sleeps on it */
-    int wait_fd;                /* QEMU wakes us on it */
+    int sock;                   /* wake-ups both ways */
     ShmLinkHdr *hdr;
     size_t len;
     ShmRing tx, rx;
@@ -83,11 +81,11 @@ static bool nic_link_up(UzEth *e)
 static void shm_peer_attach(ShmPeer *p, const char *path)
 {
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
-    int fds[3], i;
+    int fd, i;
     char c;
     struct iovec iov = { .iov_base = &c, .iov_len = 1 };
     union {
-        char buf[CMSG_SPACE(sizeof(fds))];
+        char buf[CMSG_SPACE(sizeof(fd))];
         struct cmsghdr align;
     } u;
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -116,37 +114,33 @@ static void shm_peer_attach(ShmPeer *p, const char *path)
     g_assert_cmpint(c, ==, 'U');
     cmsg = CMSG_FIRSTHDR(&msg);
     g_assert(cmsg && cmsg->cmsg_type == SCM_RIGHTS &&
-             cmsg->cmsg_len == CMSG_LEN(sizeof(fds)));
-    memcpy(fds, CMSG_DATA(cmsg), sizeof(fds));
+             cmsg->cmsg_len == CMSG_LEN(sizeof(fd)));
+    memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
     /* The region cannot shrink under its users. */
-    g_assert(fcntl(fds[0], F_GET_SEALS) & F_SEAL_SHRINK);
-    g_assert_cmpint(fstat(fds[0], &st), ==, 0);
+    g_assert(fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK);
+    g_assert_cmpint(fstat(fd, &st), ==, 0);
     p->len = st.st_size;
-    p->hdr = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    p->hdr = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     g_assert(p->hdr != MAP_FAILED);
-    close(fds[0]);
+    close(fd);
     g_assert_cmphex(p->hdr->magic, ==, SHM_LINK_MAGIC);
     g_assert_cmpuint(p->len, ==, shm_link_size(p->hdr->ring_size));
-    p->kick_fd = fds[1];
-    p->wait_fd = fds[2];
     /* We are the client: ring 1 is ours to fill, ring 0 to empty. */
-    shm_ring_attach(&p->tx, p->hdr, 1);
-    shm_ring_attach(&p->rx, p->hdr, 0);
+    shm_ring_attach(&p->tx, p->hdr, 1, p->hdr->ring_size);
+    shm_ring_attach(&p->rx, p->hdr, 0, p->hdr->ring_size);
 }
 
 static void shm_peer_detach(ShmPeer *p)
 {
     munmap(p->hdr, p->len);
-    close(p->kick_fd);
-    close(p->wait_fd);
     close(p->sock);
 }
 
 static void shm_peer_kick(ShmPeer *p)
 {
-    uint64_t one = 1;
+    char c = 1;
 
-    g_assert_cmpint(write(p->kick_fd, &one, sizeof(one)), ==, sizeof(one));
+    g_assert_cmpint(send(p->sock, &c, 1, MSG_NOSIGNAL), ==, 1);
 }
 
 /* Two QEMUs, one NIC each, on one shm link: frames both ways. */
@@ -284,9 +278,152 @@ static void test_ring_full(void)
     }
     eth_expect_rx(&a, f, 1000);
 
+    /*
+     * The ring full again, and frames kept back, when the peer goes: a
+     * new peer gets a fresh ring, and what the NIC sends next, not the
+     * old peer's frames.
+     */
+    for (k = 0; k < 8; k++) {
+        make_frame(f, 9000, peer_mac, a.mac, k);
+        eth_put_tx(&a, f, 9000, 1);
+    }
+    uz_ring(&a.d, a.tx_db, a.tx_pi);
+    g_assert_cmpint(eth_wait_tx(&a, a.tx_pi - 1), ==, 0);
+    g_assert_cmpuint(p.hdr->ring[0].want_space, ==, 1);
+    shm_peer_detach(&p);
+    shm_wait_info(&m, "the peer went away");
+    shm_peer_attach(&p, path);
+    shm_wait_info(&m, "connected");
+    make_frame(f, 500, peer_mac, a.mac, 77);
+    eth_put_tx(&a, f, 500, 1);
+    uz_ring(&a.d, a.tx_db, a.tx_pi);
+    g_assert_cmpint(eth_wait_tx(&a, a.tx_pi - 1), ==, 0);
+    for (i = 0; i < UZ_POLL_LIMIT &&
+         shm_ring_get(&p.rx, &got, &len, false) != 1; i++) {
+        uz_poll_pause(&a.d);
+    }
+    g_assert_cmpint(i, <, UZ_POLL_LIMIT);
+    g_assert_cmpuint(len, ==, 500);
+    g_assert(memcmp(got, f, 500) == 0);
+
     shm_peer_detach(&p);
     eth_stop(&a);
     uz_machine_stop(&m);
+}
+
+/* How many fds a process holds. */
+static int fd_count(pid_t pid)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", pid);
+    GDir *d = g_dir_open(dir, 0, NULL);
+    int n = 0;
+
+    g_assert(d);
+    while (g_dir_read_name(d)) {
+        n++;
+    }
+    g_dir_close(d);
+    return n;
+}
+
+/* The test as a server: hand QEMU's client @nfds fds (the first @mfd). */
+static void shm_hand_over(int lfd, int mfd, int nfds)
+{
+    int fds[5], i, c;
+    char hello = 'U';
+    struct iovec iov = { .iov_base = &hello, .iov_len = 1 };
+    union {
+        char buf[CMSG_SPACE(sizeof(fds))];
+        struct cmsghdr align;
+    } u = { };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+                          .msg_control = u.buf,
+                          .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+
+    c = accept(lfd, NULL, NULL);
+    g_assert_cmpint(c, >=, 0);
+    for (i = 0; i < nfds; i++) {
+        fds[i] = mfd;
+    }
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(cmsg), fds, nfds * sizeof(int));
+    g_assert_cmpint(sendmsg(c, &msg, MSG_NOSIGNAL), ==, 1);
+    close(c);
+}
+
+/* A memfd of a link's size with @ring_size in its header; sealed or not. */
+static int shm_region(uint32_t ring_size, uint32_t hdr_ring, bool seal)
+{
+    size_t len = shm_link_size(ring_size);
+    int fd = memfd_create("test", MFD_ALLOW_SEALING);
+    ShmLinkHdr *h;
+
+    g_assert_cmpint(ftruncate(fd, len), ==, 0);
+    h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    g_assert(h != MAP_FAILED);
+    h->magic = SHM_LINK_MAGIC;
+    h->version = SHM_LINK_VERSION;
+    h->ring_size = hdr_ring;
+    munmap(h, len);
+    if (seal) {
+        g_assert_cmpint(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                        ==, 0);
+    }
+    return fd;
+}
+
+/*
+ * QEMU as the client of a hostile server: hand-overs with the wrong number
+ * of fds, an unsealed region, a header that does not match the region's
+ * size are refused, logged and counted, leak no fd, and QEMU tries again
+ * until a good one comes.
+ */
+static void test_client_handover(void)
+{
+    g_autofree char *path = shm_path("cli");
+    g_autofree char *log = NULL;
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0), good, unsealed, lying;
+    int before, k;
+    UzMachine m;
+    pid_t pid;
+
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    unlink(path);
+    g_assert_cmpint(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)), ==, 0);
+    g_assert_cmpint(listen(lfd, 4), ==, 0);
+    good = shm_region(SHM_RING_TEST, SHM_RING_TEST, true);
+    unsealed = shm_region(SHM_RING_TEST, SHM_RING_TEST, false);
+    lying = shm_region(SHM_RING_TEST, 256 * 1024 * 1024, true);
+
+    shm_machine(&m, 0, path, false, NULL);
+    pid = qtest_pid(m.qs->qts);
+    shm_hand_over(lfd, good, 4);
+    shm_wait_info(&m, "garbage 1");
+    before = fd_count(pid);
+    for (k = 0; k < 5; k++) {
+        shm_hand_over(lfd, good, 4);        /* too many fds */
+    }
+    shm_hand_over(lfd, unsealed, 1);
+    shm_hand_over(lfd, lying, 1);           /* ring size past the region */
+    shm_wait_info(&m, "garbage 8");
+    /* One socket may be open, waiting for the next hand-over. */
+    g_assert_cmpint(fd_count(pid), <=, before + 1);
+    shm_hand_over(lfd, good, 1);
+    shm_wait_info(&m, "connected");
+    log = uz_machine_log(&m);
+    g_assert(strstr(log, "a bad hand-over from the server"));
+    g_assert(strstr(log, "not a sealed memfd"));
+    g_assert(strstr(log, "has a bad header"));
+    uz_machine_stop(&m);
+    close(good);
+    close(unsealed);
+    close(lying);
+    close(lfd);
+    unlink(path);
 }
 
 /* What the peer writes into the region, each on a fresh attachment. */
@@ -391,6 +528,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/shm/two-nodes", test_two_nodes);
     qtest_add_func("/uzura/shm/ring-full", test_ring_full);
     qtest_add_func("/uzura/shm/garbage", test_garbage);
+    qtest_add_func("/uzura/shm/client-handover", test_client_handover);
     qtest_add_func("/uzura/shm/bad-options", test_bad_options);
     return g_test_run();
 }

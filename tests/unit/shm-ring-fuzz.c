@@ -57,8 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hdr->magic = SHM_LINK_MAGIC;
 	hdr->version = SHM_LINK_VERSION;
 	hdr->ring_size = RING;
-	shm_ring_attach(&rx, hdr, 1);
-	shm_ring_attach(&tx, hdr, 0);
+	shm_ring_attach(&rx, hdr, 1, RING);
+	shm_ring_attach(&tx, hdr, 0, RING);
 	for (steps = 0; in.n && steps < 4096; steps++) {
 		switch (in8(&in) % 8) {
 		case 0:		/* the peer moves its head */

@@ -77,7 +77,7 @@ static int produce(int out)
 	struct iovec iov[2];
 	int ret, batch = 0;
 
-	shm_ring_attach(&r, hdr, out);
+	shm_ring_attach(&r, hdr, out, RING);
 	for (n = 0; n < FRAMES; n++) {
 		len = frame_len(n);
 		for (i = 0; i < len; i++)
@@ -109,7 +109,7 @@ static int consume(int in)
 	uint32_t n = 0, i, len;
 	int ret;
 
-	shm_ring_attach(&r, hdr, in);
+	shm_ring_attach(&r, hdr, in, RING);
 	while (n < FRAMES) {
 		ret = shm_ring_get(&r, &f, &len, true);
 		if (ret < 0)
@@ -180,8 +180,8 @@ int main(void)
 	CHECK(streams());
 
 	hdr = region();
-	shm_ring_attach(&tx, hdr, 0);
-	shm_ring_attach(&rx, hdr, 0);
+	shm_ring_attach(&tx, hdr, 0, RING);
+	shm_ring_attach(&rx, hdr, 0, RING);
 
 	/* An empty ring: nothing, and the consumer says it sleeps. */
 	CHECK(shm_ring_get(&rx, &f, &len, true) == 0 &&
@@ -219,7 +219,7 @@ int main(void)
 	/* Garbage from the peer, each on a fresh region. */
 	munmap(hdr, shm_link_size(RING));
 	hdr = region();
-	shm_ring_attach(&rx, hdr, 1);
+	shm_ring_attach(&rx, hdr, 1, RING);
 	hdr->ring[1].head = RING + 8;		/* more than the ring holds */
 	CHECK(shm_ring_get(&rx, &f, &len, true) == -EPROTO);
 	hdr->ring[1].head = (uint32_t)-8;	/* behind our tail */
@@ -244,7 +244,7 @@ int main(void)
 	CHECK(shm_ring_get(&rx, &f, &len, true) == -EPROTO);
 
 	/* The producer's view: a tail ahead of our head is garbage. */
-	shm_ring_attach(&tx, hdr, 0);
+	shm_ring_attach(&tx, hdr, 0, RING);
 	hdr->ring[0].tail = 4096;
 	iov = (struct iovec){ small, sizeof(small) };
 	CHECK(shm_ring_put(&tx, &iov, 1, sizeof(small)) == -EPROTO);
