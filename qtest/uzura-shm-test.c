@@ -136,11 +136,14 @@ static void shm_peer_detach(ShmPeer *p)
     close(p->sock);
 }
 
+/* Wake QEMU; it may have let this peer go already (garbage seen). */
 static void shm_peer_kick(ShmPeer *p)
 {
     char c = 1;
 
-    g_assert_cmpint(send(p->sock, &c, 1, MSG_NOSIGNAL), ==, 1);
+    if (send(p->sock, &c, 1, MSG_NOSIGNAL) != 1) {
+        g_assert(errno == EPIPE || errno == ECONNRESET);
+    }
 }
 
 /* Two QEMUs, one NIC each, on one shm link: frames both ways. */

@@ -120,7 +120,7 @@ link_down() {
 	out=$("$uz" mpirun -- /tmp/uzura-mpi/mpi-p2p 1024 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# uzura mpirun: /'
-	[ "$rc" -ne 0 ] && echo "$out" | grep -q "node 2's link is off" || return 1
+	[ "$rc" -ne 0 ] && grep -q "node 2's link is off" <<< "$out" || return 1
 	"$uz" run 1 -- 'timeout 240 mpirun -np 2 /tmp/uzura-mpi/mpi-p2p 1024 > /tmp/down.log 2>&1
 		rc=$?; grep -av "^ok" /tmp/down.log | grep -a . | head -n 6 | sed "s/^/# mpirun: /"
 		echo "# mpirun exit status $rc"; [ $rc -ne 0 ] && [ $rc -ne 124 ]'
@@ -132,14 +132,14 @@ front_door_errors() {
 	local bad out
 	out=$("$uz" mpirun -n 0 -- /bin/true 2>&1) && return 1
 	echo "# $out"
-	echo "$out" | grep -q -- "-n takes a number of ranks" || return 1
+	grep -q -- "-n takes a number of ranks" <<< "$out" || return 1
 	out=$("$uz" mpicc "$log/no-such-file.c" 2>&1) && return 1
-	echo "$out" | grep -q "usage:" || return 1
+	grep -q "usage:" <<< "$out" || return 1
 	bad=$log/broken.c
 	echo 'int main(void) { return undeclared; }' > "$bad"
 	out=$("$uz" mpirun -- "$bad" 2>&1) && return 1
 	echo "$out" | grep -m 1 "uzura:" | sed 's/^/# /'
-	echo "$out" | grep -q "uzura: mpicc failed on a node"
+	grep -q "uzura: mpicc failed on a node" <<< "$out"
 }
 
 link_up() {
@@ -191,8 +191,8 @@ ucp() {
 	serve 2 "$port" ucp "timeout 60 ucx_perftest -P 0 -p $port" || return 1
 	out=$("$uz" run 1 -- "timeout 60 ucx_perftest 10.77.0.2 -P 0 -p $port \
 		-t $test -s $size -n 50 -w 5" 2>&1)
-	echo "$out" | grep -E '^Final:|ERROR|Fatal' | sed 's/^/# /'
-	echo "$out" | grep -q '^Final:' && ! echo "$out" | grep -Eq "$mpi_errors"
+	grep -E '^Final:|ERROR|Fatal' <<< "$out" | sed 's/^/# /'
+	grep -q '^Final:' <<< "$out" && ! grep -Eq "$mpi_errors" <<< "$out"
 }
 
 t "ucx_perftest UCP tag_lat 8 B with UCX's defaults" ucp tag_lat 8
@@ -214,8 +214,8 @@ fabric() {
 		10.77.0.2" 2>&1)
 	echo "$out" | sed -n 's/^/# /; 2p; $p'
 	# A result row for every size, the largest included.
-	echo "$out" | grep -Eq '^[0-9.]+[km]? +50 +=50 ' &&
-		! echo "$out" | grep -qi error
+	grep -Eq '^[0-9.]+[km]? +50 +=50 ' <<< "$out" &&
+		! grep -qi error <<< "$out"
 }
 
 fabric_info() {
