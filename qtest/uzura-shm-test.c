@@ -329,8 +329,11 @@ static int fd_count(pid_t pid)
     return n;
 }
 
-/* The test as a server: hand QEMU's client @nfds fds (the first @mfd). */
-static void shm_hand_over(int lfd, int mfd, int nfds)
+/*
+ * The test as a server: hand QEMU's client @nfds fds (all @mfd); returns
+ * the connection, whose end would be the server gone.
+ */
+static int shm_hand_over(int lfd, int mfd, int nfds)
 {
     int fds[5], i, c;
     char hello = 'U';
@@ -354,7 +357,7 @@ static void shm_hand_over(int lfd, int mfd, int nfds)
     cmsg->cmsg_len = CMSG_LEN(nfds * sizeof(int));
     memcpy(CMSG_DATA(cmsg), fds, nfds * sizeof(int));
     g_assert_cmpint(sendmsg(c, &msg, MSG_NOSIGNAL), ==, 1);
-    close(c);
+    return c;
 }
 
 /* A memfd of a link's size with @ring_size in its header; sealed or not. */
@@ -390,7 +393,7 @@ static void test_client_handover(void)
     g_autofree char *log = NULL;
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     int lfd = socket(AF_UNIX, SOCK_STREAM, 0), good, unsealed, lying;
-    int before, k;
+    int before, k, c;
     UzMachine m;
     pid_t pid;
 
@@ -404,24 +407,25 @@ static void test_client_handover(void)
 
     shm_machine(&m, 0, path, false, NULL);
     pid = qtest_pid(m.qs->qts);
-    shm_hand_over(lfd, good, 4);
+    close(shm_hand_over(lfd, good, 4));
     shm_wait_info(&m, "garbage 1");
     before = fd_count(pid);
     for (k = 0; k < 5; k++) {
-        shm_hand_over(lfd, good, 4);        /* too many fds */
+        close(shm_hand_over(lfd, good, 4)); /* too many fds */
     }
-    shm_hand_over(lfd, unsealed, 1);
-    shm_hand_over(lfd, lying, 1);           /* ring size past the region */
+    close(shm_hand_over(lfd, unsealed, 1));
+    close(shm_hand_over(lfd, lying, 1));    /* ring size past the region */
     shm_wait_info(&m, "garbage 8");
     /* One socket may be open, waiting for the next hand-over. */
     g_assert_cmpint(fd_count(pid), <=, before + 1);
-    shm_hand_over(lfd, good, 1);
+    c = shm_hand_over(lfd, good, 1);
     shm_wait_info(&m, "connected");
     log = uz_machine_log(&m);
     g_assert(strstr(log, "a bad hand-over from the server"));
     g_assert(strstr(log, "not a sealed memfd"));
     g_assert(strstr(log, "has a bad header"));
     uz_machine_stop(&m);
+    close(c);
     close(good);
     close(unsealed);
     close(lying);
