@@ -160,6 +160,15 @@ static inline uint32_t eth_wait_tx(UzEth *e, uint32_t idx)
     g_error("TX descriptor %u never completed", idx);
 }
 
+/* Send one frame as @ndesc descriptors and wait for it: its error code. */
+static inline uint32_t eth_send(UzEth *e, const uint8_t *frame, size_t len,
+                                int ndesc)
+{
+    eth_put_tx(e, frame, len, ndesc);
+    uz_ring(&e->d, e->tx_db, e->tx_pi);
+    return eth_wait_tx(e, e->tx_pi - 1);
+}
+
 static inline bool eth_rx_done(UzEth *e, uint32_t idx)
 {
     return eth_desc_status(e, e->rx_ring, idx) & UZ_ETH_DONE;

@@ -47,6 +47,18 @@ static void shm_machine(UzMachine *m, int i, const char *path, bool server,
     uz_machine_start(m, 0, args);
 }
 
+/*
+ * Machine @m, its NIC on a shm netdev, brought up by @e as the driver
+ * does; the NIC's MAC ends in 5<i>.
+ */
+static void shm_node(UzMachine *m, UzEth *e, int i, const char *path,
+                     bool server, const char *more, uint32_t depth)
+{
+    shm_machine(m, i, path, server, more);
+    eth_start(e, m, 0, depth);
+    e->mac[5] = 0x50 + i;
+}
+
 /* The netdev's line of 'info network'. */
 static char *shm_info(UzMachine *m)
 {
@@ -157,17 +169,14 @@ static void test_two_nodes(void)
     UzEth a, b, *tx, *rx;
     int dir, k, i;
 
-    shm_machine(&ma, 0, path, true, NULL);
-    eth_start(&a, &ma, 0, 16);
+    shm_node(&ma, &a, 0, path, true, NULL, 16);
     /* No peer yet: the NIC sees no link. */
     for (i = 0; i < 1000 && nic_link_up(&a); i++) {
         uz_poll_pause(&a.d);
     }
     g_assert(!nic_link_up(&a));
 
-    shm_machine(&mb, 1, path, false, NULL);
-    eth_start(&b, &mb, 0, 16);
-    b.mac[5] = 0x51;
+    shm_node(&mb, &b, 1, path, false, NULL, 16);
     shm_wait_info(&ma, "connected");
     shm_wait_info(&mb, "connected");
     g_assert(nic_link_up(&a));
@@ -182,9 +191,8 @@ static void test_two_nodes(void)
         rx = dir ? &a : &b;
         for (k = 0; k < ARRAY_SIZE(sizes); k++) {
             make_frame(f, sizes[k], rx->mac, tx->mac, k + dir * 100);
-            eth_put_tx(tx, f, sizes[k], sizes[k] > 4000 ? 3 : 1);
-            uz_ring(&tx->d, tx->tx_db, tx->tx_pi);
-            g_assert_cmpint(eth_wait_tx(tx, tx->tx_pi - 1), ==, 0);
+            g_assert_cmpint(eth_send(tx, f, sizes[k], sizes[k] > 4000 ? 3 : 1),
+                            ==, 0);
             eth_expect_rx(rx, f, sizes[k]);
             eth_post_rx(rx, 1, RX_BUF);
         }
@@ -200,15 +208,11 @@ static void test_two_nodes(void)
     g_assert(!nic_link_up(&a));
 
     /* A new peer attaches, and frames flow again. */
-    shm_machine(&mb, 1, path, false, NULL);
-    eth_start(&b, &mb, 0, 16);
-    b.mac[5] = 0x51;
+    shm_node(&mb, &b, 1, path, false, NULL, 16);
     shm_wait_info(&ma, "connected");
     eth_post_rx(&b, 4, RX_BUF);
     make_frame(f, 1514, b.mac, a.mac, 7);
-    eth_put_tx(&a, f, 1514, 1);
-    uz_ring(&a.d, a.tx_db, a.tx_pi);
-    g_assert_cmpint(eth_wait_tx(&a, a.tx_pi - 1), ==, 0);
+    g_assert_cmpint(eth_send(&a, f, 1514, 1), ==, 0);
     eth_expect_rx(&b, f, 1514);
     info = shm_info(&ma);
     g_assert(strstr(info, "garbage 0"));
@@ -238,8 +242,7 @@ static void test_ring_full(void)
     struct iovec iov;
     int n = 24, k, i;
 
-    shm_machine(&m, 0, path, true, more);
-    eth_start(&a, &m, 0, 32);
+    shm_node(&m, &a, 0, path, true, more, 32);
     shm_peer_attach(&p, path);
     shm_wait_info(&m, "connected");
     g_assert_cmpuint(p.hdr->ring_size, ==, SHM_RING_TEST);
@@ -298,9 +301,7 @@ static void test_ring_full(void)
     shm_peer_attach(&p, path);
     shm_wait_info(&m, "connected");
     make_frame(f, 500, peer_mac, a.mac, 77);
-    eth_put_tx(&a, f, 500, 1);
-    uz_ring(&a.d, a.tx_db, a.tx_pi);
-    g_assert_cmpint(eth_wait_tx(&a, a.tx_pi - 1), ==, 0);
+    g_assert_cmpint(eth_send(&a, f, 500, 1), ==, 0);
     for (i = 0; i < UZ_POLL_LIMIT &&
          shm_ring_get(&p.rx, &got, &len, false) != 1; i++) {
         uz_poll_pause(&a.d);
@@ -454,8 +455,7 @@ static void test_garbage(void)
     UzEth a;
     int bad;
 
-    shm_machine(&m, 0, path, true, NULL);
-    eth_start(&a, &m, 0, 16);
+    shm_node(&m, &a, 0, path, true, NULL, 16);
     for (bad = 0; bad < BAD_MAX; bad++) {
         g_autofree char *want = g_strdup_printf("garbage %d", bad + 1);
         uint32_t *rec;
@@ -483,9 +483,7 @@ static void test_garbage(void)
             p.rx.ctl->tail = 4096;
             make_frame(f, 100, (uint8_t[]){ 0x52, 0x54, 0, 0x12, 0x34, 0x5f },
                        a.mac, bad);
-            eth_put_tx(&a, f, 100, 1);
-            uz_ring(&a.d, a.tx_db, a.tx_pi);
-            eth_wait_tx(&a, a.tx_pi - 1);
+            eth_send(&a, f, 100, 1);
             break;
         }
         shm_peer_kick(&p);
