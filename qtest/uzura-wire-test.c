@@ -692,6 +692,85 @@ static void test_rp_pacing(void)
     wire_stop(&w);
 }
 
+/* READ response frames from b that reach the wire now. */
+static int read_resps_out(Wire *w)
+{
+    UzFrame fr;
+    int n = 0;
+
+    while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
+        uint8_t op = uz_frame_is_roce(&fr) ? fr.data[UZ_OFF_BTH] : 0xff;
+
+        n += op >= UZ_BTH_OP_READ_RESP_FIRST && op <= UZ_BTH_OP_READ_RESP_ONLY;
+    }
+    return n;
+}
+
+/* An RDMA READ by a of @len bytes of b's MR into a's, both at offset 0. */
+static void post_read(Wire *w, uint64_t wr_id, uint32_t len)
+{
+    UzSge s = uz_mr_sge(w->ma, 0, len);
+    UzWr wr = {
+        .wr_id = wr_id, .opcode = UZ_WR_RDMA_READ,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = uz_mr_va(w->mb, 0), .rkey = w->mb->key,
+    };
+
+    uz_post_send(w->qa, &wr);
+}
+
+/*
+ * The responder's READ answers go through its QP's rate limiter too
+ * (spec 9.1.2).  A READ response marked CE on its way to a makes a send
+ * a CNP to b's QP, which cuts b's rate as test_rp_pacing's CNP cut a's:
+ * an 8 KiB READ is then answered one packet at a time, one more each
+ * time the virtual clock passes another 200 us, and its data arrives
+ * whole.  Before, b sent the whole answer at once.
+ */
+static void test_rp_read_pacing(void)
+{
+    Wire w;
+    UzFrame resp;
+    struct uz_cqe c;
+    int sent, k;
+
+    wire_start(&w);
+    nic_set_num(&w, 1, "rate_to_set_on_first_cnp", 100);
+    nic_set_num(&w, 1, "rpg_time_reset", 1000000);  /* no timer steps */
+    nic_set_num(&w, 1, "rpg_byte_reset", 1 << 30);  /* nor byte steps */
+    uz_mr_fill(w.mb, 0, 0x22, 8192);
+    post_read(&w, 1, 8192);
+    wire_capture(&w, UZ_BTH_OP_READ_RESP_FIRST, &resp);
+    g_assert_cmpint(read_resps_out(&w) + 1, ==, 8);
+    uz_cq_wait(w.qa->scq, &c);
+    uz_cqe_expect(&c, 1, UZ_WC_RDMA_READ, UZ_WC_STATUS_SUCCESS, 0,
+                  w.qa->qpn);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 8192);
+
+    resp.data[UZ_OFF_IP + 1] |= UZ_IP_ECN_CE;
+    fix_ip_csum(&resp);
+    wire_send(&w, resp.data, resp.len);
+    g_assert_cmpint(uz_counter_wait(&w.b, "rp_cnp_handled", 1), ==, 1);
+    g_assert_cmpint(uz_counter(&w.m, 0, "np_cnp_sent"), ==, 1);
+    uz_wire_drain(w.sock, &w.a.d);
+
+    uz_mr_fill(w.mb, 0, 0x33, 8192);
+    post_read(&w, 2, 8192);
+    sent = read_resps_out(&w);
+    g_assert_cmpint(sent, ==, 1);
+    for (k = 0; k < 7; k++) {
+        qtest_clock_step(w.a.d.qts, 200 * UZ_NS_PER_US);
+        sent += read_resps_out(&w);
+        g_assert_cmpint(sent, ==, k + 2);
+    }
+    uz_cq_wait(w.qa->scq, &c);
+    uz_cqe_expect(&c, 2, UZ_WC_RDMA_READ, UZ_WC_STATUS_SUCCESS, 0,
+                  w.qa->qpn);
+    g_assert_cmpuint(le32_to_cpu(c.byte_len), ==, 8192);
+    uz_assert_mr_fill(w.ma, 0, 0x33, 8192, "the paced READ's data");
+    wire_stop(&w);
+}
+
 /*
  * Time a packet waits on its own QP's rate limiter does not count toward
  * the ACK timeout (spec 9.1.2).  Cut to 1 Mb/s, an 8 KiB WRITE and then
@@ -901,6 +980,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/cnp", test_cnp);
     qtest_add_func("/uzura/wire/rp-pacing", test_rp_pacing);
     qtest_add_func("/uzura/wire/rp-slow-message", test_rp_slow_message);
+    qtest_add_func("/uzura/wire/rp-read-pacing", test_rp_read_pacing);
     qtest_add_func("/uzura/wire/eth-hold", test_eth_hold);
     return g_test_run();
 }

@@ -128,9 +128,11 @@ queued() {
 # ecn_marked: ECN marking at 10..40 KiB of queue on the 50 Mbit/s port
 # toward node 3 (RED, or the fabric's BPF marker on a kernel without
 # sch_red): node 1's writes arrive there marked CE, node 3 answers with
-# CNPs, and node 1's QP takes them (DCQCN, on by default).
+# CNPs, and node 1's QP takes them (DCQCN, on by default).  tshark, with
+# scripts/wireshark/roce-cnp.lua, decodes each CNP node 3 sent: BECN set,
+# its reserved bytes zero, to node 1's QP.
 ecn_marked() {
-	local before after ce cnp0 cnp1 rp0 rp1
+	local before after ce cnp0 cnp1 rp0 rp1 cnps good
 	"$uz" fabric port 3 ecn=10k,40k,1 > /dev/null || return 1
 	cnp0=$(counter 3 np_cnp_sent)
 	rp0=$(counter 1 rp_cnp_handled)
@@ -143,13 +145,18 @@ ecn_marked() {
 	cnp1=$(counter 3 np_cnp_sent)
 	rp1=$(counter 1 rp_cnp_handled)
 	ce=$(nframes "$log/ecn.pcap" 'udp.dstport == 4791 && ip.dsfield.ecn == 3')
+	cnps=$(nframes "$log/ecn.pcap" 'infiniband.bth.opcode == 0x81')
+	good=$(nframes "$log/ecn.pcap" -X "lua_script:$top/scripts/wireshark/roce-cnp.lua" \
+		'roce_cnp.becn && roce_cnp.destqp > 0 && ip.src == 10.77.0.3 && !roce_cnp.nonzero && !roce_cnp.short')
 	"$uz" fabric | sed -n '/^port3/,/^port\|^forwarding/p' | sed 's/^/# /'
 	echo "# node 3 counted $((after - before)) CE-marked RoCE packets;" \
 	     "the capture holds ${ce:-no} CE frames; node 3 sent" \
-	     "$((cnp1 - cnp0)) CNPs, node 1 handled $((rp1 - rp0))"
+	     "$((cnp1 - cnp0)) CNPs, node 1 handled $((rp1 - rp0));" \
+	     "the capture holds ${cnps:-no} CNPs, ${good:-none} decoded whole"
 	"$uz" fabric port 3 ecn=off > /dev/null
 	[ "$rc" -eq 0 ] && [ "$after" -gt "$before" ] && [ "${ce:-0}" -gt 0 ] &&
-		[ "$cnp1" -gt "$cnp0" ] && [ "$rp1" -gt "$rp0" ]
+		[ "$cnp1" -gt "$cnp0" ] && [ "$rp1" -gt "$rp0" ] &&
+		[ "${cnps:-0}" -eq $((cnp1 - cnp0)) ] && [ "${good:-0}" -eq "$cnps" ]
 }
 
 p2p() {

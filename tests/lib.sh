@@ -108,11 +108,12 @@ tsh() {
 	tshark -n -o ip.check_checksum:TRUE -r "$f" "$@" 2> /dev/null
 }
 
-# nframes FILE FILTER: how many frames of FILE the display filter matches
-# (nothing, and a failure, when tshark fails).
+# nframes FILE [TSHARK_OPTION...] FILTER: how many frames of FILE the
+# display filter matches (nothing, and a failure, when tshark fails).
 nframes() {
-	local out
-	out=$(tsh "$1" -Y "$2") || return 1
+	local f=$1 out
+	shift
+	out=$(tsh "$f" "${@:1:$#-1}" -Y "${!#}") || return 1
 	if [ -z "$out" ]; then echo 0; else wc -l <<< "$out"; fi
 }
 

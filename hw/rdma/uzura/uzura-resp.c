@@ -1203,6 +1203,7 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
                          uzura_resp_copy_nak(verr), 0, verr);
         return;
     }
+    uzura_rp_sent(core, qp, pkt.paylen + UZ_ROCE_FRAME_OVERHEAD);
     if (++s->sent == s->npkts) {
         s->pending = false;
     }
@@ -1210,7 +1211,9 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
 
 /*
  * The responder's part of the work bottom half: READ and atomic answers
- * oldest first, then the owed ACK, which must not overtake them.
+ * oldest first, then the owed ACK, which must not overtake them.  The
+ * answers go through the QP's rate limiter, as its requests do: a CNP for
+ * READ responses cuts the rate of the QP that sends them (spec 9.1.2).
  */
 void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 {
@@ -1228,6 +1231,9 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
             s->pending = false;     /* behind the refused request */
         }
         while (s->pending && *budget) {
+            if (uzura_rp_hold(core, qp)) {
+                return;         /* paced: the rate limiter's timer calls */
+            }
             uzura_resp_answer(core, qp, s);
             (*budget)--;
             if (qp->attr.state == UZ_QPS_ERR || x->resp_fault_wait) {
