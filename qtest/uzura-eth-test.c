@@ -61,6 +61,33 @@ static void test_frames_both_ways(void)
     uz_machine_stop(&m);
 }
 
+/*
+ * One doorbell for more TX frames than one turn of the device sends (256):
+ * the rest go in the next turn, with no second doorbell.  Before, the
+ * turn's budget wrapped as it ran out and the rest waited for the driver's
+ * next doorbell.
+ */
+static void test_tx_burst(void)
+{
+    static const uint8_t other[6] = { 0x52, 0x54, 0, 0x12, 0x34, 0x99 };
+    UzMachine m;
+    UzEth a;
+    uint8_t f[60];
+    int k;
+
+    uz_machine_start(&m, 1, NULL);
+    eth_start(&a, &m, 0, 512);
+    for (k = 0; k < 300; k++) {
+        make_frame(f, sizeof(f), other, a.mac, k);
+        eth_put_tx(&a, f, sizeof(f), 1);
+    }
+    uz_ring(&a.d, a.tx_db, a.tx_pi);
+    g_assert_cmpint(eth_wait_tx(&a, 299), ==, 0);
+    g_assert_cmpint(uz_counter(&m, 0, "tx_frames"), ==, 300);
+    eth_stop(&a);
+    uz_machine_stop(&m);
+}
+
 /* A burst larger than the posted RX ring: nothing is lost. */
 static void test_rx_exhaustion(void)
 {
@@ -317,6 +344,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
 
     qtest_add_func("/uzura/eth/frames", test_frames_both_ways);
+    qtest_add_func("/uzura/eth/tx-burst", test_tx_burst);
     qtest_add_func("/uzura/eth/rx-exhaustion", test_rx_exhaustion);
     qtest_add_func("/uzura/eth/errors", test_errors);
     qtest_add_func("/uzura/eth/reset-under-traffic", test_reset_under_traffic);

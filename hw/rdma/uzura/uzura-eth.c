@@ -134,10 +134,12 @@ static void uzura_eth_tx_work(UzuraCore *core)
     UzuraEthRing *r = &core->eth_tx;
     unsigned budget = UZ_ETH_TX_BUDGET;
 
-    while (r->valid && r->ci != r->pi && budget--) {
+    /* budget-- only for a frame taken: at 0, the rest waits for a rerun. */
+    while (r->valid && r->ci != r->pi && budget) {
         if (!uzura_eth_tx_frame(core, r)) {
             break;
         }
+        budget--;
     }
     if (r->valid) {
         uzura_eth_event(core, r, true);
