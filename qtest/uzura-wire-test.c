@@ -25,9 +25,10 @@ static void fix_icrc(UzFrame *fr)
     stl_le_p(fr->data + fr->len - 4, uz_icrc(fr->data, fr->len));
 }
 
-static void wire_start(Wire *w)
+/* Two NICs on a hub with our socket; @extra: more QEMU arguments. */
+static void wire_start_with(Wire *w, const char *extra)
 {
-    w->sock = uz_wire_machine_start(&w->m, 2, NULL);
+    w->sock = uz_wire_machine_start(&w->m, 2, extra);
     uz_node_start(&w->a, &w->m, 0);
     uz_node_start(&w->b, &w->m, 1);
     w->qa = uz_qp_create(&w->a, UZ_QPT_RC, NULL, NULL, NULL, 0);
@@ -35,6 +36,11 @@ static void wire_start(Wire *w)
     uz_rc_connect(w->qa, w->qb, NULL);
     w->ma = uz_mr_reg(&w->a, 65536, UZ_ACCESS_ALL);
     w->mb = uz_mr_reg(&w->b, 65536, UZ_ACCESS_ALL);
+}
+
+static void wire_start(Wire *w)
+{
+    wire_start_with(w, NULL);
 }
 
 static void wire_stop(Wire *w)
@@ -772,6 +778,139 @@ static void test_rp_read_pacing(void)
 }
 
 /*
+ * A MAC control frame to a's MAC (not the group, which b would take too)
+ * of @len bytes: PFC with @vector and @quanta for every priority, or an
+ * 802.3x PAUSE of @quanta when @vector is 0.
+ */
+static void send_pause(Wire *w, uint16_t vector, uint16_t quanta, size_t len)
+{
+    uint8_t f[64] = { 0 };
+    int p;
+
+    g_assert_cmpuint(len, <=, sizeof(f));
+    uz_node_mac(0, f);
+    uz_node_mac(1, f + 6);
+    stw_be_p(f + 12, 0x8808);
+    stw_be_p(f + 14, vector ? 0x0101 : 0x0001);
+    if (vector) {
+        stw_be_p(f + 16, vector);
+        for (p = 0; p < 8; p++) {
+            stw_be_p(f + 18 + 2 * p, quanta);
+        }
+    } else {
+        stw_be_p(f + 16, quanta);
+    }
+    wire_send(w, f, len);
+}
+
+/* Frames a sends that reach the wire now, with BTH opcode @op. */
+static int frames_out(Wire *w, uint8_t op)
+{
+    uint8_t mac_a[6];
+    UzFrame fr;
+    int n = 0;
+
+    uz_node_mac(0, mac_a);
+    while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
+        n += uz_frame_is_roce(&fr) && !memcmp(fr.data + 6, mac_a, 6) &&
+             fr.data[UZ_OFF_BTH] == op;
+    }
+    return n;
+}
+
+/*
+ * Link-level flow control received (spec 9.1.3).  The NIC sends in
+ * priority pfc-prio (3).  A PFC frame naming it stops a's sending for its
+ * quanta, 512 bit times each at the link's 25 Gb/s (65535: 1.342 ms of
+ * virtual time): a WRITE posted meanwhile, and the ACK for b's WRITE,
+ * leave only when the time is over, and the WRITE's data is whole.  A PFC
+ * frame for another priority changes nothing; an 802.3x PAUSE pauses the
+ * whole link, and one of 0 quanta ends the pause at once.  A MAC control
+ * frame too short for its times is dropped and counted.  Each pause
+ * frame counts in rx_pause_ctrl_phy, each pause in rx_pause_transition,
+ * its time in rx_pause_duration (microseconds).
+ */
+static void test_pause(void)
+{
+    Wire w;
+    struct uz_cqe c;
+    UzSge sb;
+    UzWr wr = { .wr_id = 9, .opcode = UZ_WR_RDMA_WRITE,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &sb, .num_sge = 1 };
+    uint64_t dropped, us;
+
+    wire_start(&w);
+    uz_wire_drain(w.sock, &w.a.d);
+    send_pause(&w, 1 << 3, 65535, 64);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 1);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 1);
+    g_assert_cmpint(uz_counter(&w.m, 1, "rx_pause_ctrl_phy"), ==, 0);
+
+    post_write(&w, 1, 0, 4096, 0x11);
+    sb = uz_mr_sge(w.mb, 8192, 1024);
+    wr.remote_addr = uz_mr_va(w.ma, 8192);
+    wr.rkey = w.ma->key;
+    uz_mr_fill(w.mb, 8192, 0x22, 1024);
+    uz_post_send(w.qb, &wr);
+    g_assert_cmpint(frames_out(&w, UZ_BTH_OP_WRITE_FIRST), ==, 0);
+    qtest_clock_step(w.a.d.qts, 1000 * UZ_NS_PER_US);
+    g_assert_cmpint(frames_out(&w, UZ_BTH_OP_ACK), ==, 0);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_duration"), ==, 0);
+
+    qtest_clock_step(w.a.d.qts, 400 * UZ_NS_PER_US);
+    expect_write_done(&w, 1);
+    uz_assert_mr_fill(w.mb, 0, 0x11, 4096, "the WRITE held by the pause");
+    uz_cq_wait(w.qb->scq, &c);
+    uz_cqe_expect(&c, 9, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
+                  w.qb->qpn);
+    uz_assert_mr_fill(w.ma, 8192, 0x22, 1024, "b's WRITE, ACKed late");
+    us = uz_counter(&w.m, 0, "rx_pause_duration");
+    g_assert_cmpint(us, >=, 1342);
+    g_assert_cmpint(us, <, 1400);
+
+    /* Another priority's pause: a's next WRITE goes at once. */
+    send_pause(&w, 1 << 0, 65535, 64);
+    post_write(&w, 2, 0, 4096, 0x33);
+    expect_write_done(&w, 2);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 2);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 1);
+
+    /* 802.3x PAUSE, then a PAUSE of 0 quanta: on again, no time passed. */
+    uz_wire_drain(w.sock, &w.a.d);
+    send_pause(&w, 0, 65535, 64);
+    post_write(&w, 3, 0, 4096, 0x44);
+    g_assert_cmpint(frames_out(&w, UZ_BTH_OP_WRITE_FIRST), ==, 0);
+    send_pause(&w, 0, 0, 64);
+    expect_write_done(&w, 3);
+    uz_assert_mr_fill(w.mb, 0, 0x44, 4096, "the WRITE a zero PAUSE let go");
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 4);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 2);
+
+    /* A PFC frame cut before its times: dropped, counted, no pause. */
+    dropped = uz_counter(&w.m, 0, "rx_dropped");
+    send_pause(&w, 1 << 3, 65535, 20);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_dropped"), ==, dropped + 1);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 4);
+    post_write(&w, 4, 0, 4096, 0x55);
+    expect_write_done(&w, 4);
+    wire_stop(&w);
+}
+
+/* With pause-rx off, pause frames are counted and change nothing. */
+static void test_pause_off(void)
+{
+    Wire w;
+
+    wire_start_with(&w, "-global uzura.pause-rx=off");
+    send_pause(&w, 1 << 3, 65535, 64);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 1);
+    post_write(&w, 1, 0, 4096, 0x11);
+    expect_write_done(&w, 1);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 0);
+    wire_stop(&w);
+}
+
+/*
  * Time a packet waits on its own QP's rate limiter does not count toward
  * the ACK timeout (spec 9.1.2).  Cut to 1 Mb/s, an 8 KiB WRITE and then
  * a 56 KiB one: the first's ACK restarts the ACK timeout (timeout 14,
@@ -981,6 +1120,8 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/rp-pacing", test_rp_pacing);
     qtest_add_func("/uzura/wire/rp-slow-message", test_rp_slow_message);
     qtest_add_func("/uzura/wire/rp-read-pacing", test_rp_read_pacing);
+    qtest_add_func("/uzura/wire/pause", test_pause);
+    qtest_add_func("/uzura/wire/pause-off", test_pause_off);
     qtest_add_func("/uzura/wire/eth-hold", test_eth_hold);
     return g_test_run();
 }

@@ -18,7 +18,8 @@
  * input a sequence of actions: WQEs (mostly well formed, fields from the input)
  * written into SQ, RQ and SRQ rings with their doorbells rung, SQ shadow
  * records, tag-matching list operations, RoCEv2 frames built from the
- * input (with a valid ICRC nearly always) sent in from the wire, virtual
+ * input (with a valid ICRC nearly always) sent in from the wire (now and
+ * then a pause frame or a timing model control frame instead), virtual
  * clock steps, CQ and EQ polling (which also serves ODP page faults), QP
  * state changes and reconnections, fault rules and other run-time
  * properties.
@@ -1126,6 +1127,46 @@ static void uzf_model_ctl(UzfIn *in, int from)
 }
 
 /*
+ * Instead of RoCE, a MAC control frame (spec 9.1.3) to node @to, or to
+ * the MAC control group, as a switch or a tool on the link would send:
+ * 802.3x PAUSE, 802.1Qbb PFC or another opcode, the vector and the time
+ * from the input, now and then cut short.
+ */
+static void uzf_pause_frame(UzfIn *in, int to)
+{
+    static const uint8_t group[6] = { 0x01, 0x80, 0xc2, 0x00, 0x00, 0x01 };
+    uint8_t fr[64] = { 0 };
+    uint8_t sel = in8(in);
+    uint16_t quanta = in16(in);
+    size_t len = sel & 0x80 ? 14 + in8(in) % 21 : sizeof(fr);
+    int p;
+
+    if (sel & 0x40) {
+        memcpy(fr, group, 6);
+    } else {
+        uz_node_mac(to, fr);
+    }
+    uz_node_mac(1 - to, fr + 6);
+    stw_be_p(fr + 12, 0x8808);
+    switch (sel & 3) {
+    case 0:
+        stw_be_p(fr + 14, 0x0001);
+        stw_be_p(fr + 16, quanta);
+        break;
+    case 3:
+        stw_be_p(fr + 14, in16(in));
+        break;
+    default:
+        stw_be_p(fr + 14, 0x0101);
+        stw_be_p(fr + 16, in8(in));
+        for (p = 0; p < 8; p++) {
+            stw_be_p(fr + 18 + 2 * p, quanta);
+        }
+    }
+    qemu_send_packet(uzf.wire, fr, len);
+}
+
+/*
  * A RoCEv2 frame from the wire, from the peer of the QP it is for: its
  * opcode one the QP's transport takes, its PSN near what the QP expects
  * (the QP's own, for a response), headers naming keys of the NIC, a
@@ -1151,7 +1192,11 @@ static void uzf_act_inject(QTestState *s, UzfIn *in)
     UzfKey k;
 
     if (flaw == FLAW_CTL) {
-        uzf_model_ctl(in, 1 - me);
+        if (misc & 1) {
+            uzf_pause_frame(in, me);
+        } else {
+            uzf_model_ctl(in, 1 - me);
+        }
         return;
     }
     op = uzf_pick_op(qp, opsel, &resp);

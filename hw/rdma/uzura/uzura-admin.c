@@ -256,6 +256,9 @@ const UzuraCounterDesc uzura_counter_descs[] = {
     UZ_CNT(RP_CNP_HANDLED, rp_cnp_handled),
     UZ_CNT(RP_CNP_IGNORED, rp_cnp_ignored),
     UZ_CNT(RX_OUT_OF_BUFFER, rx_out_of_buffer),
+    UZ_CNT(RX_PAUSE_CTRL_PHY, rx_pause_ctrl_phy),
+    UZ_CNT(RX_PAUSE_TRANSITION, rx_pause_transition),
+    UZ_CNT(RX_PAUSE_DURATION, rx_pause_duration),
 };
 
 #undef UZ_CNT

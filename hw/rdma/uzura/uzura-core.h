@@ -133,6 +133,9 @@ typedef struct UzuraCounters {
     uint64_t rp_cnp_handled;
     uint64_t rp_cnp_ignored;
     uint64_t rx_out_of_buffer;  /* Ethernet: no descriptor, hold queue full */
+    uint64_t rx_pause_ctrl_phy; /* PAUSE and PFC frames (uzura-pause.c) */
+    uint64_t rx_pause_transition;   /* times sending was paused */
+    uint64_t rx_pause_duration; /* microseconds paused, virtual time */
     uint64_t xlat_hits;
     uint64_t xlat_misses;
     uint64_t xlat_evictions;
@@ -216,6 +219,19 @@ typedef struct UzuraEthRing {
     uint32_t db_offset;
 } UzuraEthRing;
 
+/* Link-level flow control received (uzura-pause.c, spec 9.1.3). */
+typedef struct UzuraPause {
+    bool rx;                    /* pause-rx: honour PAUSE and PFC frames */
+    uint8_t prio;               /* pfc-prio: the priority the NIC sends in */
+    bool paused;
+    int64_t since;              /* virtual ns, while paused */
+    QEMUTimer *timer;           /* the pause's end */
+    /* frames made while paused, to send at its end */
+    QSIMPLEQ_HEAD(, UzuraPauseHeld) held;
+    uint32_t held_frames;
+    size_t held_bytes;
+} UzuraPause;
+
 typedef struct UzuraCore {
     PCIDevice *owner;
     NICState *owner_nic;
@@ -260,6 +276,7 @@ typedef struct UzuraCore {
     uint8_t *roce_frame;        /* the same, for RoCE frames */
 
     UzuraFault fault;
+    UzuraPause pause;
     UzuraModel model;
     QSIMPLEQ_HEAD(, UzuraLoopFrame) loop;   /* RoCE frames to our own MAC */
     uint32_t loop_queued;
@@ -352,6 +369,14 @@ uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle);
 void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val);
 void uzura_eth_work(UzuraCore *core);
 ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+
+/* uzura-pause.c */
+bool uzura_pause_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+bool uzura_pause_active(UzuraCore *core);
+bool uzura_pause_hold(UzuraCore *core, const uint8_t *buf, size_t len);
+void uzura_pause_init(UzuraCore *core);
+void uzura_pause_reset(UzuraCore *core);
+void uzura_pause_uninit(UzuraCore *core);
 
 /* uzura-fault.c */
 void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len);

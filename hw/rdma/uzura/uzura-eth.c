@@ -134,6 +134,10 @@ static void uzura_eth_tx_work(UzuraCore *core)
     UzuraEthRing *r = &core->eth_tx;
     unsigned budget = UZ_ETH_TX_BUDGET;
 
+    /* Paused by the link (9.1.3): descriptors wait in the ring. */
+    if (uzura_pause_active(core)) {
+        return;
+    }
     /* budget-- only for a frame taken: at 0, the rest waits for a rerun. */
     while (r->valid && r->ci != r->pi && budget) {
         if (!uzura_eth_tx_frame(core, r)) {

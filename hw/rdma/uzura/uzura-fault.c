@@ -463,7 +463,8 @@ static void uzura_fault_timer(void *opaque)
  */
 bool uzura_link_direct(UzuraCore *core)
 {
-    return !core->model.on && !uzura_fault_tx_active(&core->fault);
+    return !core->model.on && !uzura_fault_tx_active(&core->fault) &&
+           !uzura_pause_active(core);
 }
 
 /* Send a frame in pieces, when uzura_link_direct() says it may. */
@@ -480,6 +481,10 @@ void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
     g_autofree uint8_t *copy = NULL;
     int copies = 1;
 
+    /* A paused link (9.1.3) holds the frame before the wire. */
+    if (uzura_pause_hold(core, buf, len)) {
+        return;
+    }
     if (!uzura_fault_tx_active(f)) {
         uzura_fault_wire(core, buf, len, 1);
         return;

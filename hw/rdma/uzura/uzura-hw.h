@@ -804,7 +804,12 @@ enum uz_counter {
 	/* Ethernet */
 	UZ_CNT_RX_OUT_OF_BUFFER = 97,   /* rx_out_of_buffer: no RX descriptor
 					 * and the hold queue full */
-	UZ_CNT_NUM                  /* 98: counters of this version */
+	/* link-level flow control received (mlx5's names) */
+	UZ_CNT_RX_PAUSE_CTRL_PHY = 98,  /* rx_pause_ctrl_phy: PAUSE and PFC
+					 * frames */
+	UZ_CNT_RX_PAUSE_TRANSITION = 99, /* rx_pause_transition: pauses */
+	UZ_CNT_RX_PAUSE_DURATION = 100, /* rx_pause_duration: microseconds */
+	UZ_CNT_NUM                  /* 101: counters of this version */
 };
 
 /* QP attributes, as modify takes and query returns them. */

@@ -408,6 +408,10 @@ void uzura_qp_work(UzuraCore *core)
     uint32_t max = r->lim.max_qp, start = r->rr_next % max, pass, qpn;
     bool flush = r->flush_owed, more = false;
 
+    /* Paused by the link (9.1.3): the pause's end schedules the work. */
+    if (uzura_pause_active(core)) {
+        return;
+    }
     r->flush_owed = false;
     /* The QPs that exist, from the round-robin start round to it again. */
     for (pass = 0; pass < 2; pass++) {

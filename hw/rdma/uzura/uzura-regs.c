@@ -324,6 +324,7 @@ void uzura_core_init(UzuraCore *core)
     core->roce_frame = g_malloc(UZ_ETH_FRAME_MAX(UZ_MAX_MTU));
     uzura_fault_init(core);
     uzura_model_init(core);
+    uzura_pause_init(core);
     QSIMPLEQ_INIT(&core->loop);
     QSIMPLEQ_INIT(&core->eth_hold);
 }
@@ -337,6 +338,7 @@ void uzura_core_uninit(UzuraCore *core)
     g_free(core->roce_frame);
     uzura_fault_uninit(core);
     uzura_model_uninit(core);
+    uzura_pause_uninit(core);
     uzura_loop_flush(core);
     uzura_eth_reset(core);
     uzura_rdma_uninit(core);
@@ -394,6 +396,7 @@ void uzura_core_reset(UzuraCore *core)
     core->rx_flush_owed = false;
     uzura_fault_flush(core);
     uzura_model_reset(core);
+    uzura_pause_reset(core);
     uzura_loop_flush(core);
 
     memcpy(core->mac, core->perm_mac, sizeof(core->mac));
@@ -482,6 +485,10 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         core->rx_flush_owed = true;
         uzura_work_schedule(core);
         return 0;
+    }
+    /* PAUSE and PFC frames are the MAC's: no one else sees them. */
+    if (uzura_core_link_up(core) && uzura_pause_receive(core, buf, size)) {
+        return size;
     }
     /*
      * Frames a flow rule matches are its raw QP's alone: those to us or

@@ -222,6 +222,10 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
     UzuraState *s = UZURA(pdev);
     DeviceState *dev = DEVICE(pdev);
 
+    if (s->core.pause.prio > 7) {
+        error_setg(errp, "uzura: pfc-prio takes 0..7");
+        return;
+    }
     if (s->num_vectors < 1 || s->num_vectors > UZ_MSIX_MAX_VECTORS) {
         error_setg(errp, "uzura: vectors must be 1..%d",
                    UZ_MSIX_MAX_VECTORS);
@@ -348,6 +352,9 @@ static const Property uzura_properties[] = {
     /* SQ shadow doorbells (spec 8.6.1) offered to the driver. */
     DEFINE_PROP_BOOL("sq-shadow", UzuraState, core.rdma.sq_shadow, true),
     DEFINE_PROP_BOOL("ecn", UzuraState, core.rdma.ecn, true),
+    /* Link-level flow control received (spec 9.1.3). */
+    DEFINE_PROP_BOOL("pause-rx", UzuraState, core.pause.rx, true),
+    DEFINE_PROP_UINT8("pfc-prio", UzuraState, core.pause.prio, 3),
     /* The rate the port advertises; the link runs as fast as the host. */
     DEFINE_PROP_UINT32("speed", UzuraState, speed, 25000),
     DEFINE_PROP_UINT32("max-pd", UzuraState, lim.max_pd, 1024),
