@@ -896,6 +896,35 @@ static void test_pause(void)
     wire_stop(&w);
 }
 
+/*
+ * A peer that never stops pausing (a PFC frame every millisecond of
+ * virtual time) holds the NIC for 100 ms at most (spec 9.1.3): then a's
+ * WRITE, posted at the start, goes and completes, and the pause frames of
+ * the next 100 ms change nothing.
+ */
+static void test_pause_storm(void)
+{
+    Wire w;
+    int k, sent = 0;
+
+    wire_start(&w);
+    uz_wire_drain(w.sock, &w.a.d);
+    send_pause(&w, 1 << 3, 65535, 64);
+    post_write(&w, 1, 0, 4096, 0x66);
+    for (k = 1; k <= 150; k++) {
+        qtest_clock_step(w.a.d.qts, 1000 * UZ_NS_PER_US);
+        sent += frames_out(&w, UZ_BTH_OP_WRITE_FIRST);
+        g_assert_cmpint(sent, ==, k >= 100);
+        send_pause(&w, 1 << 3, 65535, 64);
+    }
+    expect_write_done(&w, 1);
+    uz_assert_mr_fill(w.mb, 0, 0x66, 4096, "the WRITE a pause storm held");
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 151);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 1);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_duration"), ==, 100000);
+    wire_stop(&w);
+}
+
 /* With pause-rx off, pause frames are counted and change nothing. */
 static void test_pause_off(void)
 {
@@ -1122,6 +1151,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/wire/rp-read-pacing", test_rp_read_pacing);
     qtest_add_func("/uzura/wire/pause", test_pause);
     qtest_add_func("/uzura/wire/pause-off", test_pause_off);
+    qtest_add_func("/uzura/wire/pause-storm", test_pause_storm);
     qtest_add_func("/uzura/wire/eth-hold", test_eth_hold);
     return g_test_run();
 }

@@ -225,6 +225,7 @@ typedef struct UzuraPause {
     uint8_t prio;               /* pfc-prio: the priority the NIC sends in */
     bool paused;
     int64_t since;              /* virtual ns, while paused */
+    int64_t storm_until;        /* pauses not honoured before then */
     QEMUTimer *timer;           /* the pause's end */
     /* frames made while paused, to send at its end */
     QSIMPLEQ_HEAD(, UzuraPauseHeld) held;

@@ -14,6 +14,11 @@
  * and counted, as the transport recovers from a lost ACK.  MAC control
  * frames never reach the Ethernet function, as a MAC consumes them.
  *
+ * A pause lasts UZ_PAUSE_STORM_NS in a row at most: then, as ConnectX's
+ * PFC storm prevention does, the NIC stops honouring pause frames for as
+ * long again, so that a peer that never stops pausing cannot hold the
+ * QPs' posted work forever.
+ *
  * Nothing here sends pause frames: the Linux bridge of the fabric sends
  * none, and a NIC that does not drop needs none.
  */
@@ -28,6 +33,7 @@
 #define UZ_MAC_CTRL_PAUSE       0x0001  /* 802.3x: the whole link */
 #define UZ_MAC_CTRL_PFC         0x0101  /* 802.1Qbb: per priority */
 #define UZ_PAUSE_BITS_PER_QUANTUM 512
+#define UZ_PAUSE_STORM_NS       (100 * SCALE_MS)
 
 /* Frames the receive path makes while paused, held at most. */
 #define UZ_PAUSE_HOLD_FRAMES    256
@@ -102,10 +108,23 @@ static void uzura_pause_for(UzuraCore *core, uint16_t quanta)
         uzura_pause_end(core, now);
         return;
     }
+    if (now < p->storm_until) {
+        return;                 /* a storm: not honoured for a while */
+    }
     if (!p->paused) {
         p->paused = true;
         p->since = now;
         core->counters.rx_pause_transition++;
+    }
+    /* Paused too long in a row: go on, and deaf to pauses as long again. */
+    if (now + ns - p->since > UZ_PAUSE_STORM_NS) {
+        ns = MAX(p->since + UZ_PAUSE_STORM_NS - now, 0);
+        p->storm_until = p->since + 2 * UZ_PAUSE_STORM_NS;
+        uzura_guest_error(trace_uzura_pause_storm(UZ_PAUSE_STORM_NS /
+                                                  SCALE_MS),
+                          "pause frames held the link %" PRId64 " ms in a "
+                          "row: not honoured for as long",
+                          (int64_t)(UZ_PAUSE_STORM_NS / SCALE_MS));
     }
     timer_mod(p->timer, now + ns);
 }
@@ -206,6 +225,7 @@ void uzura_pause_reset(UzuraCore *core)
 
     timer_del(p->timer);
     p->paused = false;
+    p->storm_until = 0;
     while ((h = QSIMPLEQ_FIRST(&p->held))) {
         QSIMPLEQ_REMOVE_HEAD(&p->held, next);
         g_free(h);

@@ -849,7 +849,9 @@ static void uzura_qp_send_now(UzuraCore *core, UzuraQp *qp)
         uzura_model_kick(core, core->model.p.doorbell_ns);
         return;
     }
-    if (core->busy || qp->attr.state < UZ_QPS_RTR) {
+    /* A paused link (9.1.3) keeps the WQEs in the ring: its end runs them. */
+    if (core->busy || qp->attr.state < UZ_QPS_RTR ||
+        uzura_pause_active(core)) {
         uzura_work_schedule(core);
         return;
     }
