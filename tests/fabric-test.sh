@@ -130,17 +130,24 @@ queued() {
 # sch_red): node 1's writes arrive there marked CE, node 3 answers with
 # CNPs, and node 1's QP takes them (DCQCN, on by default).  tshark, with
 # scripts/wireshark/roce-cnp.lua, decodes each CNP node 3 sent: BECN set,
-# its reserved bytes zero, to node 1's QP.
+# its reserved bytes zero, to node 1's QP.  Node 1's traced rate
+# (uzura_rp_rate, turned on for the run with ./uzura trace) goes down
+# on a CNP and back up on the limiter's timer or byte counter.
 ecn_marked() {
-	local before after ce cnp0 cnp1 rp0 rp1 cnps good
+	local before after ce cnp0 cnp1 rp0 rp1 cnps good tlog off rates
 	"$uz" fabric port 3 ecn=10k,40k,1 > /dev/null || return 1
 	cnp0=$(counter 3 np_cnp_sent)
 	rp0=$(counter 1 rp_cnp_handled)
 	before=$(counter 3 np_ecn_marked_roce_packets)
 	"$uz" capture 3 "$log/ecn.pcap" > /dev/null || return 1
+	tlog=$("$uz" trace 1 uzura_rp_rate=on | sed -n 's/^log: //p')
+	[ -f "$tlog" ] || return 1
+	off=$(stat -c %s "$tlog")
 	write_bw 1 3 100
 	local rc=$?
+	"$uz" trace 1 uzura_rp_rate=off > /dev/null
 	"$uz" capture 3 stop > /dev/null
+	rates=$(tail -c +$((off + 1)) "$tlog" | rate_down_up)
 	after=$(counter 3 np_ecn_marked_roce_packets)
 	cnp1=$(counter 3 np_cnp_sent)
 	rp1=$(counter 1 rp_cnp_handled)
@@ -152,11 +159,37 @@ ecn_marked() {
 	echo "# node 3 counted $((after - before)) CE-marked RoCE packets;" \
 	     "the capture holds ${ce:-no} CE frames; node 3 sent" \
 	     "$((cnp1 - cnp0)) CNPs, node 1 handled $((rp1 - rp0));" \
-	     "the capture holds ${cnps:-no} CNPs, ${good:-none} decoded whole"
+	     "the capture holds ${cnps:-no} CNPs, ${good:-none} decoded whole;" \
+	     "node 1's traced rate: $rates"
 	"$uz" fabric port 3 ecn=off > /dev/null
 	[ "$rc" -eq 0 ] && [ "$after" -gt "$before" ] && [ "${ce:-0}" -gt 0 ] &&
 		[ "$cnp1" -gt "$cnp0" ] && [ "$rp1" -gt "$rp0" ] &&
-		[ "${cnps:-0}" -eq $((cnp1 - cnp0)) ] && [ "${good:-0}" -eq "$cnps" ]
+		[ "${cnps:-0}" -eq $((cnp1 - cnp0)) ] && [ "${good:-0}" -eq "$cnps" ] &&
+		[[ "$rates" == "down then up"* ]]
+}
+
+# rate_down_up: from uzura_rp_rate lines ("qpn Q WHY: rate OLD -> NEW
+# kb/s, ..."), "down then up (C cuts, I increases, lowest L kb/s)" when a
+# QP's rate was cut by a CNP and later raised by its timer or byte
+# counter; else what was seen.
+rate_down_up() {
+	awk '/uzura_rp_rate / {
+		for (i = 1; i <= NF; i++) if ($i == "qpn") break
+		q = $(i + 1); why = $(i + 2); o = $(i + 4); n = $(i + 6)
+		if (why == "cnp:" && n + 0 < o + 0) {
+			cut[q] = 1; cuts++
+			if (low == "" || n + 0 < low) low = n + 0
+		}
+		if ((why == "timer:" || why == "bytes:") && n + 0 > o + 0) {
+			incs++
+			if (cut[q]) up = 1
+		}
+	}
+	END {
+		printf "%s (%d cuts, %d increases, lowest %s kb/s)\n",
+			up ? "down then up" : cuts ? "down only" : "no cut",
+			cuts, incs, low == "" ? "-" : low
+	}'
 }
 
 p2p() {
