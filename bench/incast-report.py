@@ -35,6 +35,13 @@ def label(r):
     return "%s DCQCN %s %s" % (r["mode"], r["dcqcn"], r["ecn"])
 
 
+def per_config(path, y, rows):
+    """A gnuplot plot of column expression @y over time, a line a config."""
+    return "plot " + ", ".join(
+        "'%s' using ($1 == %s ? $2 : 1/0):(%s) with lines title '%s'" % (
+            path, r["config"], y, label(r)) for r in rows) + "\n"
+
+
 def report(rundir):
     meta = read_meta(rundir)
     with open(os.path.join(rundir, "summary.csv")) as f:
@@ -173,18 +180,12 @@ def report(rundir):
                 "set ylabel 'queue at the port (KiB)'\n"
                 "set title 'the port queue (tc -s backlog every 0.5 s)'\n"
                 "set datafile separator ','\n")
-        f.write("plot " + ", ".join(
-            "'%s' using ($1 == %s ? $2 : 1/0):($3 / 1024) with lines "
-            "title '%s'" % (qdat, r["config"], label(r))
-            for r in rows) + "\n")
+        f.write(per_config(qdat, "$3 / 1024", rows))
         if have_marks:
             f.write("set ylabel 'CE marks a second'\n"
                     "set title 'marks at the port (differences of the "
                     "marker count every 0.5 s)'\n")
-            f.write("plot " + ", ".join(
-                "'%s' using ($1 == %s ? $2 : 1/0):3 with lines "
-                "title '%s'" % (mdat, r["config"], label(r))
-                for r in rows) + "\n")
+            f.write(per_config(mdat, "$3", rows))
         if mpi:
             f.write("set style data histograms\n"
                     "set style histogram clustered gap 1\n"

@@ -642,18 +642,57 @@ static void test_cnp(void)
     wire_stop(&w);
 }
 
-/* WRITE Only/First/Middle/Last frames from a that reach the wire now. */
-static int writes_out(Wire *w)
+/*
+ * RoCE frames that reach the wire now with a BTH opcode in @lo..@hi, all
+ * of them counted; from a's MAC only when @from_a.
+ */
+static int ops_out(Wire *w, uint8_t lo, uint8_t hi, bool from_a)
 {
+    uint8_t mac_a[6];
     UzFrame fr;
     int n = 0;
 
+    uz_node_mac(0, mac_a);
     while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
         uint8_t op = uz_frame_is_roce(&fr) ? fr.data[UZ_OFF_BTH] : 0xff;
 
-        n += op >= UZ_BTH_OP_WRITE_FIRST && op <= UZ_BTH_OP_WRITE_ONLY_IMM;
+        n += op >= lo && op <= hi &&
+             (!from_a || !memcmp(fr.data + 6, mac_a, 6));
     }
     return n;
+}
+
+/* WRITE Only/First/Middle/Last frames that reach the wire now. */
+static int writes_out(Wire *w)
+{
+    return ops_out(w, UZ_BTH_OP_WRITE_FIRST, UZ_BTH_OP_WRITE_ONLY_IMM, false);
+}
+
+/*
+ * NIC @nic's first CNP sets its rate to 100 Mb/s, and neither the timer
+ * nor the byte counter raises it again during a test.
+ */
+static void pace_at_100(Wire *w, int nic)
+{
+    nic_set_num(w, nic, "rate_to_set_on_first_cnp", 100);
+    nic_set_num(w, nic, "rpg_time_reset", 1000000);
+    nic_set_num(w, nic, "rpg_byte_reset", 1 << 30);
+}
+
+/*
+ * An 8-packet message paced at the rate pace_at_100() sets: one packet
+ * (counted by @out) on the wire now, one more each 200 us of virtual time.
+ */
+static void expect_paced(Wire *w, int (*out)(Wire *))
+{
+    int sent = out(w), k;
+
+    g_assert_cmpint(sent, ==, 1);
+    for (k = 0; k < 7; k++) {
+        qtest_clock_step(w->a.d.qts, 200 * UZ_NS_PER_US);
+        sent += out(w);
+        g_assert_cmpint(sent, ==, k + 2);
+    }
 }
 
 /*
@@ -669,12 +708,9 @@ static void test_rp_pacing(void)
     Wire w;
     UzFrame req;
     struct uz_cqe c;
-    int sent, k;
 
     wire_start(&w);
-    nic_set_num(&w, 0, "rate_to_set_on_first_cnp", 100);
-    nic_set_num(&w, 0, "rpg_time_reset", 1000000);  /* no timer steps */
-    nic_set_num(&w, 0, "rpg_byte_reset", 1 << 30);  /* nor byte steps */
+    pace_at_100(&w, 0);
     post_write(&w, 1, 0, 8192, 0x22);
     wire_capture(&w, UZ_BTH_OP_WRITE_FIRST, &req);
     g_assert_cmpint(writes_out(&w) + 1, ==, 8);
@@ -684,13 +720,7 @@ static void test_rp_pacing(void)
     uz_counter_wait(&w.a, "rp_cnp_handled", 1);
     uz_wire_drain(w.sock, &w.a.d);
     post_write(&w, 2, 0, 8192, 0x33);
-    sent = writes_out(&w);
-    g_assert_cmpint(sent, ==, 1);
-    for (k = 0; k < 7; k++) {
-        qtest_clock_step(w.a.d.qts, 200 * UZ_NS_PER_US);
-        sent += writes_out(&w);
-        g_assert_cmpint(sent, ==, k + 2);
-    }
+    expect_paced(&w, writes_out);
     uz_cq_wait(w.qa->scq, &c);
     uz_cqe_expect(&c, 2, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
                   w.qa->qpn);
@@ -698,18 +728,11 @@ static void test_rp_pacing(void)
     wire_stop(&w);
 }
 
-/* READ response frames from b that reach the wire now. */
+/* READ response frames that reach the wire now. */
 static int read_resps_out(Wire *w)
 {
-    UzFrame fr;
-    int n = 0;
-
-    while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
-        uint8_t op = uz_frame_is_roce(&fr) ? fr.data[UZ_OFF_BTH] : 0xff;
-
-        n += op >= UZ_BTH_OP_READ_RESP_FIRST && op <= UZ_BTH_OP_READ_RESP_ONLY;
-    }
-    return n;
+    return ops_out(w, UZ_BTH_OP_READ_RESP_FIRST, UZ_BTH_OP_READ_RESP_ONLY,
+                   false);
 }
 
 /* An RDMA READ by a of @len bytes of b's MR into a's, both at offset 0. */
@@ -738,12 +761,9 @@ static void test_rp_read_pacing(void)
     Wire w;
     UzFrame resp;
     struct uz_cqe c;
-    int sent, k;
 
     wire_start(&w);
-    nic_set_num(&w, 1, "rate_to_set_on_first_cnp", 100);
-    nic_set_num(&w, 1, "rpg_time_reset", 1000000);  /* no timer steps */
-    nic_set_num(&w, 1, "rpg_byte_reset", 1 << 30);  /* nor byte steps */
+    pace_at_100(&w, 1);
     uz_mr_fill(w.mb, 0, 0x22, 8192);
     post_read(&w, 1, 8192);
     wire_capture(&w, UZ_BTH_OP_READ_RESP_FIRST, &resp);
@@ -762,13 +782,7 @@ static void test_rp_read_pacing(void)
 
     uz_mr_fill(w.mb, 0, 0x33, 8192);
     post_read(&w, 2, 8192);
-    sent = read_resps_out(&w);
-    g_assert_cmpint(sent, ==, 1);
-    for (k = 0; k < 7; k++) {
-        qtest_clock_step(w.a.d.qts, 200 * UZ_NS_PER_US);
-        sent += read_resps_out(&w);
-        g_assert_cmpint(sent, ==, k + 2);
-    }
+    expect_paced(&w, read_resps_out);
     uz_cq_wait(w.qa->scq, &c);
     uz_cqe_expect(&c, 2, UZ_WC_RDMA_READ, UZ_WC_STATUS_SUCCESS, 0,
                   w.qa->qpn);
@@ -806,16 +820,7 @@ static void send_pause(Wire *w, uint16_t vector, uint16_t quanta, size_t len)
 /* Frames a sends that reach the wire now, with BTH opcode @op. */
 static int frames_out(Wire *w, uint8_t op)
 {
-    uint8_t mac_a[6];
-    UzFrame fr;
-    int n = 0;
-
-    uz_node_mac(0, mac_a);
-    while (uz_wire_recv(w->sock, &w->a.d, &fr)) {
-        n += uz_frame_is_roce(&fr) && !memcmp(fr.data + 6, mac_a, 6) &&
-             fr.data[UZ_OFF_BTH] == op;
-    }
-    return n;
+    return ops_out(w, op, op, true);
 }
 
 /*

@@ -129,6 +129,15 @@ static void uzura_pause_for(UzuraCore *core, uint16_t quanta)
     timer_mod(p->timer, now + ns);
 }
 
+/* A MAC control frame too short for its opcode's fields: dropped. */
+static bool uzura_pause_short(UzuraCore *core, const char *why, size_t size)
+{
+    core->counters.rx_dropped++;
+    uzura_guest_error(trace_uzura_pause_err(why, size),
+                      "MAC control frame of %zu bytes dropped: %s", size, why);
+    return true;
+}
+
 /*
  * A frame from the link: true when it is a MAC control frame (EtherType
  * 0x8808) to us or to the MAC control group, which the MAC takes.
@@ -142,12 +151,8 @@ bool uzura_pause_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         return false;
     }
     if (size < UZ_ETH_HDR_LEN + 4) {
-        core->counters.rx_dropped++;
-        uzura_guest_error(trace_uzura_pause_err("shorter than an opcode "
-                                                "and a time", size),
-                          "MAC control frame of %zu bytes dropped: too short",
-                          size);
-        return true;
+        return uzura_pause_short(core, "shorter than an opcode and a time",
+                                 size);
     }
     opcode = lduw_be_p(buf + UZ_ETH_HDR_LEN);
     if (opcode == UZ_MAC_CTRL_PAUSE) {
@@ -155,12 +160,8 @@ bool uzura_pause_receive(UzuraCore *core, const uint8_t *buf, size_t size)
     } else if (opcode == UZ_MAC_CTRL_PFC) {
         /* Opcode, class-enable vector, a time for each of 8 priorities. */
         if (size < UZ_ETH_HDR_LEN + 4 + 16) {
-            core->counters.rx_dropped++;
-            uzura_guest_error(trace_uzura_pause_err("PFC frame shorter than "
-                                                    "its 8 times", size),
-                              "PFC frame of %zu bytes dropped: too short",
-                              size);
-            return true;
+            return uzura_pause_short(core, "a PFC frame shorter than its 8 "
+                                     "times", size);
         }
         vector = lduw_be_p(buf + UZ_ETH_HDR_LEN + 2);
         quanta = lduw_be_p(buf + UZ_ETH_HDR_LEN + 4 + 2 * core->pause.prio);
