@@ -891,13 +891,40 @@ static void test_pause(void)
     g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 4);
     g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 2);
 
-    /* A PFC frame cut before its times: dropped, counted, no pause. */
+    /*
+     * Dropped and counted, no pause: a PFC frame cut before its times, a
+     * PAUSE cut before its time, a MAC control opcode other than both.
+     */
     dropped = uz_counter(&w.m, 0, "rx_dropped");
     send_pause(&w, 1 << 3, 65535, 20);
-    g_assert_cmpint(uz_counter(&w.m, 0, "rx_dropped"), ==, dropped + 1);
+    send_pause(&w, 0, 65535, 17);
+    {
+        uint8_t f[64] = { 0 };
+
+        uz_node_mac(0, f);
+        uz_node_mac(1, f + 6);
+        stw_be_p(f + 12, 0x8808);
+        stw_be_p(f + 14, 0x0002);           /* 802.3 GATE, not ours */
+        stw_be_p(f + 16, 65535);
+        wire_send(&w, f, sizeof(f));
+    }
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_dropped"), ==, dropped + 3);
     g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 4);
+    g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 2);
     post_write(&w, 4, 0, 4096, 0x55);
     expect_write_done(&w, 4);
+
+    /*
+     * A QP that fails during a pause has its WQEs flushed at once: only
+     * what goes on the wire waits for the pause's end.
+     */
+    uz_wire_drain(w.sock, &w.a.d);
+    send_pause(&w, 1 << 3, 65535, 64);
+    post_write(&w, 5, 0, 4096, 0x66);
+    uz_qp_set_state(w.qa, UZ_QPS_ERR);
+    uz_cq_wait(w.qa->scq, &c);
+    uz_cqe_expect(&c, 5, UZ_WC_ANY, UZ_WC_STATUS_WR_FLUSH_ERR, 0, w.qa->qpn);
+    g_assert_cmpint(frames_out(&w, UZ_BTH_OP_WRITE_FIRST), ==, 0);
     wire_stop(&w);
 }
 

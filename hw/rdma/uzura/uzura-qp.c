@@ -407,11 +407,9 @@ void uzura_qp_work(UzuraCore *core)
     UzuraRdma *r = &core->rdma;
     uint32_t max = r->lim.max_qp, start = r->rr_next % max, pass, qpn;
     bool flush = r->flush_owed, more = false;
+    /* Paused by the link (9.1.3): nothing goes on the wire, flushes do. */
+    bool paused = uzura_pause_active(core);
 
-    /* Paused by the link (9.1.3): the pause's end schedules the work. */
-    if (uzura_pause_active(core)) {
-        return;
-    }
     r->flush_owed = false;
     /* The QPs that exist, from the round-robin start round to it again. */
     for (pass = 0; pass < 2; pass++) {
@@ -430,6 +428,9 @@ void uzura_qp_work(UzuraCore *core)
                     r->flush_owed = true;
                 }
                 continue;
+            }
+            if (paused) {
+                continue;       /* the pause's end schedules the work */
             }
             uzura_resp_work(core, qp, &budget);
             uzura_req_work(core, qp, &budget);
