@@ -487,7 +487,7 @@ ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size)
         return 0;
     }
     /* PAUSE and PFC frames are the MAC's: no one else sees them. */
-    if (uzura_core_link_up(core) && uzura_pause_receive(core, buf, size)) {
+    if (uzura_pause_receive(core, buf, size)) {
         return size;
     }
     /*
