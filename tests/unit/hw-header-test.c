@@ -198,9 +198,12 @@ int main(void)
 	/* Version 0.23: CNPs and DCQCN (spec 9.1.2). */
 	CHECK(UZ_CNT_NP_CNP_SENT == 94 && UZ_CNT_RP_CNP_HANDLED == 95 &&
 	      UZ_CNT_RP_CNP_IGNORED == 96 && UZ_CNT_RX_OUT_OF_BUFFER == 97 &&
-	      UZ_CNT_NUM == 98 &&
 	      UZ_BTH_OP_CNP == 0x81 && UZ_BTH_BECN == 0x40 &&
 	      UZ_CNP_PAYLOAD_LEN == 16);
+	/* PAUSE and PFC received (spec 9.1.3). */
+	CHECK(UZ_CNT_RX_PAUSE_CTRL_PHY == 98 &&
+	      UZ_CNT_RX_PAUSE_TRANSITION == 99 &&
+	      UZ_CNT_RX_PAUSE_DURATION == 100 && UZ_CNT_NUM == 101);
 	/* The doorbell is needed when event lies in [old, new), mod 2^24. */
 	CHECK(UZ_SQ_SHADOW_NEED_DB(5, 6, 5) && !UZ_SQ_SHADOW_NEED_DB(5, 7, 6) &&
 	      UZ_SQ_SHADOW_NEED_DB(5, 21, 5) && !UZ_SQ_SHADOW_NEED_DB(4, 6, 5) &&
