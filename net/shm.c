@@ -34,6 +34,7 @@
 #include "clients.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/defer-call.h"
 #include "qemu/error-report.h"
 #include "qemu/iov.h"
 #include "qemu/log.h"
@@ -234,7 +235,12 @@ static ssize_t net_shm_receive_iov(NetClientState *nc,
         net_shm_down(s, "the peer wrote a bad tail index", true);
         return size;
     }
-    qemu_bh_schedule(s->flush_bh);
+    /* The wake-up goes at the end of the sender's turn, once. */
+    if (defer_call_deferring()) {
+        defer_call(net_shm_flush_bh, s);
+    } else {
+        qemu_bh_schedule(s->flush_bh);
+    }
     return size;
 }
 
@@ -255,7 +261,7 @@ static void net_shm_rx_done(NetClientState *nc, ssize_t len)
 }
 
 /* Hand the NIC what the peer put in our ring, each frame copied out. */
-static void net_shm_rx(NetShmState *s)
+static void net_shm_rx_frames(NetShmState *s)
 {
     const uint8_t *frame;
     uint32_t len;
@@ -286,6 +292,18 @@ static void net_shm_rx(NetShmState *s)
     if (n == SHM_RX_BUDGET) {
         qemu_bh_schedule(s->rx_bh);
     }
+}
+
+/*
+ * A batch of frames is one defer_call section: a NIC that defers its work
+ * to the section's end (uzura) answers the whole batch in one turn, in
+ * this iteration of the main loop, not in a bottom half of the next.
+ */
+static void net_shm_rx(NetShmState *s)
+{
+    defer_call_begin();
+    net_shm_rx_frames(s);
+    defer_call_end();
 }
 
 static void net_shm_rx_bh(void *opaque)

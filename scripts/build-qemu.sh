@@ -66,13 +66,32 @@ add_line "$src/net/stream.c" "    s->ioc = QIO_CHANNEL(cioc);" \
 for f in shm.c shm-ring.h; do
 	ln -sf "$top/net/$f" "$src/net/$f"
 done
-# Changes to QEMU's own files too large for add_line: each patch of
-# scripts/qemu-patches once (it is in already when it reverses cleanly).
-for p in "$top"/scripts/qemu-patches/*.patch; do
+# Changes to QEMU's own files too large for add_line: the patches of
+# scripts/qemu-patches, in name order.  SRC/.uzura-patches keeps each as
+# it was applied; when the set changes, the old set comes out (last
+# first) and the new one goes in, so a tree unpacked earlier follows.
+patches=$top/scripts/qemu-patches applied=$src/.uzura-patches
+if [ -d "$applied" ] && ! diff -rq "$applied" "$patches" >/dev/null; then
+	for p in $(ls -r "$applied"/*.patch 2>/dev/null); do
+		log "taking out $(basename "$p")"
+		patch -d "$src" -p1 -R -s -f <"$p" >/dev/null ||
+			{ log "cannot take out $p"; exit 1; }
+		rm "$p"
+	done
+fi
+mkdir -p "$applied"
+for p in "$patches"/*.patch; do
 	[ -e "$p" ] || continue
-	patch -d "$src" -p1 -R --dry-run -s -f <"$p" >/dev/null 2>&1 && continue
-	log "applying $(basename "$p")"
-	patch -d "$src" -p1 --forward -s <"$p" || { log "cannot apply $p"; exit 1; }
+	[ -e "$applied/${p##*/}" ] && continue
+	# A tree from before .uzura-patches: in already if it reverses.
+	if ! patch -d "$src" -p1 -R --dry-run -s -f <"$p" >/dev/null 2>&1; then
+		log "applying ${p##*/}"
+		patch -d "$src" -p1 --forward -s <"$p" || {
+			log "cannot apply $p (a tree patched by an older" \
+				"checkout? remove $src and build again)"
+			exit 1; }
+	fi
+	cp "$p" "$applied/"
 done
 # The qtests: every qtest/*-test.c, on one line that is rewritten as the
 # list changes.

@@ -49,6 +49,7 @@
 
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/defer-call.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qom/object.h"
@@ -1348,7 +1349,10 @@ static void uzf_act_inject(QTestState *s, UzfIn *in)
     if (h & H_REQ && !resp && dqpn == qp->qpn) {
         uzf.exp_psn[qi] = (psn + 1) & 0xffffff;
     }
+    /* As the stream and shm links hand over what they read: a batch. */
+    defer_call_begin();
     qemu_send_packet(uzf.wire, fr, len);
+    defer_call_end();
 }
 
 /* Advance the virtual clock: 1 ns .. about 0.5 s. */

@@ -270,6 +270,9 @@ typedef struct UzuraCore {
     QEMUBH *work_bh;            /* Ethernet and RDMA queues */
     bool rx_flush_owed;
     bool busy;                  /* in the data path: receive later */
+    bool work_owed;             /* work_bh scheduled and not yet run */
+    bool tx_batch;              /* a turn's frames as one batch (7.1) */
+    bool rx_batch;              /* work at a received batch's end */
     bool *in_io;                /* the owner's re-entrancy guard */
     unsigned depth;             /* uzura_enter nesting */
     bool reset_owed;            /* a reset arrived at depth > 0 */
@@ -420,6 +423,9 @@ void uzura_fault_reseed(UzuraCore *core, uint64_t seed);
 
 /* The work bottom half: everything a data doorbell asked for. */
 void uzura_work_bh(void *opaque);
+bool uzura_turn_begin(UzuraCore *core);
+void uzura_turn_end(bool opened);
+void uzura_work_after_batch(UzuraCore *core);
 void uzura_work_schedule(UzuraCore *core);
 ssize_t uzura_core_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 void uzura_core_receive_roce(UzuraCore *core, const uint8_t *buf,

@@ -10,6 +10,7 @@
 #include "qemu/bitops.h"
 #include "qemu/bswap.h"
 #include "qemu/log.h"
+#include "qemu/defer-call.h"
 #include "qemu/main-loop.h"
 #include "hw/qdev-core.h"
 #include "hw/pci/pci_device.h"
@@ -393,6 +394,7 @@ void uzura_core_reset(UzuraCore *core)
     uzura_eq_reset(core);
     uzura_db_reset(core);
     qemu_bh_cancel(core->work_bh);
+    core->work_owed = false;
     core->rx_flush_owed = false;
     uzura_fault_flush(core);
     uzura_model_reset(core);
@@ -450,7 +452,62 @@ void uzura_work_schedule(UzuraCore *core)
     if (core->model.on) {
         uzura_model_kick(core, 0);
     } else {
+        core->work_owed = true;
         qemu_bh_schedule(core->work_bh);
+    }
+}
+
+/*
+ * A turn of the device's sending (its work, a doorbell) is a defer_call
+ * section: a netdev that batches (the stream link) writes the frames of
+ * the turn at its end, in one system call.  While any device is in such a
+ * turn, received frames do not run work at a section's end (below), so
+ * two NICs on one hub do not call into each other without bound.
+ */
+static unsigned uzura_turns;
+
+/* Property tx-batch=off: no section, each frame written as it is sent. */
+bool uzura_turn_begin(UzuraCore *core)
+{
+    if (!core->tx_batch) {
+        return false;
+    }
+    uzura_turns++;
+    defer_call_begin();
+    return true;
+}
+
+void uzura_turn_end(bool opened)
+{
+    if (opened) {
+        defer_call_end();
+        uzura_turns--;
+    }
+}
+
+/* The work the bottom half owes, run now. */
+static void uzura_work_now(void *opaque)
+{
+    UzuraCore *core = opaque;
+
+    if (core->work_owed && !*core->in_io) {
+        trace_uzura_regs_work_batch_end();
+        qemu_bh_cancel(core->work_bh);
+        uzura_work_bh(core);
+    }
+}
+
+/*
+ * A frame received inside a netdev's defer_call section (a batch the
+ * stream or shm link hands over) leaves the work it caused (ACKs, READ
+ * answers, completions) to the batch's end, in this iteration of the main
+ * loop rather than in a bottom half of the next.
+ */
+void uzura_work_after_batch(UzuraCore *core)
+{
+    if (core->work_owed && core->rx_batch && !uzura_turns &&
+        defer_call_deferring()) {
+        defer_call(uzura_work_now, core);
     }
 }
 
@@ -462,8 +519,10 @@ void uzura_work_schedule(UzuraCore *core)
 void uzura_work_bh(void *opaque)
 {
     UzuraCore *core = opaque;
-    bool g = uzura_enter(core);
+    bool g = uzura_enter(core), turn;
 
+    core->work_owed = false;
+    turn = uzura_turn_begin(core);
     core->busy = true;
     uzura_eth_work(core);
     /* List operations rung before a looped-back message go first. */
@@ -471,6 +530,7 @@ void uzura_work_bh(void *opaque)
     uzura_loop_work(core);
     uzura_qp_work(core);
     core->busy = false;
+    uzura_turn_end(turn);
     if (core->rx_flush_owed) {
         core->rx_flush_owed = false;
         qemu_flush_queued_packets(qemu_get_queue(core->owner_nic));

@@ -93,9 +93,10 @@ static void uzura_db_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                                 unsigned size)
 {
     UzuraState *s = opaque;
-    bool g = uzura_enter(&s->core);
+    bool g = uzura_enter(&s->core), turn = uzura_turn_begin(&s->core);
 
     uzura_db_write(&s->core, addr, val, size);
+    uzura_turn_end(turn);
     uzura_leave(&s->core, g);
 }
 
@@ -121,6 +122,7 @@ static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
                   uzura_model_receive(&s->core, buf, size) :
                   uzura_core_receive(&s->core, buf, size);
 
+    uzura_work_after_batch(&s->core);
     uzura_leave(&s->core, g);
     return ret;
 }
@@ -436,6 +438,27 @@ static void uzura_set_link(Object *obj, bool value, Error **errp)
     }
 }
 
+/* Batching (spec 7.1), each half on or off at run time, to measure it. */
+static bool uzura_get_tx_batch(Object *obj, Error **errp)
+{
+    return UZURA(obj)->core.tx_batch;
+}
+
+static void uzura_set_tx_batch(Object *obj, bool value, Error **errp)
+{
+    UZURA(obj)->core.tx_batch = value;
+}
+
+static bool uzura_get_rx_batch(Object *obj, Error **errp)
+{
+    return UZURA(obj)->core.rx_batch;
+}
+
+static void uzura_set_rx_batch(Object *obj, bool value, Error **errp)
+{
+    UZURA(obj)->core.rx_batch = value;
+}
+
 /*
  * Fault injection (uzura-fault.c): probabilities per frame on transmit,
  * a delay and the generator's seed, all settable at run time.
@@ -636,6 +659,12 @@ static void uzura_instance_init(Object *obj)
                                   "/ethernet-phy@0", DEVICE(obj));
     s->link = true;
     object_property_add_bool(obj, "link", uzura_get_link, uzura_set_link);
+    /* Settable at run time, to measure what batching saves (spec 7.1). */
+    s->core.tx_batch = s->core.rx_batch = true;
+    object_property_add_bool(obj, "tx-batch", uzura_get_tx_batch,
+                             uzura_set_tx_batch);
+    object_property_add_bool(obj, "rx-batch", uzura_get_rx_batch,
+                             uzura_set_rx_batch);
     for (i = 0; i < ARRAY_SIZE(uzura_fault_probs); i++) {
         object_property_add(obj, uzura_fault_probs[i].name, "number",
                             uzura_get_prob, uzura_set_prob, NULL,
