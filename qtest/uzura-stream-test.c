@@ -72,6 +72,17 @@ static int stream_node(UzMachine *m, UzEth *e, int lfd, const char *path,
     return fd;
 }
 
+/* Tear down what stream_listen and stream_node set up. */
+static void stream_close(UzMachine *m, UzEth *e, int fd, int lfd,
+                         const char *path)
+{
+    close(fd);
+    eth_stop(e);
+    uz_machine_stop(m);
+    close(lfd);
+    unlink(path);
+}
+
 /* Read @len bytes: QEMU sends them within 30 s or the test fails. */
 static void stream_read(int fd, void *buf, size_t len)
 {
@@ -133,11 +144,7 @@ static void stream_burst(const char *more)
     stream_read(fd, got, 60);
     g_assert(memcmp(got, want, 60) == 0);
 
-    close(fd);
-    eth_stop(&a);
-    uz_machine_stop(&m);
-    close(lfd);
-    unlink(path);
+    stream_close(&m, &a, fd, lfd, path);
 }
 
 static void test_burst(void)
@@ -176,11 +183,7 @@ static void test_rx_batch(void)
     }
 
     g_byte_array_free(all, true);
-    close(fd);
-    eth_stop(&a);
-    uz_machine_stop(&m);
-    close(lfd);
-    unlink(path);
+    stream_close(&m, &a, fd, lfd, path);
 }
 
 int main(int argc, char **argv)
