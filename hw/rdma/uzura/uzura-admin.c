@@ -21,10 +21,6 @@
 #define UZ_ADMIN_CMD_WORK   256
 #define UZ_ADMIN_BUDGET     (64 * UZ_ADMIN_CMD_WORK)
 
-typedef uint8_t (*UzuraCmdHandler)(UzuraCore *core,
-                                   const struct uz_admin_cmd *cmd,
-                                   struct uz_admin_cqe *cqe);
-
 static uint32_t uzura_admin_size(UzuraCore *core)
 {
     return 1u << core->admin.log_depth;
@@ -85,64 +81,6 @@ static uint8_t uzura_cmd_set_mtu(UzuraCore *core,
     }
     core->mtu = mtu;
     return UZ_CMD_OK;
-}
-
-static uint8_t uzura_cmd_create_eq(UzuraCore *core,
-                                   const struct uz_admin_cmd *cmd,
-                                   struct uz_admin_cqe *cqe)
-{
-    uint32_t eqn = 0, db = 0;
-    uint8_t st = uzura_eq_create(core, &cmd->create_eq, &eqn, &db);
-
-    cqe->out0 = cpu_to_le32(eqn);
-    cqe->out1 = cpu_to_le32(db);
-    return st;
-}
-
-static uint8_t uzura_cmd_destroy_eq(UzuraCore *core,
-                                    const struct uz_admin_cmd *cmd,
-                                    struct uz_admin_cqe *cqe)
-{
-    return uzura_eq_destroy(core, le32_to_cpu(cmd->destroy.handle));
-}
-
-static uint8_t uzura_cmd_create_eth(UzuraCore *core, bool tx,
-                                    const struct uz_admin_cmd *cmd,
-                                    struct uz_admin_cqe *cqe)
-{
-    uint32_t db = 0;
-    uint8_t st = uzura_eth_create(core, tx, &cmd->create_eth_queue, &db);
-
-    cqe->out1 = cpu_to_le32(db);
-    return st;
-}
-
-static uint8_t uzura_cmd_create_eth_txq(UzuraCore *core,
-                                        const struct uz_admin_cmd *cmd,
-                                        struct uz_admin_cqe *cqe)
-{
-    return uzura_cmd_create_eth(core, true, cmd, cqe);
-}
-
-static uint8_t uzura_cmd_create_eth_rxq(UzuraCore *core,
-                                        const struct uz_admin_cmd *cmd,
-                                        struct uz_admin_cqe *cqe)
-{
-    return uzura_cmd_create_eth(core, false, cmd, cqe);
-}
-
-static uint8_t uzura_cmd_destroy_eth_txq(UzuraCore *core,
-                                         const struct uz_admin_cmd *cmd,
-                                         struct uz_admin_cqe *cqe)
-{
-    return uzura_eth_destroy(core, true, le32_to_cpu(cmd->destroy.handle));
-}
-
-static uint8_t uzura_cmd_destroy_eth_rxq(UzuraCore *core,
-                                         const struct uz_admin_cmd *cmd,
-                                         struct uz_admin_cqe *cqe)
-{
-    return uzura_eth_destroy(core, false, le32_to_cpu(cmd->destroy.handle));
 }
 
 /*
@@ -298,14 +236,8 @@ static uint8_t uzura_cmd_query_counters(UzuraCore *core,
     return UZ_CMD_OK;
 }
 
-/* RDMA object commands: uzura-obj.c and uzura-qp.c. */
-static uint8_t uzura_cmd_rdma(UzuraCore *core, const struct uz_admin_cmd *cmd,
-                              struct uz_admin_cqe *cqe)
-{
-    return uzura_rdma_cmd(core, cmd, cqe);
-}
-
-static const UzuraCmdHandler uzura_cmd_handlers[256] = {
+/* Every command, by opcode: the handlers live with their objects. */
+static UzuraCmdFn *const uzura_cmd_handlers[256] = {
     [UZ_CMD_QUERY_DEVICE] = uzura_cmd_query_device,
     [UZ_CMD_SET_MAC] = uzura_cmd_set_mac,
     [UZ_CMD_SET_MTU] = uzura_cmd_set_mtu,
@@ -315,19 +247,56 @@ static const UzuraCmdHandler uzura_cmd_handlers[256] = {
     [UZ_CMD_CREATE_ETH_RXQ] = uzura_cmd_create_eth_rxq,
     [UZ_CMD_DESTROY_ETH_TXQ] = uzura_cmd_destroy_eth_txq,
     [UZ_CMD_DESTROY_ETH_RXQ] = uzura_cmd_destroy_eth_rxq,
-    [UZ_CMD_RDMA_FIRST ... UZ_CMD_RDMA_LAST] = uzura_cmd_rdma,
-    /* A device command inside the RDMA range: overrides the range. */
+    [UZ_CMD_CREATE_UCTX] = uzura_cmd_create_uctx,
+    [UZ_CMD_DESTROY_UCTX] = uzura_cmd_destroy_uctx,
+    [UZ_CMD_ALLOC_PD] = uzura_cmd_alloc_pd,
+    [UZ_CMD_DEALLOC_PD] = uzura_cmd_dealloc_pd,
+    [UZ_CMD_CREATE_CQ] = uzura_cmd_create_cq,
+    [UZ_CMD_DESTROY_CQ] = uzura_cmd_destroy_cq,
+    [UZ_CMD_CREATE_QP] = uzura_cmd_create_qp,
+    [UZ_CMD_MODIFY_QP] = uzura_cmd_modify_qp,
+    [UZ_CMD_QUERY_QP] = uzura_cmd_query_qp,
+    [UZ_CMD_DESTROY_QP] = uzura_cmd_destroy_qp,
+    [UZ_CMD_CREATE_SRQ] = uzura_cmd_create_srq,
+    [UZ_CMD_MODIFY_SRQ] = uzura_cmd_modify_srq,
+    [UZ_CMD_DESTROY_SRQ] = uzura_cmd_destroy_srq,
+    [UZ_CMD_REG_MR] = uzura_cmd_reg_mr,
+    [UZ_CMD_DEREG_MR] = uzura_cmd_dereg_mr,
+    [UZ_CMD_CREATE_AH] = uzura_cmd_create_ah,
+    [UZ_CMD_DESTROY_AH] = uzura_cmd_destroy_ah,
     [UZ_CMD_QUERY_COUNTERS] = uzura_cmd_query_counters,
+    [UZ_CMD_INVALIDATE_XLAT] = uzura_cmd_invalidate_xlat,
+    [UZ_CMD_RESIZE_CQ] = uzura_cmd_resize_cq,
+    [UZ_CMD_REREG_MR] = uzura_cmd_rereg_mr,
+    [UZ_CMD_ALLOC_MW] = uzura_cmd_alloc_mw,
+    [UZ_CMD_DEALLOC_MW] = uzura_cmd_dealloc_mw,
+    [UZ_CMD_PAGE_RESUME] = uzura_cmd_page_resume,
+    [UZ_CMD_ATTACH_MCAST] = uzura_cmd_attach_mcast,
+    [UZ_CMD_DETACH_MCAST] = uzura_cmd_detach_mcast,
+    [UZ_CMD_RESIZE_SRQ] = uzura_cmd_resize_srq,
+    [UZ_CMD_ALLOC_XRCD] = uzura_cmd_alloc_xrcd,
+    [UZ_CMD_DEALLOC_XRCD] = uzura_cmd_dealloc_xrcd,
+    [UZ_CMD_ALLOC_DM] = uzura_cmd_alloc_dm,
+    [UZ_CMD_DEALLOC_DM] = uzura_cmd_dealloc_dm,
+    [UZ_CMD_CREATE_FLOW] = uzura_cmd_create_flow,
+    [UZ_CMD_DESTROY_FLOW] = uzura_cmd_destroy_flow,
 };
 
 static void uzura_admin_execute(UzuraCore *core,
                                 const struct uz_admin_cmd *cmd,
                                 struct uz_admin_cqe *cqe)
 {
-    UzuraCmdHandler handler = uzura_cmd_handlers[cmd->opcode];
+    UzuraCmdFn *handler = uzura_cmd_handlers[cmd->opcode];
     uint8_t status;
 
-    status = handler ? handler(core, cmd, cqe) : UZ_CMD_BAD_OPCODE;
+    if (handler) {
+        status = handler(core, cmd, cqe);
+    } else if (cmd->opcode >= UZ_CMD_RDMA_FIRST &&
+               cmd->opcode <= UZ_CMD_RDMA_LAST) {
+        status = UZ_CMD_NOT_SUPPORTED;  /* reserved for RDMA commands */
+    } else {
+        status = UZ_CMD_BAD_OPCODE;
+    }
     cqe->cmd_id = cmd->cmd_id;
     cqe->status = status;
     core->counters.admin_cmds++;

@@ -3,10 +3,12 @@
  * uzura RDMA NIC: the device core, independent of the PCI glue.
  *
  * The core sees the PCI function only through its owner pointer (for DMA
- * and MSI-X) and the NIC only through owner_nic.  Its parts live in files
- * of their own: registers (uzura-regs.c), doorbells (uzura-db.c), the admin
- * queue (uzura-admin.c), event queues (uzura-eq.c) and the Ethernet
- * function (uzura-eth.c).
+ * and MSI-X) and the NIC only through owner_nic.  uzura-core.c holds its
+ * life, entries and work loop; its parts live in files of their own:
+ * registers (uzura-regs.c), doorbells (uzura-db.c), the admin queue
+ * (uzura-admin.c), event queues (uzura-eq.c), the Ethernet function
+ * (uzura-eth.c), the RDMA engine (uzura-rdma.h) and the link
+ * (uzura-fault.c, uzura-model.c).
  */
 #ifndef HW_RDMA_UZURA_CORE_H
 #define HW_RDMA_UZURA_CORE_H
@@ -294,18 +296,21 @@ static inline uint32_t uzura_caps(const UzuraCore *core)
            (core->rdma.sq_shadow ? UZ_CAP_SQ_SHADOW : 0);
 }
 
-/* uzura-regs.c */
+/* uzura-core.c: life, entries, the link's state */
 void uzura_core_init(UzuraCore *core);
 void uzura_core_uninit(UzuraCore *core);
 void uzura_core_reset(UzuraCore *core);
 bool uzura_enter(UzuraCore *core);
 void uzura_leave(UzuraCore *core, bool guard_was);
+void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up);
+bool uzura_core_link_up(UzuraCore *core);
+uint64_t uzura_clock_ns(void);
+
+/* uzura-regs.c: the BAR 0 register table */
 uint64_t uzura_core_reg_read(UzuraCore *core, hwaddr addr, unsigned size);
 void uzura_core_reg_write(UzuraCore *core, hwaddr addr, uint64_t val,
                           unsigned size);
 void uzura_core_record_error(UzuraCore *core, uint32_t err, hwaddr addr);
-void uzura_core_set_link(UzuraCore *core, bool nc_up, bool prop_up);
-bool uzura_core_link_up(UzuraCore *core);
 
 /* uzura-dma.c */
 bool uzura_dma_ok(UzuraCore *core, uint64_t addr, uint64_t len, bool write);
@@ -353,9 +358,8 @@ void uzura_admin_charge(UzuraCore *core, uint32_t n);
 
 /* uzura-eq.c */
 void uzura_eq_reset(UzuraCore *core);
-uint8_t uzura_eq_create(UzuraCore *core, const struct uz_cmd_create_eq *cmd,
-                        uint32_t *eqn, uint32_t *db_offset);
-uint8_t uzura_eq_destroy(UzuraCore *core, uint32_t eqn);
+UzuraCmdFn uzura_cmd_create_eq;
+UzuraCmdFn uzura_cmd_destroy_eq;
 bool uzura_eq_get(UzuraCore *core, uint32_t eqn);
 void uzura_eq_put(UzuraCore *core, uint32_t eqn);
 bool uzura_eq_post(UzuraCore *core, uint32_t eqn, uint8_t type,
@@ -366,10 +370,10 @@ void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val);
 
 /* uzura-eth.c */
 void uzura_eth_reset(UzuraCore *core);
-uint8_t uzura_eth_create(UzuraCore *core, bool tx,
-                         const struct uz_cmd_create_eth_queue *cmd,
-                         uint32_t *db_offset);
-uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle);
+UzuraCmdFn uzura_cmd_create_eth_txq;
+UzuraCmdFn uzura_cmd_create_eth_rxq;
+UzuraCmdFn uzura_cmd_destroy_eth_txq;
+UzuraCmdFn uzura_cmd_destroy_eth_rxq;
 void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val);
 void uzura_eth_work(UzuraCore *core);
 ssize_t uzura_eth_receive(UzuraCore *core, const uint8_t *buf, size_t size);
@@ -421,7 +425,10 @@ void uzura_loop_flush(UzuraCore *core);
 void uzura_fault_set_seed(UzuraFault *f, uint64_t seed);
 void uzura_fault_reseed(UzuraCore *core, uint64_t seed);
 
-/* The work bottom half: everything a data doorbell asked for. */
+/*
+ * uzura-core.c: the work bottom half (everything a data doorbell asked
+ * for), device turns, and received frames
+ */
 void uzura_work_bh(void *opaque);
 bool uzura_turn_begin(UzuraCore *core);
 void uzura_turn_end(bool opened);

@@ -1,25 +1,209 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * uzura RDMA NIC: writing completions.
+ * uzura RDMA NIC: completion queues.
  *
- * A CQE goes to the CQ's next slot with the pass's phase; an armed CQ then
- * posts one UZ_EQE_COMPLETION to its EQ.  A CQ that would overwrite an
- * entry its consumer has not reported stops (overflow is an error in
- * InfiniBand) and raises UZ_EQE_CQ_ERROR.
+ * CREATE_CQ, RESIZE_CQ and DESTROY_CQ, the CQ doorbell, and writing
+ * completions.  A CQE goes to the CQ's next slot with the pass's phase;
+ * an armed CQ then posts one UZ_EQE_COMPLETION to its EQ.  A CQ that
+ * would overwrite an entry its consumer has not reported stops (overflow
+ * is an error in InfiniBand) and raises UZ_EQE_CQ_ERROR.
  */
 #include "qemu/osdep.h"
 #include "qemu/bitops.h"
-#include "qemu/timer.h"
+#include "qemu/host-utils.h"
 #include "uzura-core.h"
 #include "trace.h"
 
-/*
- * The device clock (UZ_DB_CLOCK): the virtual clock, which runs with the
- * guest's own (under -icount, with its instructions) and stops with it.
- */
-uint64_t uzura_clock_ns(void)
+UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx)
 {
-    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    UzuraRdma *r = &core->rdma;
+
+    if (cqn >= r->lim.max_cq || !r->cq[cqn].valid || r->cq[cqn].uctx != uctx) {
+        return NULL;
+    }
+    return &r->cq[cqn];
+}
+
+/* Every page of a paged CQ ring is aligned and writable. */
+static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
+                              uint8_t log_depth, uint8_t flags)
+{
+    uint64_t bytes = (uint64_t)uzura_cqe_size(flags) << log_depth;
+    uint32_t n = MAX(1, bytes >> UZ_CQ_PAGE_SHIFT);
+    uint32_t page = MIN(bytes, 1u << UZ_CQ_PAGE_SHIFT);
+    uint64_t pa[64];
+    uint32_t i, j, k;
+
+    if (!uzura_dma_ok(core, list, (uint64_t)n * sizeof(pa[0]), false)) {
+        return false;
+    }
+    uzura_admin_charge(core, n);
+    for (i = 0; i < n; i += k) {
+        k = MIN(n - i, ARRAY_SIZE(pa));
+        if (!uzura_dma_read(core, list + (uint64_t)i * sizeof(pa[0]), pa,
+                            k * sizeof(pa[0]))) {
+            return false;
+        }
+        for (j = 0; j < k; j++) {
+            uint64_t a = le64_to_cpu(pa[j]);
+
+            if ((a & MAKE_64BIT_MASK(0, UZ_CQ_PAGE_SHIFT)) ||
+                !uzura_dma_ok(core, a, page, true)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* A CQ ring of CREATE_CQ or RESIZE_CQ: its depth, flags and reach. */
+static uint8_t uzura_cq_ring_check(UzuraCore *core, uint64_t ring,
+                                   uint8_t log_depth, uint8_t flags)
+{
+    if (log_depth < 1 || log_depth > UZ_CQ_LOG_DEPTH_MAX ||
+        (1u << log_depth) > core->rdma.lim.max_cqe ||
+        (flags & ~(UZ_CQF_PAGE_LIST | UZ_CQF_TIMESTAMP))) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (flags & UZ_CQF_PAGE_LIST) {
+        if (!uzura_cq_pages_ok(core, ring, log_depth, flags)) {
+            return UZ_CMD_BAD_ADDR;
+        }
+    } else if (!uzura_dma_ok(core, ring,
+                             (uint64_t)uzura_cqe_size(flags) << log_depth,
+                             true)) {
+        return UZ_CMD_BAD_ADDR;
+    }
+    return UZ_CMD_OK;
+}
+
+uint8_t uzura_cmd_create_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                            struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_create_cq *c = (const void *)cmd->raw;
+    uint32_t uctx = le32_to_cpu(c->uctx), eqn = le32_to_cpu(c->eqn), db;
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    UzuraRdma *r = &core->rdma;
+    int64_t i;
+    uint8_t st;
+
+    if (!uzura_uctx_ok(core, uctx)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
+    if (st != UZ_CMD_OK) {
+        return st;
+    }
+    i = UZ_FIND_FREE(r->cq, r->lim.max_cq, 0);
+    if (i < 0) {
+        return UZ_CMD_NO_RESOURCES;
+    }
+    if (!uzura_eq_get(core, eqn)) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!uzura_db_alloc(core, uctx, UZ_DBK_CQ, i, &db)) {
+        uzura_eq_put(core, eqn);
+        return UZ_CMD_NO_RESOURCES;
+    }
+    r->cq[i] = (UzuraCq) {
+        .valid = true, .uctx = uctx, .eqn = eqn, .ring_addr = ring,
+        .paged = c->flags & UZ_CQF_PAGE_LIST, .page_addr = UZ_CQ_NO_PAGE,
+        .ts = c->flags & UZ_CQF_TIMESTAMP,
+        .log_depth = c->log_depth, .db_offset = db,
+    };
+    uzura_uctx_get(core, uctx);
+    trace_uzura_obj_cq_create(i, ring, c->log_depth, eqn, db);
+    cqe->out0 = cpu_to_le32(i);
+    cqe->out1 = cpu_to_le32(db);
+    return UZ_CMD_OK;
+}
+
+/*
+ * The CQ moves to a new ring in O(1): the CQEs its driver has not
+ * consumed stay where they are, for the driver to copy, and the device
+ * leaves their slots free in the new ring.
+ */
+uint8_t uzura_cmd_resize_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                            struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_resize_cq *c = (const void *)cmd->raw;
+    UzuraCq *cq = uzura_cq_lookup(core, le32_to_cpu(c->cqn),
+                                  le32_to_cpu(c->uctx));
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    uint32_t ci = le32_to_cpu(c->ci) & UZ_IDX_MASK, n;
+    uint8_t st;
+
+    if (!cq) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    /* The CQEs keep their size, which the consumer copies across. */
+    if (!(c->flags & UZ_CQF_TIMESTAMP) != !cq->ts) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
+    if (st != UZ_CMD_OK) {
+        return st;
+    }
+    /* The consumer cannot be ahead of the device, nor a ring behind. */
+    n = uzura_ring_used(cq->pi, ci);
+    if (n > (1u << cq->log_depth) || n > (1u << c->log_depth)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    trace_uzura_obj_cq_resize(le32_to_cpu(c->cqn), ring, c->log_depth, n);
+    cq->ring_addr = ring;
+    cq->paged = c->flags & UZ_CQF_PAGE_LIST;
+    cq->page_addr = UZ_CQ_NO_PAGE;
+    cq->log_depth = c->log_depth;
+    cq->pi = n;
+    cq->ci = 0;
+    cqe->out0 = cpu_to_le32(n);
+    return UZ_CMD_OK;
+}
+
+uint8_t uzura_cmd_destroy_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                             struct uz_admin_cqe *cqe)
+{
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
+    UzuraCq *cq = uzura_cq_lookup(core, le32_to_cpu(c->handle),
+                                  le32_to_cpu(c->uctx));
+
+    if (!cq) {
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (cq->users) {
+        return UZ_CMD_BUSY;
+    }
+    uzura_eq_put(core, cq->eqn);
+    uzura_db_free(core, cq->db_offset);
+    uzura_uctx_put(core, cq->uctx);
+    cq->valid = false;
+    return UZ_CMD_OK;
+}
+
+/*
+ * The CQ doorbell reports the consumer index and may arm the CQ: the next
+ * completion (with UZ_DB_ARM_SOLICITED: the next solicited one) raises one
+ * UZ_EQE_COMPLETION on the CQ's EQ.
+ */
+void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val)
+{
+    UzuraCq *cq = &core->rdma.cq[cqn];
+    uint32_t ci = val & UZ_DB_CI_MASK;
+
+    if (!uzura_ring_ci_ok(ci, cq->ci, cq->pi)) {
+        uzura_guest_error(trace_uzura_obj_err_cq_doorbell(cqn, val, cq->pi),
+                          "CQ %u doorbell: consumer index %u is past the "
+                          "producer index %u", cqn, ci, cq->pi);
+        uzura_core_record_error(core, UZ_ERR_BAD_VALUE, cq->db_offset);
+        return;
+    }
+    cq->ci = ci;
+    if (val & UZ_DB_ARM) {
+        cq->arm = UZ_DB_ARM >> 24;
+    } else if (val & UZ_DB_ARM_SOLICITED) {
+        cq->arm = UZ_DB_ARM_SOLICITED >> 24;
+    }
+    trace_uzura_obj_cq_doorbell(cqn, ci, cq->arm);
 }
 
 /*

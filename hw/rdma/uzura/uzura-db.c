@@ -3,8 +3,12 @@
  * uzura RDMA NIC: doorbell pages (BAR 4).
  *
  * Each 4 KiB page has 1024 32-bit slots; a slot is assigned to a queue when
- * the queue is created.  A doorbell store only records the new index in
- * the queue and schedules the processing: no queue work runs on the vCPU.
+ * the queue is created.  A doorbell store records the new index in the
+ * queue.  An SQ doorbell then starts sending within the store, up to a
+ * budget (uzura_qp_doorbell: waking the main loop would cost more than a
+ * small send); the work of every other queue, and what the budget leaves,
+ * runs in the work bottom half (uzura-core.c).  The store is one device
+ * turn, so its frames leave together.
  */
 #include "qemu/osdep.h"
 #include "uzura-core.h"

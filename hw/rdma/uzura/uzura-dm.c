@@ -83,9 +83,10 @@ static int64_t uzura_dm_find(UzuraRdma *r, uint32_t n, uint64_t step)
  * ALLOC_DM: whole pages, zeroed (the last owner's data stays its own),
  * aligned to 2^log_align bytes.
  */
-uint8_t uzura_dm_alloc(UzuraCore *core, const struct uz_cmd_alloc_dm *c,
-                       struct uz_admin_cqe *cqe)
+uint8_t uzura_cmd_alloc_dm(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                           struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_alloc_dm *c = (const void *)cmd->raw;
     uint64_t len = le64_to_cpu(c->length);
     uint32_t uctx = le32_to_cpu(c->uctx), n;
     UzuraRdma *r = &core->rdma;
@@ -122,8 +123,10 @@ uint8_t uzura_dm_alloc(UzuraCore *core, const struct uz_cmd_alloc_dm *c,
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_dm_dealloc(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_dealloc_dm(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                             struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraDm *dm = uzura_dm_lookup(core, le32_to_cpu(c->handle),
                                   le32_to_cpu(c->uctx));
 

@@ -136,20 +136,22 @@ void uzura_eq_doorbell(UzuraCore *core, uint32_t eqn, uint32_t val)
     }
 }
 
-uint8_t uzura_eq_create(UzuraCore *core, const struct uz_cmd_create_eq *cmd,
-                        uint32_t *eqn, uint32_t *db_offset)
+uint8_t uzura_cmd_create_eq(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                            struct uz_admin_cqe *cqe)
 {
-    uint64_t ring = le64_to_cpu(cmd->ring_addr);
-    uint16_t vector = le16_to_cpu(cmd->vector);
-    bool async = cmd->flags & UZ_EQ_F_ASYNC;
+    const struct uz_cmd_create_eq *c = &cmd->create_eq;
+    uint32_t eqn, db_offset;
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    uint16_t vector = le16_to_cpu(c->vector);
+    bool async = c->flags & UZ_EQ_F_ASYNC;
     UzuraEq *eq = NULL;
     unsigned i;
 
-    if (cmd->log_depth < UZ_EQ_DEPTH_MIN || cmd->log_depth > UZ_EQ_DEPTH_MAX ||
-        vector >= core->num_vectors || (cmd->flags & ~UZ_EQ_F_ASYNC)) {
+    if (c->log_depth < UZ_EQ_DEPTH_MIN || c->log_depth > UZ_EQ_DEPTH_MAX ||
+        vector >= core->num_vectors || (c->flags & ~UZ_EQ_F_ASYNC)) {
         return UZ_CMD_BAD_PARAM;
     }
-    if (!uzura_dma_ok(core, ring, sizeof(struct uz_eqe) << cmd->log_depth,
+    if (!uzura_dma_ok(core, ring, sizeof(struct uz_eqe) << c->log_depth,
                       true)) {
         return UZ_CMD_BAD_ADDR;
     }
@@ -166,24 +168,28 @@ uint8_t uzura_eq_create(UzuraCore *core, const struct uz_cmd_create_eq *cmd,
     if (!eq) {
         return UZ_CMD_NO_RESOURCES;
     }
-    *eqn = eq - core->eq;
-    if (!uzura_db_alloc(core, 0, UZ_DBK_EQ, *eqn, db_offset)) {
+    eqn = eq - core->eq;
+    if (!uzura_db_alloc(core, 0, UZ_DBK_EQ, eqn, &db_offset)) {
         return UZ_CMD_NO_RESOURCES;
     }
     *eq = (UzuraEq) {
         .valid = true,
         .async = async,
         .ring_addr = ring,
-        .log_depth = cmd->log_depth,
+        .log_depth = c->log_depth,
         .vector = vector,
-        .db_offset = *db_offset,
+        .db_offset = db_offset,
     };
-    trace_uzura_eq_create(*eqn, ring, cmd->log_depth, vector, async);
+    trace_uzura_eq_create(eqn, ring, c->log_depth, vector, async);
+    cqe->out0 = cpu_to_le32(eqn);
+    cqe->out1 = cpu_to_le32(db_offset);
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_eq_destroy(UzuraCore *core, uint32_t eqn)
+uint8_t uzura_cmd_destroy_eq(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                             struct uz_admin_cqe *cqe)
 {
+    uint32_t eqn = le32_to_cpu(cmd->destroy.handle);
     UzuraEq *eq = uzura_eq_lookup(core, eqn);
 
     if (!eq) {

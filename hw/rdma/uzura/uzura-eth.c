@@ -320,46 +320,51 @@ void uzura_eth_doorbell(UzuraCore *core, bool tx, uint32_t val)
     uzura_work_schedule(core);
 }
 
-uint8_t uzura_eth_create(UzuraCore *core, bool tx,
-                         const struct uz_cmd_create_eth_queue *cmd,
-                         uint32_t *db_offset)
+static uint8_t uzura_eth_create(UzuraCore *core, bool tx,
+                                const struct uz_admin_cmd *cmd,
+                                struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_create_eth_queue *c = &cmd->create_eth_queue;
+    uint32_t db_offset;
     UzuraEthRing *r = uzura_eth_ring(core, tx);
-    uint64_t ring = le64_to_cpu(cmd->ring_addr);
-    uint32_t eqn = le32_to_cpu(cmd->eqn);
+    uint64_t ring = le64_to_cpu(c->ring_addr);
+    uint32_t eqn = le32_to_cpu(c->eqn);
 
     if (r->valid) {
         return UZ_CMD_EXISTS;
     }
-    if (cmd->log_depth < UZ_ETH_DEPTH_MIN ||
-        cmd->log_depth > UZ_ETH_DEPTH_MAX) {
+    if (c->log_depth < UZ_ETH_DEPTH_MIN ||
+        c->log_depth > UZ_ETH_DEPTH_MAX) {
         return UZ_CMD_BAD_PARAM;
     }
     if (!uzura_dma_ok(core, ring,
-                      sizeof(struct uz_eth_desc) << cmd->log_depth, true)) {
+                      sizeof(struct uz_eth_desc) << c->log_depth, true)) {
         return UZ_CMD_BAD_ADDR;
     }
     if (!uzura_eq_get(core, eqn)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_db_alloc(core, 0, tx ? UZ_DBK_ETH_TX : UZ_DBK_ETH_RX, 0,
-                        db_offset)) {
+                        &db_offset)) {
         uzura_eq_put(core, eqn);
         return UZ_CMD_NO_RESOURCES;
     }
     *r = (UzuraEthRing) {
         .valid = true,
         .ring_addr = ring,
-        .log_depth = cmd->log_depth,
+        .log_depth = c->log_depth,
         .eqn = eqn,
-        .db_offset = *db_offset,
+        .db_offset = db_offset,
     };
-    trace_uzura_eth_create(tx, ring, cmd->log_depth, eqn);
+    trace_uzura_eth_create(tx, ring, c->log_depth, eqn);
+    cqe->out1 = cpu_to_le32(db_offset);
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle)
+static uint8_t uzura_eth_destroy(UzuraCore *core, bool tx,
+                                 const struct uz_admin_cmd *cmd)
 {
+    uint32_t handle = le32_to_cpu(cmd->destroy.handle);
     UzuraEthRing *r = uzura_eth_ring(core, tx);
 
     if (!r->valid || handle != 0) {
@@ -373,6 +378,34 @@ uint8_t uzura_eth_destroy(UzuraCore *core, bool tx, uint32_t handle)
     }
     trace_uzura_eth_destroy(tx);
     return UZ_CMD_OK;
+}
+
+uint8_t uzura_cmd_create_eth_txq(UzuraCore *core,
+                                 const struct uz_admin_cmd *cmd,
+                                 struct uz_admin_cqe *cqe)
+{
+    return uzura_eth_create(core, true, cmd, cqe);
+}
+
+uint8_t uzura_cmd_create_eth_rxq(UzuraCore *core,
+                                 const struct uz_admin_cmd *cmd,
+                                 struct uz_admin_cqe *cqe)
+{
+    return uzura_eth_create(core, false, cmd, cqe);
+}
+
+uint8_t uzura_cmd_destroy_eth_txq(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    return uzura_eth_destroy(core, true, cmd);
+}
+
+uint8_t uzura_cmd_destroy_eth_rxq(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
+{
+    return uzura_eth_destroy(core, false, cmd);
 }
 
 void uzura_eth_reset(UzuraCore *core)

@@ -80,8 +80,10 @@ static uint8_t uzura_mcast_args(UzuraCore *core, const struct uz_cmd_mcast *c,
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_mcast_attach(UzuraCore *core, const struct uz_cmd_mcast *c)
+uint8_t uzura_cmd_attach_mcast(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                               struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_mcast *c = (const void *)cmd->raw;
     uint32_t qpn = le32_to_cpu(c->qpn), addr;
     uint8_t st = uzura_mcast_args(core, c, &addr);
     UzuraMcastGroup *g;
@@ -110,8 +112,10 @@ uint8_t uzura_mcast_attach(UzuraCore *core, const struct uz_cmd_mcast *c)
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_mcast_detach(UzuraCore *core, const struct uz_cmd_mcast *c)
+uint8_t uzura_cmd_detach_mcast(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                               struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_mcast *c = (const void *)cmd->raw;
     uint32_t qpn = le32_to_cpu(c->qpn), addr;
     uint8_t st = uzura_mcast_args(core, c, &addr);
     UzuraMcastGroup *g;

@@ -47,9 +47,10 @@ bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
            (!paged || uzura_mr_pages_cover(iova, len, shift, npages));
 }
 
-uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
-                     struct uz_admin_cqe *cqe)
+uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                         struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_reg_mr *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), access = le32_to_cpu(c->access);
     uint32_t npages = le32_to_cpu(c->npages);
     uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);
@@ -135,8 +136,10 @@ uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
  * that hold it reach the new memory.  The MR that results is checked as
  * a whole, as REG_MR would check it.
  */
-uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c)
+uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                           struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_rereg_mr *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), key = le32_to_cpu(c->key);
     UzuraMr *mr = uzura_mr_lookup(core, key);
     UzuraRdma *r = &core->rdma;
@@ -215,8 +218,10 @@ static void uzura_mr_odp_wake(UzuraCore *core, uint32_t uctx)
  * page list now maps the pages, or marks them UZ_PTE_ERROR): the MR may
  * fault again, and the QPs that waited go on.
  */
-uint8_t uzura_mr_page_resume(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_page_resume(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                              struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t key = le32_to_cpu(c->handle);
     UzuraMr *mr = uzura_mr_lookup(core, key);
 
@@ -253,8 +258,10 @@ UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key)
     return mr;
 }
 
-uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_dereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                           struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     uint32_t key = le32_to_cpu(c->handle);
     UzuraMr *mr = uzura_mr_slot(core, key);
 

@@ -48,9 +48,10 @@ static void uzura_mw_unbind(UzuraCore *core, UzuraMr *mw)
     }
 }
 
-uint8_t uzura_mw_alloc(UzuraCore *core, const struct uz_cmd_alloc_mw *c,
-                       struct uz_admin_cqe *cqe)
+uint8_t uzura_cmd_alloc_mw(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                           struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_alloc_mw *c = (const void *)cmd->raw;
     uint32_t uctx = le32_to_cpu(c->uctx), pdn = le32_to_cpu(c->pdn);
     UzuraRdma *r = &core->rdma;
     UzuraPd *pd = uzura_pd_lookup(core, pdn, uctx);
@@ -77,8 +78,10 @@ uint8_t uzura_mw_alloc(UzuraCore *core, const struct uz_cmd_alloc_mw *c,
 }
 
 /* DEALLOC_MW names the window by index: its key byte changes with binds. */
-uint8_t uzura_mw_dealloc(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_dealloc_mw(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                             struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraMr *mw = uzura_mw_slot(core, le32_to_cpu(c->handle));
 
     if (!mw || mw->uctx != le32_to_cpu(c->uctx)) {

@@ -497,8 +497,10 @@ void uzura_qp_fail(UzuraCore *core, UzuraQp *qp, uint8_t event)
     uzura_qp_last_wqe(core, qp);
 }
 
-uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
+uint8_t uzura_cmd_modify_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                            struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_modify_qp *c = (const void *)cmd->raw;
     uint32_t qpn = le32_to_cpu(c->qpn), mask = le32_to_cpu(c->attr_mask);
     UzuraQp *qp = uzura_qp_lookup(core, qpn);
     const UzuraQpTransition *t;
@@ -572,8 +574,10 @@ uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c)
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c)
+uint8_t uzura_cmd_query_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                           struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_query *c = (const void *)cmd->raw;
     UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->handle));
     const struct uz_qp_attr *q;
     struct uz_qp_attr a;
@@ -622,9 +626,10 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
     return x;
 }
 
-uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
-                        struct uz_admin_cqe *cqe)
+uint8_t uzura_cmd_create_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                            struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_create_qp *c = (const void *)cmd->raw;
     UzuraRdma *r = &core->rdma;
     uint32_t uctx = le32_to_cpu(c->uctx), pdn = le32_to_cpu(c->pdn);
     uint32_t srqn = le32_to_cpu(c->srqn), sq_db = 0, rq_db = 0;
@@ -777,8 +782,10 @@ uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_destroy_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                             struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->handle));
     UzuraRdma *r = &core->rdma;
 
@@ -831,10 +838,6 @@ uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
 }
 
 /*
- * SQ and RQ doorbells record the producer index.  In the error state the
- * new WQEs are flushed; the other states keep them for the data path.
- */
-/*
  * Start sending within the doorbell store itself.  Leaving it to the bottom
  * half would first wake the main loop, which on a busy host costs more than
  * the send; that wake-up is most of a small message's latency.  What the
@@ -864,6 +867,10 @@ static void uzura_qp_send_now(UzuraCore *core, UzuraQp *qp)
     }
 }
 
+/*
+ * SQ and RQ doorbells record the producer index.  In the error state the
+ * new WQEs are flushed; the other states keep them for the data path.
+ */
 void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val)
 {
     UzuraQp *qp = &core->rdma.qp[qpn];

@@ -173,9 +173,10 @@ void uzura_raw_transmit(UzuraCore *core, const uint8_t *buf, size_t len)
     uzura_link_send(core, buf, len);
 }
 
-uint8_t uzura_flow_create(UzuraCore *core, const struct uz_cmd_create_flow *c,
-                          struct uz_admin_cqe *cqe)
+uint8_t uzura_cmd_create_flow(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                              struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_create_flow *c = (const void *)cmd->raw;
     UzuraRdma *r = &core->rdma;
     UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->qpn));
     struct uz_flow_spec s;
@@ -206,8 +207,10 @@ uint8_t uzura_flow_create(UzuraCore *core, const struct uz_cmd_create_flow *c,
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_flow_destroy(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_destroy_flow(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                               struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraRdma *r = &core->rdma;
     uint32_t i = le32_to_cpu(c->handle);
 

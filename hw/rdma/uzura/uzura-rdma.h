@@ -11,6 +11,13 @@
 
 typedef struct UzuraCore UzuraCore;
 
+/*
+ * An admin command's handler, in uzura-admin.c's table: returns the
+ * completion's status and may set its out0 and out1.
+ */
+typedef uint8_t UzuraCmdFn(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                           struct uz_admin_cqe *cqe);
+
 /* Limits, from device properties; reported by QUERY_DEVICE. */
 typedef struct UzuraLimits {
     uint32_t max_uctx;          /* = doorbell pages - 1 */
@@ -351,28 +358,38 @@ static inline bool uzura_in_range(uint64_t addr, uint64_t len, uint64_t base,
         _r;                                                 \
     })
 
-/* uzura-obj.c: contexts, PDs, AHs, CQs, SRQs */
-bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx);
-void uzura_uctx_get(UzuraCore *core, uint32_t uctx);
-void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
-UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
-UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx);
-UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn);
+/* uzura-rdma.c: the object tables and contexts */
 void uzura_rdma_init(UzuraCore *core);
 void uzura_rdma_uninit(UzuraCore *core);
 void uzura_rdma_reset(UzuraCore *core);
 void uzura_rdma_fill_attr(UzuraCore *core, struct uz_device_attr *attr);
-uint8_t uzura_rdma_cmd(UzuraCore *core, const struct uz_admin_cmd *cmd,
-                       struct uz_admin_cqe *cqe);
-void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val);
+bool uzura_uctx_ok(UzuraCore *core, uint32_t uctx);
+void uzura_uctx_get(UzuraCore *core, uint32_t uctx);
+void uzura_uctx_put(UzuraCore *core, uint32_t uctx);
+UzuraCmdFn uzura_cmd_create_uctx;
+UzuraCmdFn uzura_cmd_destroy_uctx;
+
+/* uzura-pd.c, uzura-ah.c */
+UzuraPd *uzura_pd_lookup(UzuraCore *core, uint32_t pdn, uint32_t uctx);
+UzuraCmdFn uzura_cmd_alloc_pd;
+UzuraCmdFn uzura_cmd_dealloc_pd;
+UzuraCmdFn uzura_cmd_create_ah;
+UzuraCmdFn uzura_cmd_destroy_ah;
+
+/* uzura-srq.c */
+UzuraSrq *uzura_srq_lookup(UzuraCore *core, uint32_t srqn);
+UzuraCmdFn uzura_cmd_create_srq;
+UzuraCmdFn uzura_cmd_modify_srq;
+UzuraCmdFn uzura_cmd_resize_srq;
+UzuraCmdFn uzura_cmd_destroy_srq;
 void uzura_srq_doorbell(UzuraCore *core, uint32_t srqn, uint32_t val);
 
 /* uzura-mr.c: memory regions */
-uint8_t uzura_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
-                     struct uz_admin_cqe *cqe);
-uint8_t uzura_mr_rereg(UzuraCore *core, const struct uz_cmd_rereg_mr *c);
-uint8_t uzura_mr_dereg(UzuraCore *core, const struct uz_cmd_obj *c);
-uint8_t uzura_mr_page_resume(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraCmdFn uzura_cmd_invalidate_xlat;   /* uzura-xlat.c */
+UzuraCmdFn uzura_cmd_reg_mr;
+UzuraCmdFn uzura_cmd_rereg_mr;
+UzuraCmdFn uzura_cmd_dereg_mr;
+UzuraCmdFn uzura_cmd_page_resume;
 UzuraMr *uzura_mr_slot(UzuraCore *core, uint32_t key);
 UzuraMr *uzura_mr_lookup(UzuraCore *core, uint32_t key);
 bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
@@ -381,9 +398,8 @@ bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
 
 /* uzura-mw.c: memory windows */
 UzuraMr *uzura_mw_slot(UzuraCore *core, uint32_t key);
-uint8_t uzura_mw_alloc(UzuraCore *core, const struct uz_cmd_alloc_mw *c,
-                       struct uz_admin_cqe *cqe);
-uint8_t uzura_mw_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraCmdFn uzura_cmd_alloc_mw;
+UzuraCmdFn uzura_cmd_dealloc_mw;
 uint8_t uzura_mw_bind(UzuraCore *core, UzuraQp *qp,
                       const struct uz_send_wqe *h, uint8_t *verr);
 uint8_t uzura_mw_inv(UzuraCore *core, UzuraQp *qp, uint32_t key, bool remote);
@@ -393,8 +409,8 @@ uint8_t uzura_rkey_check(UzuraCore *core, UzuraQp *qp, uint32_t key,
                          UzuraMr **out);
 
 /* uzura-xrc.c: XRC domains and the target side's SRQ */
-uint8_t uzura_xrcd_alloc(UzuraCore *core, struct uz_admin_cqe *cqe);
-uint8_t uzura_xrcd_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraCmdFn uzura_cmd_alloc_xrcd;
+UzuraCmdFn uzura_cmd_dealloc_xrcd;
 UzuraXrcd *uzura_xrcd_lookup(UzuraCore *core, uint32_t xrcd);
 bool uzura_xrc_adopt(UzuraCore *core, UzuraQp *qp, uint32_t srqn);
 bool uzura_xrc_held(UzuraCore *core, UzuraQp *qp);
@@ -405,9 +421,8 @@ void uzura_dm_init(UzuraCore *core, MemoryRegion *region, uint32_t size,
                    uint32_t offset);
 void uzura_dm_uninit(UzuraCore *core);
 void uzura_dm_reset(UzuraCore *core);
-uint8_t uzura_dm_alloc(UzuraCore *core, const struct uz_cmd_alloc_dm *c,
-                       struct uz_admin_cqe *cqe);
-uint8_t uzura_dm_dealloc(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraCmdFn uzura_cmd_alloc_dm;
+UzuraCmdFn uzura_cmd_dealloc_dm;
 uint8_t uzura_dm_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
                         UzuraMr *mr);
 void uzura_dm_mr_dereg(UzuraCore *core, UzuraMr *mr);
@@ -417,9 +432,8 @@ void uzura_dm_copy(UzuraCore *core, UzuraMr *mr, uint64_t addr, void *buf,
 /* uzura-raw.c: raw packet QPs and flow rules */
 bool uzura_raw_receive(UzuraCore *core, const uint8_t *buf, size_t size);
 void uzura_raw_transmit(UzuraCore *core, const uint8_t *buf, size_t len);
-uint8_t uzura_flow_create(UzuraCore *core, const struct uz_cmd_create_flow *c,
-                          struct uz_admin_cqe *cqe);
-uint8_t uzura_flow_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraCmdFn uzura_cmd_create_flow;
+UzuraCmdFn uzura_cmd_destroy_flow;
 
 /* uzura-rss.c: receive side scaling (spec 8.18.1) */
 uint32_t uzura_rss_toeplitz(const uint8_t *key, const uint8_t *in,
@@ -444,16 +458,15 @@ void uzura_tm_work(UzuraCore *core);
 
 /* uzura-mcast.c: UD multicast groups */
 bool uzura_mcast_gid(const uint8_t *gid);
-uint8_t uzura_mcast_attach(UzuraCore *core, const struct uz_cmd_mcast *c);
-uint8_t uzura_mcast_detach(UzuraCore *core, const struct uz_cmd_mcast *c);
+UzuraCmdFn uzura_cmd_attach_mcast;
+UzuraCmdFn uzura_cmd_detach_mcast;
 void uzura_mcast_qp_gone(UzuraCore *core, uint32_t qpn);
 
 /* uzura-qp.c: queue pairs and their state machine */
-uint8_t uzura_qp_create(UzuraCore *core, const struct uz_cmd_create_qp *c,
-                        struct uz_admin_cqe *cqe);
-uint8_t uzura_qp_modify(UzuraCore *core, const struct uz_cmd_modify_qp *c);
-uint8_t uzura_qp_query(UzuraCore *core, const struct uz_cmd_query *c);
-uint8_t uzura_qp_destroy(UzuraCore *core, const struct uz_cmd_obj *c);
+UzuraCmdFn uzura_cmd_create_qp;
+UzuraCmdFn uzura_cmd_modify_qp;
+UzuraCmdFn uzura_cmd_query_qp;
+UzuraCmdFn uzura_cmd_destroy_qp;
 void uzura_qp_doorbell(UzuraCore *core, uint32_t qpn, bool sq, uint32_t val);
 uint8_t uzura_qp_active_mtu(UzuraCore *core);
 void uzura_qp_work(UzuraCore *core);
@@ -469,8 +482,12 @@ void uzura_shadow_reset(UzuraCore *core, UzuraQp *qp);
 void uzura_qp_free_all(UzuraCore *core);
 uint8_t uzura_wr_to_wc(uint8_t wr_opcode);
 
-/* uzura-cq.c: completions and the device clock */
-uint64_t uzura_clock_ns(void);
+/* uzura-cq.c: completion queues and completions */
+UzuraCq *uzura_cq_lookup(UzuraCore *core, uint32_t cqn, uint32_t uctx);
+UzuraCmdFn uzura_cmd_create_cq;
+UzuraCmdFn uzura_cmd_resize_cq;
+UzuraCmdFn uzura_cmd_destroy_cq;
+void uzura_cq_doorbell(UzuraCore *core, uint32_t cqn, uint32_t val);
 static inline uint32_t uzura_cqe_size(uint8_t cq_flags)
 {
     return cq_flags & UZ_CQF_TIMESTAMP ? sizeof(struct uz_cqe_ts) :

@@ -175,8 +175,6 @@ void uzura_xlat_init(UzuraCore *core);
 void uzura_xlat_uninit(UzuraCore *core);
 void uzura_xlat_reset(UzuraCore *core);
 void uzura_xlat_drop_mr(UzuraCore *core, UzuraMr *mr);
-uint8_t uzura_xlat_invalidate(UzuraCore *core,
-                              const struct uz_cmd_invalidate_xlat *c);
 
 /*
  * uzura-fastreg.c: REG_MR, BIND_MW and LOCAL_INV WRs, remote invalidation

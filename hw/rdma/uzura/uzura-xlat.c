@@ -379,9 +379,11 @@ uint8_t uzura_sgl_read_tx(UzuraCore *core, const UzuraSgl *sgl, uint32_t pdn,
 }
 
 /* UZ_CMD_INVALIDATE_XLAT: drop the cached pages of a range of an MR. */
-uint8_t uzura_xlat_invalidate(UzuraCore *core,
-                              const struct uz_cmd_invalidate_xlat *c)
+uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
+                                  const struct uz_admin_cmd *cmd,
+                                  struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_invalidate_xlat *c = (const void *)cmd->raw;
     UzuraRdma *r = &core->rdma;
     uint32_t key = le32_to_cpu(c->key), i = UZ_KEY_INDEX(key), n;
     uint64_t iova = le64_to_cpu(c->iova), len = le64_to_cpu(c->length);

@@ -21,7 +21,8 @@ UzuraXrcd *uzura_xrcd_lookup(UzuraCore *core, uint32_t xrcd)
 }
 
 /* A domain belongs to the device: processes share it through the kernel. */
-uint8_t uzura_xrcd_alloc(UzuraCore *core, struct uz_admin_cqe *cqe)
+uint8_t uzura_cmd_alloc_xrcd(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                             struct uz_admin_cqe *cqe)
 {
     int64_t i = UZ_FIND_FREE(core->rdma.xrcd, UZ_XRCD_MAX, 0);
 
@@ -34,8 +35,10 @@ uint8_t uzura_xrcd_alloc(UzuraCore *core, struct uz_admin_cqe *cqe)
     return UZ_CMD_OK;
 }
 
-uint8_t uzura_xrcd_dealloc(UzuraCore *core, const struct uz_cmd_obj *c)
+uint8_t uzura_cmd_dealloc_xrcd(UzuraCore *core, const struct uz_admin_cmd *cmd,
+                               struct uz_admin_cqe *cqe)
 {
+    const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraXrcd *d = uzura_xrcd_lookup(core, le32_to_cpu(c->handle));
 
     if (!d) {
