@@ -55,6 +55,7 @@ add_line "$src/tests/qtest/fuzz/meson.build" \
 add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
 add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
 add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
+add_line "$src/meson.build" "    'hw/rdma/uzura'," "    'hw/rdma/uzura/research',"
 # The stream netdev (the two-node link) turns Nagle off on the connecting
 # side only; without it on the listening side too, a frame the listener
 # sends behind an unacknowledged one waits for the peer's delayed ACK

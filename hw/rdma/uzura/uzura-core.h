@@ -7,8 +7,9 @@
  * life, entries and work loop; its parts live in files of their own:
  * registers (uzura-regs.c), doorbells (uzura-db.c), the admin queue
  * (uzura-admin.c), event queues (uzura-eq.c), the Ethernet function
- * (uzura-eth.c), the RDMA engine (uzura-rdma.h) and the link
- * (uzura-fault.c, uzura-model.c).
+ * (uzura-eth.c), the RDMA engine (uzura-rdma.h) and the port
+ * (uzura-link.c).  Between the port and the link sit the research layers
+ * (research/: fault injection and the timing model), off unless set.
  */
 #ifndef HW_RDMA_UZURA_CORE_H
 #define HW_RDMA_UZURA_CORE_H
@@ -19,8 +20,8 @@
 #include "qemu/queue.h"
 #include "uzura-hw.h"
 #include "uzura-rdma.h"
-#include "uzura-fault.h"
-#include "uzura-model.h"
+#include "research/uzura-fault.h"
+#include "research/uzura-model.h"
 
 typedef struct PCIDevice PCIDevice;
 typedef struct NICState NICState;
@@ -146,7 +147,7 @@ typedef struct UzuraCounters {
     uint64_t uc_dropped;        /* UC messages dropped by the responder */
     uint64_t rx_mcast;          /* multicast datagrams handed to members */
     uint64_t sq_shadow_takes;   /* SQ indices read from shadow records */
-    /* faults injected on transmit (uzura-fault.c) */
+    /* faults injected on transmit (research/uzura-fault.c) */
     uint64_t fault_drops;
     uint64_t fault_dups;
     uint64_t fault_reorders;
@@ -386,10 +387,16 @@ void uzura_pause_init(UzuraCore *core);
 void uzura_pause_reset(UzuraCore *core);
 void uzura_pause_uninit(UzuraCore *core);
 
-/* uzura-fault.c */
+/* uzura-link.c: the port */
 void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len);
 bool uzura_link_direct(UzuraCore *core);
 void uzura_link_sendv(UzuraCore *core, const struct iovec *iov, int n);
+void uzura_link_wire(UzuraCore *core, const uint8_t *buf, size_t len);
+ssize_t uzura_link_receive(UzuraCore *core, const uint8_t *buf, size_t size);
+
+/* research/uzura-fault.c: the fault injector */
+bool uzura_fault_tx_active(UzuraFault *f);
+void uzura_fault_tx(UzuraCore *core, const uint8_t *buf, size_t len);
 void uzura_fault_init(UzuraCore *core);
 void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
@@ -399,7 +406,7 @@ char *uzura_fault_get_rules(UzuraCore *core);
 void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
                           uint32_t period_us);
 
-/* uzura-model.c */
+/* research/uzura-model.c: the timing model */
 void uzura_model_init(UzuraCore *core);
 void uzura_model_uninit(UzuraCore *core);
 void uzura_model_reset(UzuraCore *core);

@@ -118,9 +118,7 @@ static ssize_t uzura_nc_receive(NetClientState *nc, const uint8_t *buf,
 {
     UzuraState *s = qemu_get_nic_opaque(nc);
     bool g = uzura_enter(&s->core);
-    ssize_t ret = s->core.model.on ?
-                  uzura_model_receive(&s->core, buf, size) :
-                  uzura_core_receive(&s->core, buf, size);
+    ssize_t ret = uzura_link_receive(&s->core, buf, size);
 
     uzura_work_after_batch(&s->core);
     uzura_leave(&s->core, g);
@@ -460,7 +458,7 @@ static void uzura_set_rx_batch(Object *obj, bool value, Error **errp)
 }
 
 /*
- * Fault injection (uzura-fault.c): probabilities per frame on transmit,
+ * Fault injection (research/uzura-fault.c): probabilities per frame on transmit,
  * a delay and the generator's seed, all settable at run time.
  */
 static const struct {

@@ -35,8 +35,8 @@
 #include "system/cpu-timers.h"
 #include "system/runstate.h"
 #include "net/net.h"
-#include "uzura-core.h"
-#include "uzura-transport.h"
+#include "../uzura-core.h"
+#include "../uzura-transport.h"
 #include "trace.h"
 
 struct UzuraModelFrame {

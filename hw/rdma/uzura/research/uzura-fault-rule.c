@@ -11,8 +11,8 @@
  */
 #include "qemu/osdep.h"
 #include "qemu/cutils.h"
-#include "uzura-core.h"
-#include "uzura-transport.h"
+#include "../uzura-core.h"
+#include "../uzura-transport.h"
 
 #define FRAME_BTH       UZ_ROCE_BTH_OFF
 #define FRAME_IP        UZ_ROCE_IP_OFF

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * uzura RDMA NIC: the link's transmit side and its fault injector.
+ * uzura RDMA NIC, research layer: the fault injector.
  *
- * Every frame the NIC sends, Ethernet or RoCE, leaves through
- * uzura_link_send(); every RoCE frame it receives from the link passes
- * uzura_fault_rx() while receive rules are loaded.  Rules (the
+ * It sits between the port (uzura-link.c) and the wire.  While it is
+ * active, every frame the NIC sends passes uzura_fault_tx(); every RoCE
+ * frame it receives from the link passes uzura_fault_rx() while receive
+ * rules are loaded.  Rules (the
  * fault-rules property, uzura-fault-rule.c) aim a fault at chosen frames
  * in either direction; frames no rule acts on meet the random faults of
  * the fault-* probabilities on transmit.  Random decisions come from one
@@ -18,7 +19,7 @@
 #include "qemu/timer.h"
 #include "net/net.h"
 #include "net/checksum.h"
-#include "uzura-core.h"
+#include "../uzura-core.h"
 #include "trace.h"
 
 /* How long a reordered frame waits for later ones to overtake it. */
@@ -65,7 +66,8 @@ void uzura_fault_set_seed(UzuraFault *f, uint64_t seed)
     }
 }
 
-static bool uzura_fault_tx_active(UzuraFault *f)
+/* Whether transmitted frames go through the injector (uzura_fault_tx). */
+bool uzura_fault_tx_active(UzuraFault *f)
 {
     return f->drop > 0 || f->dup > 0 || f->reorder > 0 || f->corrupt > 0 ||
            f->delay_us || f->nrules > f->nrules_rx || f->pipe[0].frames ||
@@ -158,11 +160,7 @@ static void uzura_fault_wire(UzuraCore *core, const uint8_t *buf, size_t len,
                              int copies)
 {
     while (copies--) {
-        if (core->model.on) {
-            uzura_model_send(core, buf, len);
-        } else {
-            qemu_send_packet(qemu_get_queue(core->owner_nic), buf, len);
-        }
+        uzura_link_wire(core, buf, len);
     }
 }
 
@@ -457,38 +455,17 @@ static void uzura_fault_timer(void *opaque)
 }
 
 /*
- * Whether a frame may go straight to the netdev as pieces
- * (uzura_link_sendv): no fault is injected on transmit and the timing
- * model is off, for both take the frame as one buffer.
+ * A frame the port sends (uzura_link_send), while uzura_fault_tx_active:
+ * the rules and random faults act on it, and it goes on to the wire now,
+ * later or not at all.
  */
-bool uzura_link_direct(UzuraCore *core)
-{
-    return !core->model.on && !uzura_fault_tx_active(&core->fault) &&
-           !uzura_pause_active(core);
-}
-
-/* Send a frame in pieces, when uzura_link_direct() says it may. */
-void uzura_link_sendv(UzuraCore *core, const struct iovec *iov, int n)
-{
-    qemu_sendv_packet(qemu_get_queue(core->owner_nic), iov, n);
-}
-
-/* Send a frame on the link, through the fault injector. */
-void uzura_link_send(UzuraCore *core, const uint8_t *buf, size_t len)
+void uzura_fault_tx(UzuraCore *core, const uint8_t *buf, size_t len)
 {
     UzuraFault *f = &core->fault;
     const UzuraFaultRule *r;
     g_autofree uint8_t *copy = NULL;
     int copies = 1;
 
-    /* A paused link (9.1.3) holds the frame before the wire. */
-    if (uzura_pause_hold(core, buf, len)) {
-        return;
-    }
-    if (!uzura_fault_tx_active(f)) {
-        uzura_fault_wire(core, buf, len, 1);
-        return;
-    }
     /* Sorting a frame for the rules costs a parse: only with tx rules. */
     r = f->nrules > f->nrules_rx ? uzura_fault_rules_pick(f, false, buf, len)
                                  : NULL;
