@@ -16,7 +16,11 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "uzura-hw.h"
+#include "uzura_regs_defs.h"
+#include "uzura_admin_defs.h"
+#include "uzura_admin_cmds_defs.h"
+#include "uzura_io_defs.h"
+#include "uzura_roce_defs.h"
 
 #define DRV_NAME		"uzura"
 

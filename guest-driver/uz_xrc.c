@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * uzura: XRC (UZ_CAP_XRC; the XRC part of uzura-hw.h).  XRC domains, the
+ * uzura: XRC (UZ_CAP_XRC; the XRC parts of uzura_*_defs.h).  XRC domains, the
  * XRC fields of an SRQ, and XRC target QPs.  An XRCD belongs to the
  * device, not to a context: ib_core shares one between processes through
  * the file they open it with.  A target QP has no rings, CQs, PD or SRQ

@@ -14,7 +14,11 @@
 #include "libqos/pci.h"
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
-#include "../../hw/rdma/uzura/uzura-hw.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_regs_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_admin_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_admin_cmds_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_io_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_roce_defs.h"
 
 #define UZ_SLOT(i)          (4 + (i))
 

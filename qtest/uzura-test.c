@@ -9,7 +9,11 @@
 #include "libqos/pci.h"
 #include "qobject/qdict.h"
 #include "hw/pci/pci_regs.h"
-#include "../../hw/rdma/uzura/uzura-hw.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_regs_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_admin_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_admin_cmds_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_io_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_roce_defs.h"
 
 #define UZ_TEST_MAC     "52:54:00:12:34:56"
 #define UZ_TEST_SLOT    4

@@ -37,7 +37,12 @@ for f in "$top"/guest-lib/uzura/*; do
 done
 # Links to files since removed from guest-lib/uzura would break CMake.
 find "$tree/providers/uzura" -xtype l -delete
-ln -sf "$top/hw/rdma/uzura/uzura-hw.h" "$tree/providers/uzura/uzura-hw.h"
+# The hardware interface, from the driver, as efa's provider has its own
+# efa_io_defs.h.
+rm -f "$tree/providers/uzura/uzura-hw.h"
+for f in "$top"/guest-driver/uzura_*_defs.h; do
+	ln -sf "$f" "$tree/providers/uzura/"
+done
 ln -sf "$top/guest-driver/uapi/rdma/uzura-abi.h" \
 	"$tree/kernel-headers/rdma/uzura-abi.h"
 

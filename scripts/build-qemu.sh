@@ -36,6 +36,12 @@ add_line() {
 }
 
 ln -sfn "$top/hw/rdma" "$src/hw/rdma"
+# The hardware interface headers come from the driver, as QEMU imports
+# Linux's (include/standard-headers, scripts/update-linux-headers.sh).
+mkdir -p "$src/include/standard-headers/drivers/infiniband/hw/uzura"
+for f in "$top"/guest-driver/uzura_*_defs.h; do
+	ln -sf "$f" "$src/include/standard-headers/drivers/infiniband/hw/uzura/"
+done
 for t in "$top"/qtest/*.c "$top"/qtest/*.h; do
 	[ -e "$t" ] && ln -sf "$t" "$src/tests/qtest/$(basename "$t")"
 done

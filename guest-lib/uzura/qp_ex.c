@@ -2,7 +2,7 @@
 /*
  * uzura provider: ibv_create_qp_ex and the work request API of
  * ibv_qp_ex (ibv_wr_*).  The builders write WQEs straight into the SQ
- * ring (uzura-hw.h, docs/device-spec.md 8.6) from the producer index on;
+ * ring (uzura_io_defs.h, docs/device-spec.md 8.6) from the producer index on;
  * ibv_wr_complete rings the doorbell once for the whole batch, and
  * ibv_wr_abort, or any error in the batch, leaves the producer index
  * where it was, so the device never sees the batch.  Between wr_start and

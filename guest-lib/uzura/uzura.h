@@ -22,7 +22,11 @@
 #include <util/util.h>
 
 #include "uzura-abi.h"
-#include "uzura-hw.h"
+#include "uzura_regs_defs.h"
+#include "uzura_admin_defs.h"
+#include "uzura_admin_cmds_defs.h"
+#include "uzura_io_defs.h"
+#include "uzura_roce_defs.h"
 #include "uzuradv.h"
 
 /* ibv_wc.sl of a RoCE UD receive: the frame's L3 header type, as ConnectX. */

@@ -2,7 +2,7 @@
 /*
  * uzura provider: verbs.  Control operations go through the uverbs
  * commands; posting and polling write WQEs and read CQEs in the rings the
- * kernel mapped for us (formats in uzura-hw.h, docs/device-spec.md 8.5,
+ * kernel mapped for us (formats in uzura_io_defs.h, docs/device-spec.md 8.5,
  * 8.6) and ring the doorbells in the context's doorbell page.
  */
 #include <errno.h>

@@ -8,7 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "uzura-hw.h"
+#include "uzura_regs_defs.h"
+#include "uzura_admin_defs.h"
+#include "uzura_admin_cmds_defs.h"
+#include "uzura_io_defs.h"
+#include "uzura_roce_defs.h"
 #include "tap.h"
 
 static const unsigned int regs[] = {

@@ -4,7 +4,7 @@
  * the rdma-core provider libuzura (guest-lib/), carried in the udata of
  * the uverbs commands.  docs/verbs-abi.md explains it; the hardware
  * formats the provider writes (WQEs, CQEs, doorbell values) are those of
- * hw/rdma/uzura/uzura-hw.h.
+ * guest-driver/uzura_*_defs.h.
  *
  * The kernel allocates every ring (the device needs each ring in one piece
  * of DMA-contiguous memory) and hands it to the process through an mmap

@@ -6,7 +6,11 @@
 #ifndef HW_RDMA_UZURA_RDMA_H
 #define HW_RDMA_UZURA_RDMA_H
 
-#include "uzura-hw.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_regs_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_admin_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_admin_cmds_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_io_defs.h"
+#include "standard-headers/drivers/infiniband/hw/uzura/uzura_roce_defs.h"
 #include "uzura-transport.h"
 
 typedef struct UzuraCore UzuraCore;
