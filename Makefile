@@ -12,7 +12,7 @@ QEMU_SAN_DIR := $(BUILD)/qemu-san
 HOST_DIR  := $(BUILD)/host
 export UZURA_CACHE := $(CACHE)
 
-.PHONY: all setup sources qemu qemu-release qemu-san host image cluster-parts check check-large fuzz demo bench bench-mpi clean distclean help
+.PHONY: all setup sources qemu qemu-release qemu-san host image cluster-parts check check-large lint fuzz demo bench bench-mpi clean distclean help
 
 all: qemu host image
 
@@ -24,6 +24,7 @@ help:
 	@echo "make          build QEMU with the device, the driver, the guest image"
 	@echo "make check    build what is missing and run every test"
 	@echo "make check-large  MPI on 4-16 nodes, two hosts, the whole MPI suite, slow qtests"
+	@echo "make lint     QEMU's and the kernel's checkpatch on the code (make check runs it)"
 	@echo "make fuzz     fuzz the device for FUZZ_TIME seconds (default 3600;" \
 		"FUZZ_TARGETS: some of tests/fuzz-targets.sh's)"
 	@echo "make demo     boot two nodes: RDMA write, CRW, an MPI job, faults"
@@ -62,6 +63,11 @@ image: setup
 
 check: all
 	@tests/run-all.sh
+
+# QEMU's checkpatch on hw/, the qtests and the QEMU patches, the kernel's
+# on the driver (scripts/lint.sh); make check runs it as a suite.
+lint: sources
+	@scripts/lint.sh
 
 # The suites of tests/large, longer than make check's budget: MPI on 4,
 # 8 and 16 nodes, two hosts over VXLAN, the whole MPI suite, slow qtests.

@@ -29,21 +29,21 @@
 #define UZ_CMD_DEALLOC_PD           0x13
 #define UZ_CMD_CREATE_CQ            0x14 /* out0: cqn, out1: doorbell */
 #define UZ_CMD_DESTROY_CQ           0x15
-#define UZ_CMD_CREATE_QP            0x16 /* out0: qpn, out1: SQ doorbell,
-					  * out2: RQ doorbell */
+/* out0: qpn, out1: SQ doorbell, out2: RQ doorbell */
+#define UZ_CMD_CREATE_QP            0x16
 #define UZ_CMD_MODIFY_QP            0x17
 #define UZ_CMD_QUERY_QP             0x18 /* writes uz_qp_attr to buf */
 #define UZ_CMD_DESTROY_QP           0x19
-#define UZ_CMD_CREATE_SRQ           0x1a /* out0: srqn, out1: doorbell,
-					  * out2: UZ_SRQF_TM ops doorbell */
+/* out0: srqn, out1: doorbell, out2: UZ_SRQF_TM ops doorbell */
+#define UZ_CMD_CREATE_SRQ           0x1a
 #define UZ_CMD_MODIFY_SRQ           0x1b
 #define UZ_CMD_DESTROY_SRQ          0x1c
 #define UZ_CMD_REG_MR               0x1d /* out0: lkey = rkey */
 #define UZ_CMD_DEREG_MR             0x1e
 #define UZ_CMD_CREATE_AH            0x1f /* out0: ahn */
 #define UZ_CMD_DESTROY_AH           0x20
-#define UZ_CMD_QUERY_COUNTERS       0x21 /* writes u64 counters to buf,
-					  * out0: how many, out1: UZ_CNT_NUM */
+/* writes u64 counters to buf, out0: how many, out1: UZ_CNT_NUM */
+#define UZ_CMD_QUERY_COUNTERS       0x21
 #define UZ_CMD_INVALIDATE_XLAT      0x22 /* drop cached translations */
 #define UZ_CMD_RESIZE_CQ            0x23 /* out0: CQEs the driver moves */
 #define UZ_CMD_REREG_MR             0x24 /* the key stays */
@@ -88,10 +88,11 @@ struct uz_cmd_resize_cq {
 };
 
 struct uz_cmd_create_cq {
-	uint64_t ring_addr;         /* 2^log_depth entries of uz_cqe (of
-				     * uz_cqe_ts with UZ_CQF_TIMESTAMP), or
-				     * the ring's page list
-				     * (UZ_CQF_PAGE_LIST) */
+	/*
+	 * 2^log_depth entries of uz_cqe (of uz_cqe_ts with UZ_CQF_TIMESTAMP),
+	 * or the ring's page list (UZ_CQF_PAGE_LIST)
+	 */
+	uint64_t ring_addr;
 	uint32_t uctx;
 	uint32_t eqn;               /* EQ for completion events */
 	uint8_t log_depth;          /* 1 .. log2(max_cqe), at most 22 */
@@ -130,12 +131,10 @@ struct uz_cmd_create_qp {
 
 #define UZ_NO_SRQ                   0xffffffffu
 #define UZ_QPF_SIG_ALL              (1u << 0)  /* every WQE signalled */
-#define UZ_QPF_NO_SQ                (1u << 1)  /* UZ_QPT_RAW: a receive
-						* queue only (a WQ); sq_*
-						* and send_cqn ignored */
-#define UZ_QPF_SQ_SHADOW            (1u << 2)  /* a struct uz_sq_shadow
-						* follows the SQ ring
-						* (UZ_CAP_SQ_SHADOW) */
+/* UZ_QPT_RAW: a receive queue only (a WQ); sq_* and send_cqn ignored */
+#define UZ_QPF_NO_SQ                (1u << 1)
+/* a struct uz_sq_shadow follows the SQ ring (UZ_CAP_SQ_SHADOW) */
+#define UZ_QPF_SQ_SHADOW            (1u << 2)
 
 #define UZ_QPT_RC                   0x02
 #define UZ_QPT_UC                   0x03       /* unreliable connected */
@@ -391,24 +390,24 @@ enum uz_counter {
 	/* multicast */
 	UZ_CNT_RX_MCAST = 90,       /* rx_mcast: datagrams handed to members */
 	/* SQ shadow doorbells */
-	UZ_CNT_SQ_SHADOW_TAKES = 91,    /* sq_shadow_takes: SQ producer
-					 * indices read from shadow records */
+	/* sq_shadow_takes: SQ producer indices read from shadow records */
+	UZ_CNT_SQ_SHADOW_TAKES = 91,
 	/* the link */
-	UZ_CNT_RX_NOT_OURS = 92,    /* rx_not_ours: unicast frames to another
-				     * MAC, which a hub delivers */
+	/* rx_not_ours: unicast frames to another MAC, which a hub delivers */
+	UZ_CNT_RX_NOT_OURS = 92,
 	/* ECN (mlx5's name) */
-	UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS = 93, /* np_ecn_marked_roce_packets:
-						 * RoCE packets marked CE */
+	/* np_ecn_marked_roce_packets: RoCE packets marked CE */
+	UZ_CNT_NP_ECN_MARKED_ROCE_PACKETS = 93,
 	/* congestion control (mlx5's names) */
 	UZ_CNT_NP_CNP_SENT = 94,    /* np_cnp_sent: CNPs sent */
 	UZ_CNT_RP_CNP_HANDLED = 95, /* rp_cnp_handled: CNPs that cut a rate */
 	UZ_CNT_RP_CNP_IGNORED = 96, /* rp_cnp_ignored: CNPs taken, no effect */
 	/* Ethernet */
-	UZ_CNT_RX_OUT_OF_BUFFER = 97,   /* rx_out_of_buffer: no RX descriptor
-					 * and the hold queue full */
+	/* rx_out_of_buffer: no RX descriptor and the hold queue full */
+	UZ_CNT_RX_OUT_OF_BUFFER = 97,
 	/* link-level flow control received (mlx5's names) */
-	UZ_CNT_RX_PAUSE_CTRL_PHY = 98,  /* rx_pause_ctrl_phy: PAUSE and PFC
-					 * frames */
+	/* rx_pause_ctrl_phy: PAUSE and PFC frames */
+	UZ_CNT_RX_PAUSE_CTRL_PHY = 98,
 	UZ_CNT_RX_PAUSE_TRANSITION = 99, /* rx_pause_transition: pauses */
 	UZ_CNT_RX_PAUSE_DURATION = 100, /* rx_pause_duration: microseconds */
 	UZ_CNT_NUM                  /* 101: counters of this version */
@@ -517,8 +516,8 @@ struct uz_tm_op {
 	uint64_t wr_id;             /* of the operation's own completion */
 	uint64_t recv_wr_id;        /* ADD: of the tagged receive's CQEs */
 	uint64_t tag;               /* ADD */
-	uint64_t mask;              /* ADD: a message matches when its tag
-				     * & mask == tag & mask */
+	/* ADD: a message matches when its tag & mask == tag & mask */
+	uint64_t mask;
 	uint32_t unexpected_cnt;    /* with UZ_TM_OP_F_SYNC */
 	uint16_t index;             /* ADD, DEL: the tag list entry */
 	uint8_t opcode;             /* UZ_TM_OP_* */
@@ -719,9 +718,11 @@ struct uz_cmd_invalidate_xlat {
 #define UZ_ACCESS_REMOTE_READ       (1u << 2)
 #define UZ_ACCESS_REMOTE_ATOMIC     (1u << 3)
 #define UZ_ACCESS_MW_BIND           (1u << 4)  /* MR: windows may bind to it */
-#define UZ_ACCESS_FLUSH_GLOBAL      (1u << 8)  /* MR: a peer's FLUSH to global
-                                                * visibility (UZ_CAP_PLACEMENT);
-                                                * IB's bit, as those above */
+/*
+ * MR: a peer's FLUSH to global visibility (UZ_CAP_PLACEMENT); IB's bit, as
+ * those above
+ */
+#define UZ_ACCESS_FLUSH_GLOBAL      (1u << 8)
 
 #define UZ_KEY_INDEX(key)           ((key) >> 8)
 #define UZ_KEY_BYTE(key)            ((key) & 0xff)

@@ -147,19 +147,25 @@ struct uz_send_wqe {
 	uint8_t num_sge;            /* or 0 with UZ_WQE_F_INLINE */
 	uint8_t reserved_8;
 	uint32_t inline_len;        /* bytes of inline data after the header */
-	uint32_t imm_data;          /* immediate (network order), or the key
-				     * to invalidate (SEND_INV, LOCAL_INV;
-				     * little-endian) */
-	uint32_t rkey;              /* RDMA, atomic, STCRW: remote key;
-				     * REG_MR, BIND_MW: the MR's or MW's
-				     * new key */
-	uint64_t remote_addr;       /* RDMA, atomic, STCRW; REG_MR: iova;
-				     * BIND_MW: the window's address */
+	/*
+	 * immediate (network order), or the key to invalidate (SEND_INV,
+	 * LOCAL_INV; little-endian)
+	 */
+	uint32_t imm_data;
+	/*
+	 * RDMA, atomic, STCRW: remote key; REG_MR, BIND_MW: the MR's or MW's
+	 * new key
+	 */
+	uint32_t rkey;
+	/* RDMA, atomic, STCRW; REG_MR: iova; BIND_MW: the window's address */
+	uint64_t remote_addr;
 	union {
 		struct {
-			uint64_t compare_add; /* CMP_SWP compare, FETCH_ADD
-					       * add, ATOMIC_WRITE the 8
-					       * bytes to write */
+			/*
+			 * CMP_SWP compare, FETCH_ADD add, ATOMIC_WRITE the 8
+			 * bytes to write
+			 */
+			uint64_t compare_add;
 			uint64_t swap;
 		} atomic;
 		struct {
@@ -211,8 +217,8 @@ UZ_ASSERT_SIZE(struct uz_send_wqe, 64);
 #define UZ_WR_RDMA_READ             0x05
 #define UZ_WR_ATOMIC_CMP_SWP        0x06
 #define UZ_WR_ATOMIC_FETCH_ADD      0x07
-#define UZ_WR_LOCAL_INV             0x08 /* local: free a fast-reg MR or
-					  * unbind a type 2 MW */
+/* local: free a fast-reg MR or unbind a type 2 MW */
+#define UZ_WR_LOCAL_INV             0x08
 #define UZ_WR_REG_MR                0x09 /* local: register a fast-reg MR */
 #define UZ_WR_BIND_MW               0x0a /* local: bind an MW */
 #define UZ_WR_FLUSH                 0x0b /* make a peer's range visible */
@@ -325,9 +331,8 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_WC_F_INV                 (1u << 1)
 #define UZ_WC_F_GRH                 (1u << 2)  /* UD: 40-byte GRH first */
 #define UZ_WC_F_IPV4                (1u << 3)  /* GRH holds an IPv4 hdr */
-#define UZ_WC_F_XRC                 (1u << 4)  /* a receive through an XRC
-                                                * target QP (qpn): src_qp
-                                                * is the XRC SRQ's number */
+/* a receive through an XRC target QP (qpn): src_qp is the XRC SRQ's number */
+#define UZ_WC_F_XRC                 (1u << 4)
 #define UZ_WC_F_TM_SYNC_REQ         (1u << 5)  /* TM: out of sync */
 #define UZ_WC_F_TM_MATCH            (1u << 6)  /* TM: a tag matched */
 #define UZ_WC_F_TM_DATA_VALID       (1u << 7)  /* TM: the data is there */
@@ -371,10 +376,11 @@ UZ_ASSERT_SIZE(struct uz_cqe_ts, 64);
 #define UZ_VERR_ACCESS              0x05 /* MR lacks the access right */
 #define UZ_VERR_PD                  0x06 /* MR of another PD */
 #define UZ_VERR_DMA                 0x07 /* host page not accessible */
-#define UZ_VERR_MR_STATE            0x08 /* REG_MR of a valid MR,
-                                          * invalidation of a non-fast MR
-                                          * or type 1 MW, BIND_MW of a
-                                          * bound type 2 MW */
+/*
+ * REG_MR of a valid MR, invalidation of a non-fast MR or type 1 MW, BIND_MW of
+ * a bound type 2 MW
+ */
+#define UZ_VERR_MR_STATE            0x08
 #define UZ_VERR_CRW_TABLE_FULL      0x10
 #define UZ_VERR_CRW_DUP_TAG         0x11
 

@@ -126,24 +126,24 @@
 #define UZ_CAP_CRW                  (1u << 5)  /* conditional RDMA write */
 #define UZ_CAP_LINK_SPEED           (1u << 6)  /* UZ_REG_LINK_SPEED valid */
 #define UZ_CAP_CQ_PAGES             (1u << 7)  /* UZ_CQF_PAGE_LIST */
-#define UZ_CAP_FAST_REG             (1u << 8)  /* UZ_MR_F_FAST, REG_MR and
-                                                * LOCAL_INV WRs, SEND_INV */
+/* UZ_MR_F_FAST, REG_MR and LOCAL_INV WRs, SEND_INV */
+#define UZ_CAP_FAST_REG             (1u << 8)
 #define UZ_CAP_CQ_RESIZE            (1u << 9)  /* UZ_CMD_RESIZE_CQ */
 #define UZ_CAP_MR_REREG             (1u << 10) /* UZ_CMD_REREG_MR */
-#define UZ_CAP_MW                   (1u << 11) /* memory windows: ALLOC_MW,
-                                                * UZ_WR_BIND_MW */
+/* memory windows: ALLOC_MW, UZ_WR_BIND_MW */
+#define UZ_CAP_MW                   (1u << 11)
 #define UZ_CAP_ODP                  (1u << 12) /* UZ_MR_F_ODP, page faults */
 #define UZ_CAP_UC                   (1u << 13) /* UZ_QPT_UC */
 #define UZ_CAP_MCAST                (1u << 14) /* UD multicast: ATTACH_MCAST */
 #define UZ_CAP_SRQ_RESIZE           (1u << 15) /* UZ_CMD_RESIZE_SRQ */
-#define UZ_CAP_PLACEMENT            (1u << 16) /* UZ_WR_FLUSH,
-                                                * UZ_WR_ATOMIC_WRITE */
-#define UZ_CAP_XRC                  (1u << 17) /* XRC: ALLOC_XRCD, XRC SRQs,
-                                                * UZ_QPT_XRC_INI, _TGT */
-#define UZ_CAP_TIMESTAMP            (1u << 18) /* the clock (UZ_DB_CLOCK),
-                                                * UZ_CQF_TIMESTAMP */
-#define UZ_CAP_DM                   (1u << 19) /* device memory: ALLOC_DM,
-                                                * UZ_MR_F_DM, dm_size */
+/* UZ_WR_FLUSH, UZ_WR_ATOMIC_WRITE */
+#define UZ_CAP_PLACEMENT            (1u << 16)
+/* XRC: ALLOC_XRCD, XRC SRQs, UZ_QPT_XRC_INI, _TGT */
+#define UZ_CAP_XRC                  (1u << 17)
+/* the clock (UZ_DB_CLOCK), UZ_CQF_TIMESTAMP */
+#define UZ_CAP_TIMESTAMP            (1u << 18)
+/* device memory: ALLOC_DM, UZ_MR_F_DM, dm_size */
+#define UZ_CAP_DM                   (1u << 19)
 #define UZ_CAP_RAW                  (1u << 20) /* UZ_QPT_RAW, CREATE_FLOW */
 #define UZ_CAP_ODP_IMPLICIT         (1u << 21) /* UZ_MR_F_IMPLICIT */
 #define UZ_CAP_TM                   (1u << 22) /* tag matching SRQs */

@@ -1600,9 +1600,9 @@ static void fz_dump(const uint64_t *slot)
     const struct uz_sge *s = (const struct uz_sge *)(w + 1);
     int i;
 
-    g_test_message("fuzz: wr_id %#" PRIx64 " opcode %#x flags %#x num_sge %u "
-                   "inline_len %u rkey %#x remote_addr %#" PRIx64
-                   " compare_add %#" PRIx64 " swap %#" PRIx64,
+    g_test_message("fuzz: wr_id 0x%" PRIx64 " opcode 0x%x flags 0x%x "
+                   "num_sge %u inline_len %u rkey 0x%x remote_addr 0x%" PRIx64
+                   " compare_add 0x%" PRIx64 " swap 0x%" PRIx64,
                    le64_to_cpu(w->wr_id), w->opcode, w->flags, w->num_sge,
                    le32_to_cpu(w->inline_len), le32_to_cpu(w->rkey),
                    le64_to_cpu(w->remote_addr),
@@ -1612,8 +1612,8 @@ static void fz_dump(const uint64_t *slot)
         return;
     }
     for (i = 0; i < MIN(w->num_sge, UZ_SQ_MAX_SGE); i++) {
-        g_test_message("fuzz:   sge %d: addr %#" PRIx64 " length %#x "
-                       "lkey %#x", i, le64_to_cpu(s[i].addr),
+        g_test_message("fuzz:   sge %d: addr 0x%" PRIx64 " length 0x%x "
+                       "lkey 0x%x", i, le64_to_cpu(s[i].addr),
                        le32_to_cpu(s[i].length), le32_to_cpu(s[i].lkey));
     }
 }
@@ -1748,8 +1748,8 @@ static void fz_batch(Fuzz *f, int n)
              * the clock so that the run goes on.
              */
             if (idle == FUZZ_IDLE_POLLS && ++f->stalls <= 3) {
-                g_test_message("fuzz: stalled: wr_id %#" PRIx64 " (%d of %d "
-                               "CQEs); QP states %u %u; MR keys a %#x b %#x",
+                g_test_message("fuzz: stalled: wr_id 0x%" PRIx64 " (%d of %d "
+                               "CQEs); QP states %u %u; MR keys a 0x%x b 0x%x",
                                f->wr_id + got, got, n, uz_qp_state(qa),
                                uz_qp_state(f->qb), f->ma->key, f->mb->key);
                 for (i = 0; i < n; i++) {
@@ -1757,7 +1757,7 @@ static void fz_batch(Fuzz *f, int n)
                 }
             }
             if (idle > FUZZ_IDLE_POLLS * 20) {
-                g_error("fuzz: wr_id %#" PRIx64 " never completes, even "
+                g_error("fuzz: wr_id 0x%" PRIx64 " never completes, even "
                         "with the clock", f->wr_id + got);
             }
             qtest_clock_step(qa->n->d.qts, 1000 * MS);

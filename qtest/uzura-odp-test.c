@@ -604,7 +604,9 @@ static void imr_serve(Imr *m)
             g_assert_cmpint(uz_page_resume(&im), ==, UZ_CMD_OK);
             continue;
         }
-        for (c = 0; c < 8 && (!m->child[c] || m->child[c]->key != key); c++) {
+        c = 0;
+        while (c < 8 && (!m->child[c] || m->child[c]->key != key)) {
+            c++;
         }
         g_assert_cmpint(c, <, 8);
         g_assert_cmpuint(data, <, 4);

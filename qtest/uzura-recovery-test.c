@@ -62,8 +62,9 @@ static void lose_second(Pair *p, Moved *d)
 
 /*
  * Go-back-N: one sequence NAK, and the whole message is sent again (it
- * goes back to the oldest WQE not completed).  Selective repeat: the responder keeps the three,
- * one SACK names the hole, and only the lost packet is sent again.
+ * goes back to the oldest WQE not completed).  Selective repeat: the
+ * responder keeps the three, one SACK names the hole, and only the lost
+ * packet is sent again.
  * Neither needs a timeout.
  */
 static void test_hole(void)

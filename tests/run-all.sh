@@ -59,6 +59,9 @@ for t in "$top"/tests/unit/*-test.c; do
 	[ -x "$t" ] && run_suite "unit-$(basename "$t")" "$t"
 done
 
+# Style: QEMU's and the kernel's checkpatch (make lint).
+run_suite lint "$top/scripts/lint.sh"
+
 # The qtests run against the sanitizer build (AddressSanitizer and
 # UndefinedBehaviorSanitizer): a report stops QEMU, and any report in a
 # log fails the suite.

@@ -84,9 +84,9 @@ static uint8_t uzura_cmd_set_mtu(UzuraCore *core,
 }
 
 /*
- * The counters by UZ_CNT_* index (uzura_admin_cmds_defs.h; the order is ABI).  Each
- * name is the counter's qom-get property and the driver's hw_counters
- * file: spec section 10.
+ * The counters by UZ_CNT_* index (uzura_admin_cmds_defs.h; the order is
+ * ABI).  Each name is the counter's qom-get property and the driver's
+ * hw_counters file: spec section 10.
  */
 #define UZ_CNT(idx, field) \
     [UZ_CNT_##idx] = { #field, offsetof(UzuraCounters, field) }

@@ -46,8 +46,8 @@
 enum { QPK_RC, QPK_UD, QPK_UC, QPK_XI, QPK_XT, QPK_RAW, QPK_NUM };
 
 typedef struct UzuraQpTransition {
-    uint32_t req[QPK_NUM];      /* required: RC, UD (and GSI), UC, XI, XT,
-                                 * RAW */
+    /* required, by kind: RC, UD (and GSI), UC, XI, XT, RAW */
+    uint32_t req[QPK_NUM];
     uint32_t opt[QPK_NUM];      /* optional */
     bool valid;
 } UzuraQpTransition;

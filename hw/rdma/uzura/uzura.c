@@ -458,8 +458,8 @@ static void uzura_set_rx_batch(Object *obj, bool value, Error **errp)
 }
 
 /*
- * Fault injection (research/uzura-fault.c): probabilities per frame on transmit,
- * a delay and the generator's seed, all settable at run time.
+ * Fault injection (research/uzura-fault.c): probabilities per frame on
+ * transmit, a delay and the generator's seed, all settable at run time.
  */
 static const struct {
     const char *name;
