@@ -55,9 +55,12 @@ add_line "$src/tests/qtest/fuzz/generic_fuzz_configs.h" \
 for f in uzura-datapath-fuzz.c uzura-fuzz-counters.h; do
 	ln -sf "$top/qtest/fuzz/$f" "$src/tests/qtest/fuzz/"
 done
+# The data-path targets drive the device with the qtests' helpers.
+sed -i "/^specific_fuzz_ss.add(files('uzura-datapath-fuzz.c'))\$/d" \
+	"$src/tests/qtest/fuzz/meson.build"
 add_line "$src/tests/qtest/fuzz/meson.build" \
 	"specific_fuzz_ss.add(files('generic_fuzz.c'))" \
-	"specific_fuzz_ss.add(files('uzura-datapath-fuzz.c'))"
+	"specific_fuzz_ss.add(files('uzura-datapath-fuzz.c', '../uzura-qtest.c', '../uzura-verbs.c', '../uzura-wire.c'))"
 add_line "$src/hw/meson.build" "subdir('pci-host')" "subdir('rdma')"
 add_line "$src/hw/Kconfig" "source pci/Kconfig" "source rdma/Kconfig"
 add_line "$src/meson.build" "    'hw/pci-host'," "    'hw/rdma/uzura',"
@@ -100,16 +103,26 @@ for p in "$patches"/*.patch; do
 	fi
 	cp "$p" "$applied/"
 done
-# The qtests: every qtest/*-test.c, on one line that is rewritten as the
-# list changes.
+# The qtests: every qtest/*-test.c, on one line; the helpers (the other
+# qtest/*.c) are one library each of them links.  The lines are rewritten
+# as the lists change.
 tests=$(cd "$top/qtest" && ls *-test.c | sed 's/\.c$//')
+helpers=$(cd "$top/qtest" && ls *.c | grep -v -- '-test\.c$')
 qline="qtests_x86_64 += [$(printf "'%s', " $tests | sed 's/, $//')] # uzura"
-grep -qxF -- "$qline" "$src/tests/qtest/meson.build" || {
-	sed -i "/ # uzura\$/d; /^qtests_x86_64 += \['uzura-test'\]\$/d" \
-		"$src/tests/qtest/meson.build"
-	add_line "$src/tests/qtest/meson.build" "qtests_x86_64 = qtests_i386" \
-		"$qline"
-}
+hline="uzura_qtest_helpers = declare_dependency(link_with: static_library('uzura-qtest', files($(printf "'%s', " $helpers | sed 's/, $//')) + genh, dependencies: [qemuutil, qos], build_by_default: false)) # uzura"
+dline="qtests += {$(printf "'%s': [uzura_qtest_helpers], " $tests | sed 's/, $//')} # uzura"
+qmeson=$src/tests/qtest/meson.build
+if ! grep -qxF -- "$qline" "$qmeson" || ! grep -qxF -- "$hline" "$qmeson" ||
+   ! grep -qxF -- "$dline" "$qmeson"; then
+	sed -i "/ # uzura\$/d; /^qtests_x86_64 += \['uzura-test'\]\$/d" "$qmeson"
+	add_line "$qmeson" "qtests_x86_64 = qtests_i386" "$qline"
+	# Before the loop that builds the qtests, after every qtests entry.
+	awk -v h="$hline" -v d="$dline" '
+		$0 == "qtest_executables = {}" { print h; print d }
+		{ print }' "$qmeson" > "$qmeson.new"
+	mv "$qmeson.new" "$qmeson"
+	grep -qxF -- "$dline" "$qmeson" || { log "cannot edit $qmeson"; exit 1; }
+fi
 
 # The release build has KVM beside TCG (./uzura up probes which one the
 # host can run); the sanitizer build runs qtests and the fuzzer, TCG only.

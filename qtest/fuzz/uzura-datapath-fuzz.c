@@ -62,17 +62,8 @@
 #include "fuzz.h"
 #include "uzura-fuzz-counters.h"
 
-/*
- * The helpers let the device run between polls with uz_poll_pause(), a
- * qtest read of address 0, which over a qtest socket is a turn of QEMU's
- * main loop.  In-process it is a plain memory read, so the helpers' reads
- * become turns of the main loop here.
- */
-static uint8_t uzf_pause_readb(QTestState *s, uint64_t addr);
-#define qtest_readb uzf_pause_readb
 #include "tests/qtest/uzura-verbs.h"
 #include "tests/qtest/uzura-wire.h"
-#undef qtest_readb
 
 #define UZF_MAX_ACTIONS     192
 #define UZF_CLOCK_TURNS     512             /* deadlines a clock step passes */
@@ -190,14 +181,19 @@ static void uzf_flush(void)
     }
 }
 
-static uint8_t uzf_pause_readb(QTestState *s, uint64_t addr)
+/*
+ * The helpers let the device run between polls with uz_poll_pause(), a
+ * qtest read of address 0, which over a qtest socket is a turn of QEMU's
+ * main loop.  In-process it would be a plain memory read: here it turns
+ * the main loop.
+ */
+static void uzf_poll(QTestState *s)
 {
     if (!uzf.pumping) {
         uzf.pumping = true;
         uzf_flush();
         uzf.pumping = false;
     }
-    return qtest_readb(s, addr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2156,6 +2152,7 @@ static void uzf_pre_fuzz(QTestState *s)
     int64_t t0 = g_get_monotonic_time();
     sigset_t alrm;
 
+    uz_poll_hook = uzf_poll;
     /*
      * libFuzzer counts the prologue as part of the first input: its
      * timeout (SIGALRM, whole seconds) must not end it.  Another thread
