@@ -44,12 +44,16 @@ static uint8_t uzura_cmd_query_device(UzuraCore *core,
     };
 
     if (le32_to_cpu(q->buf_len) < sizeof(attr)) {
+        trace_uzura_admin_err_query_device_len(le32_to_cpu(q->buf_len),
+                                               sizeof(attr));
         return UZ_CMD_BAD_PARAM;
     }
     memcpy(attr.mac, core->mac, sizeof(attr.mac));
     uzura_rdma_fill_attr(core, &attr);
     if (!uzura_dma_write(core, le64_to_cpu(q->buf_addr), &attr,
                          sizeof(attr))) {
+        trace_uzura_admin_err_query_device_addr(le64_to_cpu(q->buf_addr),
+                                                sizeof(attr));
         return UZ_CMD_BAD_ADDR;
     }
     cqe->out0 = cpu_to_le32(sizeof(attr));
@@ -63,7 +67,13 @@ static uint8_t uzura_cmd_set_mac(UzuraCore *core,
     static const uint8_t zero[6];
     const uint8_t *mac = cmd->set_mac.mac;
 
-    if ((mac[0] & 1) || !memcmp(mac, zero, sizeof(zero))) {
+    if (mac[0] & 1) {
+        trace_uzura_admin_err_set_mac_group((uint64_t)ldl_be_p(mac) << 16 |
+                                            lduw_be_p(mac + 4));
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!memcmp(mac, zero, sizeof(zero))) {
+        trace_uzura_admin_err_set_mac_zero();
         return UZ_CMD_BAD_PARAM;
     }
     memcpy(core->mac, mac, sizeof(core->mac));
@@ -77,6 +87,7 @@ static uint8_t uzura_cmd_set_mtu(UzuraCore *core,
     uint32_t mtu = le32_to_cpu(cmd->set_mtu.mtu);
 
     if (mtu < UZ_MIN_MTU || mtu > UZ_MAX_MTU) {
+        trace_uzura_admin_err_set_mtu(mtu, UZ_MIN_MTU, UZ_MAX_MTU);
         return UZ_CMD_BAD_PARAM;
     }
     core->mtu = mtu;
@@ -217,18 +228,25 @@ static uint8_t uzura_cmd_query_counters(UzuraCore *core,
     uint64_t vals[UZ_CNT_NUM];
     uint32_t n, i;
 
-    if (!len || len % sizeof(vals[0])) {
+    if (!len) {
+        trace_uzura_admin_err_query_counters_len_zero();
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (len % sizeof(vals[0])) {
+        trace_uzura_admin_err_query_counters_len(len, sizeof(vals[0]));
         return UZ_CMD_BAD_PARAM;
     }
     n = MIN(len / sizeof(vals[0]), UZ_CNT_NUM);
     /* All or nothing: no partial write into a buffer that ends early. */
     if (!uzura_dma_ok(core, addr, n * sizeof(vals[0]), true)) {
+        trace_uzura_admin_err_query_counters_addr(addr, n * sizeof(vals[0]));
         return UZ_CMD_BAD_ADDR;
     }
     for (i = 0; i < n; i++) {
         vals[i] = cpu_to_le64(*uzura_counter(&core->counters, i));
     }
     if (!uzura_dma_write(core, addr, vals, n * sizeof(vals[0]))) {
+        trace_uzura_admin_err_query_counters_dma(addr, n * sizeof(vals[0]));
         return UZ_CMD_BAD_ADDR;
     }
     cqe->out0 = cpu_to_le32(n);
@@ -293,8 +311,11 @@ static void uzura_admin_execute(UzuraCore *core,
         status = handler(core, cmd, cqe);
     } else if (cmd->opcode >= UZ_CMD_RDMA_FIRST &&
                cmd->opcode <= UZ_CMD_RDMA_LAST) {
+        trace_uzura_admin_err_opcode_rdma(cmd->opcode, UZ_CMD_RDMA_FIRST,
+                                          UZ_CMD_RDMA_LAST);
         status = UZ_CMD_NOT_SUPPORTED;  /* reserved for RDMA commands */
     } else {
+        trace_uzura_admin_err_opcode(cmd->opcode);
         status = UZ_CMD_BAD_OPCODE;
     }
     cqe->cmd_id = cmd->cmd_id;

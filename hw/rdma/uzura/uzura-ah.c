@@ -19,15 +19,22 @@ uint8_t uzura_cmd_create_ah(UzuraCore *core, const struct uz_admin_cmd *cmd,
 
     pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
     if (!pd) {
+        trace_uzura_ah_err_create_pd(le32_to_cpu(c->pdn), uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     /* A group MAC only for a multicast group. */
-    if ((c->dmac[0] & 1) != uzura_mcast_gid(c->dgid) ||
-        !memcmp(c->dmac, zero_mac, sizeof(zero_mac))) {
+    if ((c->dmac[0] & 1) != uzura_mcast_gid(c->dgid)) {
+        trace_uzura_ah_err_create_dmac_group(c->dmac[0] & 1,
+                                             uzura_mcast_gid(c->dgid));
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!memcmp(c->dmac, zero_mac, sizeof(zero_mac))) {
+        trace_uzura_ah_err_create_dmac_zero();
         return UZ_CMD_BAD_PARAM;
     }
     i = UZ_FIND_FREE(r->ah, r->lim.max_ah, 0);
     if (i < 0) {
+        trace_uzura_ah_err_create_full(r->lim.max_ah);
         return UZ_CMD_NO_RESOURCES;
     }
     r->ah[i] = (UzuraAh) {
@@ -49,11 +56,15 @@ uint8_t uzura_cmd_destroy_ah(UzuraCore *core, const struct uz_admin_cmd *cmd,
                              struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    uint32_t i = le32_to_cpu(c->handle);
+    uint32_t i = le32_to_cpu(c->handle), uctx = le32_to_cpu(c->uctx);
     UzuraRdma *r = &core->rdma;
 
-    if (i >= r->lim.max_ah || !r->ah[i].valid ||
-        r->ah[i].uctx != le32_to_cpu(c->uctx)) {
+    if (i >= r->lim.max_ah || !r->ah[i].valid) {
+        trace_uzura_ah_err_destroy_handle(i, r->lim.max_ah);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (r->ah[i].uctx != uctx) {
+        trace_uzura_ah_err_destroy_uctx(i, uctx, r->ah[i].uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     r->pd[r->ah[i].pdn].users--;

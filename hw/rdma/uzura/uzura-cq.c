@@ -35,6 +35,7 @@ static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
     uint32_t i, j, k;
 
     if (!uzura_dma_ok(core, list, (uint64_t)n * sizeof(pa[0]), false)) {
+        trace_uzura_cq_err_page_list(list, n);
         return false;
     }
     uzura_admin_charge(core, n);
@@ -42,13 +43,18 @@ static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
         k = MIN(n - i, ARRAY_SIZE(pa));
         if (!uzura_dma_read(core, list + (uint64_t)i * sizeof(pa[0]), pa,
                             k * sizeof(pa[0]))) {
+            trace_uzura_cq_err_page_list_read(list, i);
             return false;
         }
         for (j = 0; j < k; j++) {
             uint64_t a = le64_to_cpu(pa[j]);
 
-            if ((a & MAKE_64BIT_MASK(0, UZ_CQ_PAGE_SHIFT)) ||
-                !uzura_dma_ok(core, a, page, true)) {
+            if (a & MAKE_64BIT_MASK(0, UZ_CQ_PAGE_SHIFT)) {
+                trace_uzura_cq_err_page_align(i + j, a);
+                return false;
+            }
+            if (!uzura_dma_ok(core, a, page, true)) {
+                trace_uzura_cq_err_page_addr(i + j, a, page);
                 return false;
             }
         }
@@ -60,18 +66,28 @@ static bool uzura_cq_pages_ok(UzuraCore *core, uint64_t list,
 static uint8_t uzura_cq_ring_check(UzuraCore *core, uint64_t ring,
                                    uint8_t log_depth, uint8_t flags)
 {
-    if (log_depth < 1 || log_depth > UZ_CQ_LOG_DEPTH_MAX ||
-        (1u << log_depth) > core->rdma.lim.max_cqe ||
-        (flags & ~(UZ_CQF_PAGE_LIST | UZ_CQF_TIMESTAMP))) {
+    uint64_t bytes;
+
+    if (log_depth < 1 || log_depth > UZ_CQ_LOG_DEPTH_MAX) {
+        trace_uzura_cq_err_log_depth(log_depth, UZ_CQ_LOG_DEPTH_MAX);
         return UZ_CMD_BAD_PARAM;
     }
+    if ((1u << log_depth) > core->rdma.lim.max_cqe) {
+        trace_uzura_cq_err_depth(1u << log_depth, core->rdma.lim.max_cqe);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (flags & ~(UZ_CQF_PAGE_LIST | UZ_CQF_TIMESTAMP)) {
+        trace_uzura_cq_err_flags(flags, UZ_CQF_PAGE_LIST | UZ_CQF_TIMESTAMP);
+        return UZ_CMD_BAD_PARAM;
+    }
+    bytes = (uint64_t)uzura_cqe_size(flags) << log_depth;
     if (flags & UZ_CQF_PAGE_LIST) {
+        /* uzura_cq_pages_ok traces which page failed. */
         if (!uzura_cq_pages_ok(core, ring, log_depth, flags)) {
             return UZ_CMD_BAD_ADDR;
         }
-    } else if (!uzura_dma_ok(core, ring,
-                             (uint64_t)uzura_cqe_size(flags) << log_depth,
-                             true)) {
+    } else if (!uzura_dma_ok(core, ring, bytes, true)) {
+        trace_uzura_cq_err_ring_addr(ring, bytes);
         return UZ_CMD_BAD_ADDR;
     }
     return UZ_CMD_OK;
@@ -88,6 +104,7 @@ uint8_t uzura_cmd_create_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
     uint8_t st;
 
     if (!uzura_uctx_ok(core, uctx)) {
+        trace_uzura_cq_err_create_uctx(uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
@@ -96,12 +113,15 @@ uint8_t uzura_cmd_create_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
     }
     i = UZ_FIND_FREE(r->cq, r->lim.max_cq, 0);
     if (i < 0) {
+        trace_uzura_cq_err_create_full(r->lim.max_cq);
         return UZ_CMD_NO_RESOURCES;
     }
     if (!uzura_eq_get(core, eqn)) {
+        trace_uzura_cq_err_create_eq(eqn);
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_db_alloc(core, uctx, UZ_DBK_CQ, i, &db)) {
+        trace_uzura_cq_err_create_db(uctx);
         uzura_eq_put(core, eqn);
         return UZ_CMD_NO_RESOURCES;
     }
@@ -127,17 +147,19 @@ uint8_t uzura_cmd_resize_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
                             struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_resize_cq *c = (const void *)cmd->raw;
-    UzuraCq *cq = uzura_cq_lookup(core, le32_to_cpu(c->cqn),
-                                  le32_to_cpu(c->uctx));
+    uint32_t cqn = le32_to_cpu(c->cqn), uctx = le32_to_cpu(c->uctx);
+    UzuraCq *cq = uzura_cq_lookup(core, cqn, uctx);
     uint64_t ring = le64_to_cpu(c->ring_addr);
     uint32_t ci = le32_to_cpu(c->ci) & UZ_IDX_MASK, n;
     uint8_t st;
 
     if (!cq) {
+        trace_uzura_cq_err_resize_handle(cqn, uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     /* The CQEs keep their size, which the consumer copies across. */
     if (!(c->flags & UZ_CQF_TIMESTAMP) != !cq->ts) {
+        trace_uzura_cq_err_resize_timestamp(cqn, c->flags, cq->ts);
         return UZ_CMD_BAD_PARAM;
     }
     st = uzura_cq_ring_check(core, ring, c->log_depth, c->flags);
@@ -146,7 +168,12 @@ uint8_t uzura_cmd_resize_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
     }
     /* The consumer cannot be ahead of the device, nor a ring behind. */
     n = uzura_ring_used(cq->pi, ci);
-    if (n > (1u << cq->log_depth) || n > (1u << c->log_depth)) {
+    if (n > (1u << cq->log_depth)) {
+        trace_uzura_cq_err_resize_ci(cqn, ci, cq->pi, 1u << cq->log_depth);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (n > (1u << c->log_depth)) {
+        trace_uzura_cq_err_resize_used(cqn, n, 1u << c->log_depth);
         return UZ_CMD_BAD_PARAM;
     }
     trace_uzura_obj_cq_resize(le32_to_cpu(c->cqn), ring, c->log_depth, n);
@@ -164,13 +191,15 @@ uint8_t uzura_cmd_destroy_cq(UzuraCore *core, const struct uz_admin_cmd *cmd,
                              struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    UzuraCq *cq = uzura_cq_lookup(core, le32_to_cpu(c->handle),
-                                  le32_to_cpu(c->uctx));
+    uint32_t cqn = le32_to_cpu(c->handle), uctx = le32_to_cpu(c->uctx);
+    UzuraCq *cq = uzura_cq_lookup(core, cqn, uctx);
 
     if (!cq) {
+        trace_uzura_cq_err_destroy_handle(cqn, uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (cq->users) {
+        trace_uzura_cq_err_destroy_busy(cqn, cq->users);
         return UZ_CMD_BUSY;
     }
     uzura_eq_put(core, cq->eqn);

@@ -94,12 +94,15 @@ uint8_t uzura_cmd_alloc_dm(UzuraCore *core, const struct uz_admin_cmd *cmd,
     int64_t i, p;
 
     if (!r->dm_size) {
+        trace_uzura_dm_err_none();
         return UZ_CMD_NOT_SUPPORTED;
     }
     if (!uzura_uctx_ok(core, uctx)) {
+        trace_uzura_dm_err_uctx(uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (!len || len > r->dm_size || c->log_align > 31) {
+        trace_uzura_dm_err_alloc(len, r->dm_size, c->log_align);
         return UZ_CMD_BAD_PARAM;
     }
     n = DIV_ROUND_UP(len, UZ_DM_PAGE_SIZE);
@@ -131,9 +134,12 @@ uint8_t uzura_cmd_dealloc_dm(UzuraCore *core, const struct uz_admin_cmd *cmd,
                                   le32_to_cpu(c->uctx));
 
     if (!dm) {
+        trace_uzura_dm_err_handle(le32_to_cpu(c->handle),
+                                  le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     if (dm->users) {
+        trace_uzura_dm_err_busy(le32_to_cpu(c->handle), dm->users);
         return UZ_CMD_BUSY;
     }
     bitmap_clear(core->rdma.dm_used, dm->first, dm->npages);
@@ -156,10 +162,12 @@ uint8_t uzura_dm_mr_reg(UzuraCore *core, const struct uz_cmd_reg_mr *c,
     uint64_t size;
 
     if (!dm) {
+        trace_uzura_dm_err_handle(le32_to_cpu(c->dm), le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     size = (uint64_t)dm->npages * UZ_DM_PAGE_SIZE;
     if (off > size || len > size - off) {
+        trace_uzura_dm_err_mr_range(off, len, size);
         return UZ_CMD_BAD_PARAM;
     }
     mr->dm = le32_to_cpu(c->dm);

@@ -147,16 +147,27 @@ uint8_t uzura_cmd_create_eq(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraEq *eq = NULL;
     unsigned i;
 
-    if (c->log_depth < UZ_EQ_DEPTH_MIN || c->log_depth > UZ_EQ_DEPTH_MAX ||
-        vector >= core->num_vectors || (c->flags & ~UZ_EQ_F_ASYNC)) {
+    if (c->log_depth < UZ_EQ_DEPTH_MIN || c->log_depth > UZ_EQ_DEPTH_MAX) {
+        trace_uzura_eq_err_depth(c->log_depth, UZ_EQ_DEPTH_MIN,
+                                 UZ_EQ_DEPTH_MAX);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (vector >= core->num_vectors) {
+        trace_uzura_eq_err_vector(vector, core->num_vectors);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->flags & ~UZ_EQ_F_ASYNC) {
+        trace_uzura_eq_err_flags(c->flags);
         return UZ_CMD_BAD_PARAM;
     }
     if (!uzura_dma_ok(core, ring, sizeof(struct uz_eqe) << c->log_depth,
                       true)) {
+        trace_uzura_eq_err_ring(ring, c->log_depth);
         return UZ_CMD_BAD_ADDR;
     }
     for (i = 0; i < UZ_MAX_EQ; i++) {
         if (async && core->eq[i].valid && core->eq[i].async) {
+            trace_uzura_eq_err_async_exists(i);
             return UZ_CMD_EXISTS;
         }
     }
@@ -166,10 +177,12 @@ uint8_t uzura_cmd_create_eq(UzuraCore *core, const struct uz_admin_cmd *cmd,
         }
     }
     if (!eq) {
+        trace_uzura_eq_err_full(UZ_MAX_EQ);
         return UZ_CMD_NO_RESOURCES;
     }
     eqn = eq - core->eq;
     if (!uzura_db_alloc(core, 0, UZ_DBK_EQ, eqn, &db_offset)) {
+        trace_uzura_eq_err_db_slot(eqn);
         return UZ_CMD_NO_RESOURCES;
     }
     *eq = (UzuraEq) {
@@ -193,9 +206,11 @@ uint8_t uzura_cmd_destroy_eq(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraEq *eq = uzura_eq_lookup(core, eqn);
 
     if (!eq) {
+        trace_uzura_eq_err_handle(eqn);
         return UZ_CMD_BAD_HANDLE;
     }
     if (eq->users) {
+        trace_uzura_eq_err_busy(eqn, eq->users);
         return UZ_CMD_BUSY;
     }
     uzura_db_free(core, eq->db_offset);

@@ -331,21 +331,27 @@ static uint8_t uzura_eth_create(UzuraCore *core, bool tx,
     uint32_t eqn = le32_to_cpu(c->eqn);
 
     if (r->valid) {
+        trace_uzura_eth_err_exists(tx);
         return UZ_CMD_EXISTS;
     }
     if (c->log_depth < UZ_ETH_DEPTH_MIN ||
         c->log_depth > UZ_ETH_DEPTH_MAX) {
+        trace_uzura_eth_err_depth(tx, c->log_depth, UZ_ETH_DEPTH_MIN,
+                                  UZ_ETH_DEPTH_MAX);
         return UZ_CMD_BAD_PARAM;
     }
     if (!uzura_dma_ok(core, ring,
                       sizeof(struct uz_eth_desc) << c->log_depth, true)) {
+        trace_uzura_eth_err_ring(tx, ring, c->log_depth);
         return UZ_CMD_BAD_ADDR;
     }
     if (!uzura_eq_get(core, eqn)) {
+        trace_uzura_eth_err_eq(tx, eqn);
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_db_alloc(core, 0, tx ? UZ_DBK_ETH_TX : UZ_DBK_ETH_RX, 0,
                         &db_offset)) {
+        trace_uzura_eth_err_db_slot(tx);
         uzura_eq_put(core, eqn);
         return UZ_CMD_NO_RESOURCES;
     }
@@ -368,6 +374,7 @@ static uint8_t uzura_eth_destroy(UzuraCore *core, bool tx,
     UzuraEthRing *r = uzura_eth_ring(core, tx);
 
     if (!r->valid || handle != 0) {
+        trace_uzura_eth_err_handle(tx, handle, r->valid);
         return UZ_CMD_BAD_HANDLE;
     }
     uzura_eq_put(core, r->eqn);

@@ -71,10 +71,12 @@ static uint8_t uzura_mcast_args(UzuraCore *core, const struct uz_cmd_mcast *c,
     UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->qpn));
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_mcast_err_qp(le32_to_cpu(c->qpn), le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     *addr = uzura_mcast_group_addr(c->mgid);
     if (!uzura_qp_is_ud(qp) || !*addr) {
+        trace_uzura_mcast_err_args(le32_to_cpu(c->qpn), qp->type, *addr);
         return UZ_CMD_BAD_PARAM;
     }
     return UZ_CMD_OK;
@@ -99,12 +101,14 @@ uint8_t uzura_cmd_attach_mcast(UzuraCore *core, const struct uz_admin_cmd *cmd,
             g++;
         }
         if (g == core->rdma.mcast + UZ_MCAST_MAX_GRP) {
+            trace_uzura_mcast_err_groups(UZ_MCAST_MAX_GRP);
             return UZ_CMD_NO_RESOURCES;
         }
         g->addr = addr;
     } else if (uzura_mcast_member(g, qpn) >= 0) {
         return UZ_CMD_OK;                   /* attached already */
     } else if (g->nqp == UZ_MCAST_MAX_QP_ATTACH) {
+        trace_uzura_mcast_err_group_full(addr, UZ_MCAST_MAX_QP_ATTACH);
         return UZ_CMD_NO_RESOURCES;
     }
     g->qpn[g->nqp++] = qpn;
@@ -127,7 +131,8 @@ uint8_t uzura_cmd_detach_mcast(UzuraCore *core, const struct uz_admin_cmd *cmd,
     g = uzura_mcast_find(core, addr);
     i = g ? uzura_mcast_member(g, qpn) : -1;
     if (i < 0) {
-        return UZ_CMD_BAD_PARAM;            /* not attached */
+        trace_uzura_mcast_err_not_attached(qpn, addr);
+        return UZ_CMD_BAD_PARAM;
     }
     uzura_mcast_remove(g, i);
     trace_uzura_mcast_detach(qpn, addr, g->nqp);

@@ -62,21 +62,26 @@ uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
 
     pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
     if (!pd) {
+        trace_uzura_mr_err_pd(le32_to_cpu(c->pdn), uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     /* At most one of DMA, fast-reg, ODP, DM and implicit. */
     if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM |
                      UZ_MR_F_IMPLICIT) ||
         ctpop8(c->flags) > 1) {
+        trace_uzura_mr_err_reg_flags(c->flags);
         return UZ_CMD_BAD_PARAM;
     }
     /* DMA and fast-reg MRs are the kernel's only. */
     if ((c->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST)) && uctx) {
+        trace_uzura_mr_err_reg_kernel_only(c->flags, uctx);
         return UZ_CMD_BAD_PARAM;
     }
     if (c->flags & UZ_MR_F_FAST) {
         /* Free until a REG_MR WR: only the page list counts now. */
         if (!npages || npages > r->lim.max_fast_reg_pages) {
+            trace_uzura_mr_err_reg_fast_pages(npages,
+                                              r->lim.max_fast_reg_pages);
             return UZ_CMD_BAD_PARAM;
         }
         iova = len = access = 0;
@@ -85,20 +90,25 @@ uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
         if (iova || len != UINT64_MAX || c->page_shift != UZ_IMR_SHIFT ||
             npages != UZ_IMR_ENTRIES ||
             !uzura_mr_shape_ok(core, access, 0, 0, 0, 0, false)) {
+            trace_uzura_mr_err_reg_implicit(iova, len, c->page_shift, npages,
+                                            access);
             return UZ_CMD_BAD_PARAM;
         }
     } else if (!uzura_mr_shape_ok(core, access, iova, len, c->page_shift,
                                   npages,
                                   !(c->flags & (UZ_MR_F_DMA | UZ_MR_F_DM)))) {
+        trace_uzura_mr_err_shape(iova, len, c->page_shift, npages, access);
         return UZ_CMD_BAD_PARAM;
     }
     if (!(c->flags & (UZ_MR_F_DMA | UZ_MR_F_DM)) &&
         !uzura_dma_ok(core, pbl, (uint64_t)npages * 8, false)) {
+        trace_uzura_mr_err_pbl(pbl, npages);
         return UZ_CMD_BAD_ADDR;
     }
     /* Index 0 is never used, so that key 0 is never valid. */
     i = UZ_FIND_FREE(r->mr, r->lim.max_mr, 1);
     if (i < 0) {
+        trace_uzura_mr_err_reg_full(r->lim.max_mr);
         return UZ_CMD_NO_RESOURCES;
     }
     next = (UzuraMr) {
@@ -147,9 +157,11 @@ uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraPd *pd;
 
     if (!mr || mr->uctx != uctx) {
+        trace_uzura_mr_err_key(key, uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (mr->mw_count) {
+        trace_uzura_mr_err_windows(key, mr->mw_count);
         return UZ_CMD_BUSY;
     }
     /* DMA, fast-reg, ODP, DM and implicit MRs have their own ways. */
@@ -157,12 +169,14 @@ uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
                      UZ_MR_F_IMPLICIT) ||
         !c->change ||
         c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
+        trace_uzura_mr_err_rereg_change(key, mr->flags, c->change);
         return UZ_CMD_BAD_PARAM;
     }
     next = *mr;
     if (c->change & UZ_REREG_PD) {
         pd = uzura_pd_lookup(core, le32_to_cpu(c->pdn), uctx);
         if (!pd) {
+            trace_uzura_mr_err_pd(le32_to_cpu(c->pdn), uctx);
             return UZ_CMD_BAD_HANDLE;
         }
         next.pdn = le32_to_cpu(c->pdn);
@@ -179,10 +193,13 @@ uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
     }
     if (!uzura_mr_shape_ok(core, next.access, next.iova, next.length,
                            next.page_shift, next.npages, true)) {
+        trace_uzura_mr_err_shape(next.iova, next.length, next.page_shift,
+                                 next.npages, next.access);
         return UZ_CMD_BAD_PARAM;
     }
     if (c->change & UZ_REREG_TRANS &&
         !uzura_dma_ok(core, next.pbl_addr, (uint64_t)next.npages * 8, false)) {
+        trace_uzura_mr_err_pbl(next.pbl_addr, next.npages);
         return UZ_CMD_BAD_ADDR;
     }
     r->pd[mr->pdn].users--;
@@ -227,6 +244,7 @@ uint8_t uzura_cmd_page_resume(UzuraCore *core, const struct uz_admin_cmd *cmd,
 
     if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
         !(mr->flags & (UZ_MR_F_ODP | UZ_MR_F_IMPLICIT))) {
+        trace_uzura_mr_err_resume(key, le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     mr->fault_posted = false;
@@ -271,9 +289,11 @@ uint8_t uzura_cmd_dereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
      */
     if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
         (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key))) {
+        trace_uzura_mr_err_key(key, le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     if (mr->mw_count) {
+        trace_uzura_mr_err_windows(key, mr->mw_count);
         return UZ_CMD_BUSY;
     }
     core->rdma.pd[mr->pdn].users--;

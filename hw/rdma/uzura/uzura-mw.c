@@ -58,13 +58,16 @@ uint8_t uzura_cmd_alloc_mw(UzuraCore *core, const struct uz_admin_cmd *cmd,
     int64_t i;
 
     if (!pd) {
+        trace_uzura_mw_err_pd(pdn, uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (c->type != UZ_MW_TYPE_1 && c->type != UZ_MW_TYPE_2) {
+        trace_uzura_mw_err_type(c->type);
         return UZ_CMD_BAD_PARAM;
     }
     i = UZ_FIND_FREE(r->mr, r->lim.max_mr, 1);
     if (i < 0) {
+        trace_uzura_mw_err_full(r->lim.max_mr);
         return UZ_CMD_NO_RESOURCES;
     }
     r->mr[i] = (UzuraMr) {
@@ -85,6 +88,7 @@ uint8_t uzura_cmd_dealloc_mw(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraMr *mw = uzura_mw_slot(core, le32_to_cpu(c->handle));
 
     if (!mw || mw->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_mw_err_handle(le32_to_cpu(c->handle), le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     uzura_mw_unbind(core, mw);

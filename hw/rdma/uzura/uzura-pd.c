@@ -30,10 +30,12 @@ uint8_t uzura_cmd_alloc_pd(UzuraCore *core, const struct uz_admin_cmd *cmd,
     int64_t i;
 
     if (!uzura_uctx_ok(core, uctx)) {
+        trace_uzura_pd_err_alloc_uctx(uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     i = UZ_FIND_FREE(r->pd, r->lim.max_pd, 0);
     if (i < 0) {
+        trace_uzura_pd_err_alloc_full(r->lim.max_pd);
         return UZ_CMD_NO_RESOURCES;
     }
     r->pd[i] = (UzuraPd) { .valid = true, .uctx = uctx };
@@ -46,13 +48,15 @@ uint8_t uzura_cmd_dealloc_pd(UzuraCore *core, const struct uz_admin_cmd *cmd,
                              struct uz_admin_cqe *cqe)
 {
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
-    UzuraPd *pd = uzura_pd_lookup(core, le32_to_cpu(c->handle),
-                                  le32_to_cpu(c->uctx));
+    uint32_t pdn = le32_to_cpu(c->handle), uctx = le32_to_cpu(c->uctx);
+    UzuraPd *pd = uzura_pd_lookup(core, pdn, uctx);
 
     if (!pd) {
+        trace_uzura_pd_err_dealloc_handle(pdn, uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (pd->users) {
+        trace_uzura_pd_err_dealloc_busy(pdn, pd->users);
         return UZ_CMD_BUSY;
     }
     uzura_uctx_put(core, pd->uctx);

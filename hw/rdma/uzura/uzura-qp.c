@@ -509,6 +509,7 @@ uint8_t uzura_cmd_modify_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     int k;
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_qp_err_handle(qpn, le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     if (qp->type == UZ_QPT_RSS) {
@@ -518,16 +519,19 @@ uint8_t uzura_cmd_modify_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
         return UZ_CMD_BAD_STATE;
     }
     if (!uzura_dma_read(core, le64_to_cpu(c->buf_addr), &a, sizeof(a))) {
+        trace_uzura_qp_err_attr_buf(qpn, le64_to_cpu(c->buf_addr));
         return UZ_CMD_BAD_ADDR;
     }
     from = qp->attr.state;
     to = (mask & UZ_QP_ATTR_STATE) ? a.state : from;
     if (to > UZ_QPS_ERR) {
+        trace_uzura_qp_err_state(qpn, to);
         return UZ_CMD_BAD_PARAM;
     }
     if (to == UZ_QPS_RESET || to == UZ_QPS_ERR) {
         /* Always legal; nothing else may change on the way. */
         if (mask & ~UZ_QP_ATTR_STATE) {
+            trace_uzura_qp_err_attr(qpn, from, to, mask);
             return UZ_CMD_BAD_PARAM;
         }
         if (to == UZ_QPS_RESET) {
@@ -583,9 +587,12 @@ uint8_t uzura_cmd_query_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     struct uz_qp_attr a;
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_qp_err_handle(le32_to_cpu(c->handle),
+                                  le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     if (le32_to_cpu(c->buf_len) < sizeof(a)) {
+        trace_uzura_qp_err_query_len(le32_to_cpu(c->buf_len), sizeof(a));
         return UZ_CMD_BAD_PARAM;
     }
     q = &qp->attr;
@@ -599,6 +606,8 @@ uint8_t uzura_cmd_query_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     a.flow_label = cpu_to_le32(q->flow_label);
     a.sq_draining = 0;
     if (!uzura_dma_write(core, le64_to_cpu(c->buf_addr), &a, sizeof(a))) {
+        trace_uzura_qp_err_attr_buf(le32_to_cpu(c->handle),
+                                    le64_to_cpu(c->buf_addr));
         return UZ_CMD_BAD_ADDR;
     }
     return UZ_CMD_OK;
@@ -624,6 +633,139 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
     x->resp.seq = x->sr.seq = 0;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
     return x;
+}
+
+/*
+ * CREATE_QP's objects, other than an XRC target's: each must be the
+ * context's own, and an SRQ neither an XRC SRQ nor one that matches tags
+ * for a QP that is not RC (a TM SRQ's SENDs carry a TMH).
+ */
+static uint8_t uzura_qp_create_handles(UzuraCore *core,
+                                       const struct uz_cmd_create_qp *c,
+                                       uint32_t uctx, bool has_sq,
+                                       uint32_t srqn, UzuraPd **pd,
+                                       UzuraCq **scq, UzuraCq **rcq,
+                                       UzuraSrq **srq)
+{
+    uint32_t pdn = le32_to_cpu(c->pdn);
+    uint32_t send_cqn = le32_to_cpu(c->send_cqn);
+    uint32_t recv_cqn = le32_to_cpu(c->recv_cqn);
+
+    *pd = uzura_pd_lookup(core, pdn, uctx);
+    if (!*pd) {
+        trace_uzura_qp_err_create_pd(pdn, uctx);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (has_sq) {
+        *scq = uzura_cq_lookup(core, send_cqn, uctx);
+        if (!*scq) {
+            trace_uzura_qp_err_create_cq(1, send_cqn, uctx);
+            return UZ_CMD_BAD_HANDLE;
+        }
+    }
+    if (uz_qpt_receives(c->type)) {
+        *rcq = uzura_cq_lookup(core, recv_cqn, uctx);
+        if (!*rcq) {
+            trace_uzura_qp_err_create_cq(0, recv_cqn, uctx);
+            return UZ_CMD_BAD_HANDLE;
+        }
+    }
+    if (srqn == UZ_NO_SRQ) {
+        return UZ_CMD_OK;
+    }
+    *srq = uzura_srq_lookup(core, srqn);
+    if (!*srq || (*srq)->uctx != uctx) {
+        trace_uzura_qp_err_create_srq(srqn, uctx);
+    } else if ((*srq)->xrc) {
+        trace_uzura_qp_err_create_srq_xrc(srqn);
+    } else if ((*srq)->tm && c->type != UZ_QPT_RC) {
+        trace_uzura_qp_err_create_srq_tm(srqn, c->type);
+    } else {
+        return UZ_CMD_OK;
+    }
+    *srq = NULL;
+    return UZ_CMD_BAD_HANDLE;
+}
+
+/* A queue's depth and WQE size (log2): within the device's limits. */
+static bool uzura_qp_queue_ok(UzuraRdma *r, bool sq, uint8_t log_depth,
+                              uint8_t log_wqe)
+{
+    uint8_t min_wqe = sq ? 6 : 4;
+
+    if (log_depth < 1 || log_depth > 16 ||
+        (1u << log_depth) > r->lim.max_qp_wr) {
+        trace_uzura_qp_err_create_depth(sq, log_depth, r->lim.max_qp_wr);
+        return false;
+    }
+    if (log_wqe < min_wqe || log_wqe > 9) {
+        trace_uzura_qp_err_create_wqe_size(sq, log_wqe, min_wqe, 9);
+        return false;
+    }
+    return true;
+}
+
+/* CREATE_QP's type, flags and queues, and the queues' memory. */
+static uint8_t uzura_qp_create_shape(UzuraCore *core,
+                                     const struct uz_cmd_create_qp *c,
+                                     bool has_sq, bool has_rq)
+{
+    const uint8_t known = UZ_QPF_SIG_ALL | UZ_QPF_NO_SQ | UZ_QPF_SQ_SHADOW;
+    UzuraRdma *r = &core->rdma;
+    uint64_t sq = le64_to_cpu(c->sq_addr), rq = le64_to_cpu(c->rq_addr);
+    uint64_t len;
+
+    switch (c->type) {
+    case UZ_QPT_RC:
+    case UZ_QPT_UC:
+    case UZ_QPT_UD:
+    case UZ_QPT_GSI:
+    case UZ_QPT_RAW:
+    case UZ_QPT_XRC_INI:
+    case UZ_QPT_XRC_TGT:
+    case UZ_QPT_RSS:
+        break;
+    default:
+        trace_uzura_qp_err_create_type(c->type);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->flags & ~known) {
+        trace_uzura_qp_err_create_flags(c->flags, known);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if ((c->flags & UZ_QPF_NO_SQ) && c->type != UZ_QPT_RAW) {
+        trace_uzura_qp_err_create_no_sq(c->type);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if ((c->flags & UZ_QPF_SQ_SHADOW) && (!has_sq || !r->sq_shadow)) {
+        trace_uzura_qp_err_create_shadow(has_sq, r->sq_shadow);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (has_sq &&
+        !uzura_qp_queue_ok(r, true, c->sq_log_depth, c->sq_log_wqe_size)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (has_rq &&
+        !uzura_qp_queue_ok(r, false, c->rq_log_depth, c->rq_log_wqe_size)) {
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (has_sq) {
+        len = ((uint64_t)1 << (c->sq_log_depth + c->sq_log_wqe_size)) +
+              ((c->flags & UZ_QPF_SQ_SHADOW) ?
+               sizeof(struct uz_sq_shadow) : 0);
+        if (!uzura_dma_ok(core, sq, len, false)) {
+            trace_uzura_qp_err_create_ring(1, sq, len);
+            return UZ_CMD_BAD_ADDR;
+        }
+    }
+    if (has_rq) {
+        len = (uint64_t)1 << (c->rq_log_depth + c->rq_log_wqe_size);
+        if (!uzura_dma_ok(core, rq, len, false)) {
+            trace_uzura_qp_err_create_ring(0, rq, len);
+            return UZ_CMD_BAD_ADDR;
+        }
+    }
+    return UZ_CMD_OK;
 }
 
 uint8_t uzura_cmd_create_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
@@ -658,58 +800,30 @@ uint8_t uzura_cmd_create_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     has_rq = !has_srq && uz_qpt_receives(c->type);
     if (tgt) {
         xrcd = uzura_xrcd_lookup(core, le32_to_cpu(c->xrcd));
-        if (!xrcd || !uzura_uctx_ok(core, uctx)) {
+        if (!xrcd) {
+            trace_uzura_qp_err_create_xrcd(le32_to_cpu(c->xrcd));
+            return UZ_CMD_BAD_HANDLE;
+        }
+        if (!uzura_uctx_ok(core, uctx)) {
+            trace_uzura_qp_err_create_uctx(uctx);
             return UZ_CMD_BAD_HANDLE;
         }
     } else {
-        pd = uzura_pd_lookup(core, pdn, uctx);
-        if (has_sq) {
-            scq = uzura_cq_lookup(core, le32_to_cpu(c->send_cqn), uctx);
-        }
-        if (uz_qpt_receives(c->type)) {
-            rcq = uzura_cq_lookup(core, le32_to_cpu(c->recv_cqn), uctx);
-        }
-        if (has_srq) {
-            srq = uzura_srq_lookup(core, srqn);
-            /* Tag matching is RC's (a TM SRQ's SENDs carry a TMH). */
-            if (srq && (srq->uctx != uctx || srq->xrc ||
-                        (srq->tm && c->type != UZ_QPT_RC))) {
-                srq = NULL;
-            }
-        }
-        if (!pd || (has_sq && !scq) ||
-            (uz_qpt_receives(c->type) && !rcq) || (has_srq && !srq)) {
-            return UZ_CMD_BAD_HANDLE;
+        st = uzura_qp_create_handles(core, c, uctx, has_sq, srqn,
+                                     &pd, &scq, &rcq, &srq);
+        if (st != UZ_CMD_OK) {
+            return st;
         }
     }
-    if ((c->type != UZ_QPT_RC && c->type != UZ_QPT_UC &&
-         c->type != UZ_QPT_UD && c->type != UZ_QPT_GSI &&
-         c->type != UZ_QPT_RAW && !tgt && !ini && !rss) ||
-        (c->flags & ~(UZ_QPF_SIG_ALL | UZ_QPF_NO_SQ | UZ_QPF_SQ_SHADOW)) ||
-        ((c->flags & UZ_QPF_NO_SQ) && c->type != UZ_QPT_RAW) ||
-        ((c->flags & UZ_QPF_SQ_SHADOW) && (!has_sq || !r->sq_shadow)) ||
-        (has_sq && (c->sq_log_depth < 1 || c->sq_log_depth > 16 ||
-                  (1u << c->sq_log_depth) > r->lim.max_qp_wr ||
-                  c->sq_log_wqe_size < 6 || c->sq_log_wqe_size > 9)) ||
-        (has_rq && (c->rq_log_depth < 1 || c->rq_log_depth > 16 ||
-                    (1u << c->rq_log_depth) > r->lim.max_qp_wr ||
-                    c->rq_log_wqe_size < 4 || c->rq_log_wqe_size > 9))) {
-        return UZ_CMD_BAD_PARAM;
-    }
-    if ((has_sq &&
-         !uzura_dma_ok(core, sq, ((uint64_t)1 << (c->sq_log_depth +
-                                                  c->sq_log_wqe_size)) +
-                       ((c->flags & UZ_QPF_SQ_SHADOW) ?
-                        sizeof(struct uz_sq_shadow) : 0), false)) ||
-        (has_rq &&
-         !uzura_dma_ok(core, rq, (uint64_t)1 << (c->rq_log_depth +
-                                                 c->rq_log_wqe_size), false))) {
-        return UZ_CMD_BAD_ADDR;
+    st = uzura_qp_create_shape(core, c, has_sq, has_rq);
+    if (st != UZ_CMD_OK) {
+        return st;
     }
 
     /* The GSI QP is QP1, one per device; the others from QPN 2. */
     if (c->type == UZ_QPT_GSI) {
         if (r->qp[UZ_GSI_QPN].valid) {
+            trace_uzura_qp_err_create_gsi_exists();
             return UZ_CMD_EXISTS;
         }
         qpn = UZ_GSI_QPN;
@@ -720,6 +834,7 @@ uint8_t uzura_cmd_create_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
             }
         }
         if (qpn < 0) {
+            trace_uzura_qp_err_create_full(r->lim.max_qp);
             return UZ_CMD_NO_RESOURCES;
         }
     }
@@ -731,9 +846,11 @@ uint8_t uzura_cmd_create_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
         }
     }
     if (has_sq && !uzura_db_alloc(core, uctx, UZ_DBK_SQ, qpn, &sq_db)) {
+        trace_uzura_qp_err_create_doorbell(1, uctx);
         return UZ_CMD_NO_RESOURCES;
     }
     if (has_rq && !uzura_db_alloc(core, uctx, UZ_DBK_RQ, qpn, &rq_db)) {
+        trace_uzura_qp_err_create_doorbell(0, uctx);
         if (has_sq) {
             uzura_db_free(core, sq_db);
         }
@@ -790,9 +907,12 @@ uint8_t uzura_cmd_destroy_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraRdma *r = &core->rdma;
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_qp_err_handle(le32_to_cpu(c->handle),
+                                  le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     if (qp->flows) {
+        trace_uzura_qp_err_destroy_flows(le32_to_cpu(c->handle), qp->flows);
         return UZ_CMD_BUSY;
     }
     if (qp->rss_refs) {

@@ -184,18 +184,22 @@ uint8_t uzura_cmd_create_flow(UzuraCore *core, const struct uz_admin_cmd *cmd,
 
     if (!qp || qp->uctx != le32_to_cpu(c->uctx) ||
         (qp->type != UZ_QPT_RAW && qp->type != UZ_QPT_RSS)) {
+        trace_uzura_flow_err_qp(le32_to_cpu(c->qpn), le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_dma_read(core, le64_to_cpu(c->spec_addr), &s, sizeof(s))) {
+        trace_uzura_flow_err_spec_addr(le64_to_cpu(c->spec_addr));
         return UZ_CMD_BAD_ADDR;
     }
     if ((s.ip_ver && s.ip_ver != 4 && s.ip_ver != 6) ||
         (s.l4 && s.l4 != UZ_FLOW_L4_TCP && s.l4 != UZ_FLOW_L4_UDP) ||
         !buffer_is_zero(s.reserved, sizeof(s.reserved))) {
+        trace_uzura_flow_err_spec(s.ip_ver, s.l4);
         return UZ_CMD_BAD_PARAM;
     }
     i = UZ_FIND_FREE(r->flow, UZ_FLOW_MAX, 0);
     if (i < 0) {
+        trace_uzura_flow_err_full(UZ_FLOW_MAX);
         return UZ_CMD_NO_RESOURCES;
     }
     r->flow[i] = (UzuraFlow) { .valid = true, .qpn = le32_to_cpu(c->qpn),
@@ -216,6 +220,7 @@ uint8_t uzura_cmd_destroy_flow(UzuraCore *core, const struct uz_admin_cmd *cmd,
 
     if (i >= UZ_FLOW_MAX || !r->flow[i].valid ||
         r->flow[i].uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_flow_err_handle(i, le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
     r->flow[i].valid = false;

@@ -136,6 +136,7 @@ uint8_t uzura_cmd_create_uctx(UzuraCore *core, const struct uz_admin_cmd *cmd,
     int64_t i = UZ_FIND_FREE(r->uctx, r->lim.max_uctx + 1, 1);
 
     if (i < 0) {
+        trace_uzura_rdma_err_create_uctx_full(r->lim.max_uctx);
         return UZ_CMD_NO_RESOURCES;
     }
     r->uctx[i] = (UzuraUctx) { .valid = true };
@@ -151,10 +152,16 @@ uint8_t uzura_cmd_destroy_uctx(UzuraCore *core, const struct uz_admin_cmd *cmd,
     uint32_t i = le32_to_cpu(c->handle);
     UzuraRdma *r = &core->rdma;
 
-    if (i == 0 || i > r->lim.max_uctx || !r->uctx[i].valid) {
+    if (i == 0) {
+        trace_uzura_rdma_err_destroy_uctx_kernel();
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (i > r->lim.max_uctx || !r->uctx[i].valid) {
+        trace_uzura_rdma_err_destroy_uctx_handle(i, r->lim.max_uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (r->uctx[i].users) {
+        trace_uzura_rdma_err_destroy_uctx_busy(i, r->uctx[i].users);
         return UZ_CMD_BUSY;
     }
     r->uctx[i].valid = false;

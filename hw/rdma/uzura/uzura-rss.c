@@ -54,6 +54,7 @@ uint8_t uzura_rss_create(UzuraCore *core, uint64_t addr, uint32_t uctx,
     UzuraRss *rss;
 
     if (!uzura_dma_read(core, addr, c, sizeof(*c))) {
+        trace_uzura_rss_err_addr(addr);
         return UZ_CMD_BAD_ADDR;
     }
     c->fields = le32_to_cpu(c->fields);

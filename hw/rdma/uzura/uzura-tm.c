@@ -56,14 +56,23 @@ struct UzuraTm {
 uint8_t uzura_tm_srq_check(UzuraCore *core, const struct uz_cmd_create_srq *c)
 {
     uint16_t max_tags = le16_to_cpu(c->max_tags);
+    uint64_t len;
 
-    if ((c->flags & UZ_SRQF_XRC) || max_tags < 1 ||
-        max_tags > UZ_TM_MAX_TAGS || c->ops_log_depth < 1 ||
-        c->ops_log_depth > UZ_TM_LOG_MAX_OPS) {
+    if (c->flags & UZ_SRQF_XRC) {
+        trace_uzura_tm_err_srq_xrc(c->flags);
         return UZ_CMD_BAD_PARAM;
     }
-    if (!uzura_dma_ok(core, le64_to_cpu(c->ops_addr),
-                      sizeof(struct uz_tm_op) << c->ops_log_depth, false)) {
+    if (max_tags < 1 || max_tags > UZ_TM_MAX_TAGS) {
+        trace_uzura_tm_err_srq_max_tags(max_tags, UZ_TM_MAX_TAGS);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->ops_log_depth < 1 || c->ops_log_depth > UZ_TM_LOG_MAX_OPS) {
+        trace_uzura_tm_err_srq_ops_depth(c->ops_log_depth, UZ_TM_LOG_MAX_OPS);
+        return UZ_CMD_BAD_PARAM;
+    }
+    len = sizeof(struct uz_tm_op) << c->ops_log_depth;
+    if (!uzura_dma_ok(core, le64_to_cpu(c->ops_addr), len, false)) {
+        trace_uzura_tm_err_srq_ops_addr(le64_to_cpu(c->ops_addr), len);
         return UZ_CMD_BAD_ADDR;
     }
     return UZ_CMD_OK;

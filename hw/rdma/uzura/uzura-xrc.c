@@ -27,6 +27,7 @@ uint8_t uzura_cmd_alloc_xrcd(UzuraCore *core, const struct uz_admin_cmd *cmd,
     int64_t i = UZ_FIND_FREE(core->rdma.xrcd, UZ_XRCD_MAX, 0);
 
     if (i < 0) {
+        trace_uzura_xrc_err_full(UZ_XRCD_MAX);
         return UZ_CMD_NO_RESOURCES;
     }
     core->rdma.xrcd[i] = (UzuraXrcd) { .valid = true };
@@ -42,9 +43,11 @@ uint8_t uzura_cmd_dealloc_xrcd(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraXrcd *d = uzura_xrcd_lookup(core, le32_to_cpu(c->handle));
 
     if (!d) {
+        trace_uzura_xrc_err_handle(le32_to_cpu(c->handle));
         return UZ_CMD_BAD_HANDLE;
     }
     if (d->users) {
+        trace_uzura_xrc_err_busy(le32_to_cpu(c->handle), d->users);
         return UZ_CMD_BUSY;
     }
     d->valid = false;
