@@ -81,12 +81,13 @@ void uzura_np_marked(UzuraCore *core, UzuraQp *qp)
         qp->attr.state < UZ_QPS_RTR) {
         return;
     }
-    if (x->np_cnp_once &&
-        now - x->np_cnp_ns < (int64_t)p->min_time_between_cnps * SCALE_US) {
+    if (x->resp.np_cnp_once &&
+        now - x->resp.np_cnp_ns <
+        (int64_t)p->min_time_between_cnps * SCALE_US) {
         return;
     }
-    x->np_cnp_once = true;
-    x->np_cnp_ns = now;
+    x->resp.np_cnp_once = true;
+    x->resp.np_cnp_ns = now;
     uzura_resp_fill(qp, &pkt, UZ_BTH_OP_CNP, 0);
     pkt.xrc = false;
     pkt.becn = true;
@@ -172,7 +173,7 @@ void uzura_rp_free(UzuraQp *qp)
         g_free(x->rp);
         x->rp = NULL;
     }
-    x->rp_wait = false;
+    x->req.rp_wait = false;
 }
 
 /*
@@ -189,7 +190,7 @@ static void uzura_rp_timer(void *opaque)
     bool g = uzura_enter(core);
 
     uzura_req_paced(core, x);
-    x->rp_wait = false;
+    x->req.rp_wait = false;
     uzura_work_schedule(core);
     uzura_leave(core, g);
 }
@@ -276,7 +277,7 @@ bool uzura_rp_hold(UzuraCore *core, UzuraQp *qp)
     if (rp->next_ns <= now) {
         return false;
     }
-    x->rp_wait = true;
+    x->req.rp_wait = true;
     timer_mod(rp->timer, rp->next_ns);
     return true;
 }

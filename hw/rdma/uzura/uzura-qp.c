@@ -250,14 +250,14 @@ static void uzura_qp_flush_held(UzuraCore *core, UzuraQp *qp)
 
     if (uzura_xrc_held(core, qp) && qp->srqn != UZ_NO_SRQ) {
         struct uz_cqe cqe = {
-            .wr_id = cpu_to_le64(x->rwqe.wr_id),
+            .wr_id = cpu_to_le64(x->resp.rwqe.wr_id),
             .status = UZ_WC_STATUS_WR_FLUSH_ERR,
             .qpn = cpu_to_le32(x->qpn), .opcode = UZ_WC_RECV,
         };
 
-        x->have_rwqe = false;
-        trace_uzura_qp_flush(x->qpn, false, 0, x->rwqe.wr_id);
-        if (x->tm_kind) {
+        x->resp.have_rwqe = false;
+        trace_uzura_qp_flush(x->qpn, false, 0, x->resp.rwqe.wr_id);
+        if (x->resp.tm_kind) {
             /* A TM SRQ's: to its CQ, and a tagged entry is free again. */
             uzura_tm_complete(core, qp, &cqe, false);
             return;
@@ -293,8 +293,8 @@ static void uzura_qp_free_xfer(UzuraCore *core, UzuraQp *qp)
         uzura_sr_free(core, qp);
         uzura_rp_free(qp);
         timer_free(qp->x->timer);
-        g_free(qp->x->msg);
-        g_free(qp->x->rd);
+        g_free(qp->x->req.msg);
+        g_free(qp->x->resp.rd);
         g_free(qp->x->crw);
         g_free(qp->x->crw_ready);
         g_free(qp->x->rndv);
@@ -627,10 +627,10 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
 
     x->core = core;
     x->qpn = qpn;
-    x->msg = g_new0(UzuraSwqe, nmsg);
-    x->msg_mask = nmsg - 1;
-    x->rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
-    x->resp.seq = x->sr.seq = 0;
+    x->req.msg = g_new0(UzuraSwqe, nmsg);
+    x->req.msg_mask = nmsg - 1;
+    x->resp.rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
+    x->comp.answer.seq = x->comp.resend.seq = 0;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
     return x;
 }
@@ -872,7 +872,7 @@ uint8_t uzura_cmd_create_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     set_bit(qpn, r->qp_live);
     r->qp[qpn].x = uzura_qp_new_xfer(core, qpn, has_sq ? c->sq_log_depth : 0,
                                      c->type == UZ_QPT_RC);
-    r->qp[qpn].x->xrc_srqn = UZ_NO_SRQ;
+    r->qp[qpn].x->resp.xrc_srqn = UZ_NO_SRQ;
     if (tgt) {
         xrcd->users++;
     } else {

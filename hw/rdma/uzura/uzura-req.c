@@ -22,7 +22,7 @@
 
 static UzuraSwqe *uzura_msg(UzuraQp *qp, uint32_t m)
 {
-    return &qp->x->msg[m & qp->x->msg_mask];
+    return &qp->x->req.msg[m & qp->x->req.msg_mask];
 }
 
 static uint32_t uzura_next(uint32_t idx)
@@ -53,7 +53,7 @@ static bool uzura_wr_is_placement(uint8_t op)
 /* Started and not yet completed messages, or a partly sent one. */
 static bool uzura_req_outstanding(UzuraQp *qp)
 {
-    return qp->x->m_ci != qp->x->m_next || qp->x->cur_active;
+    return qp->x->req.oldest != qp->x->req.next || qp->x->req.cur_active;
 }
 
 /* Read send WQE @idx from the ring and decode it (format checks only). */
@@ -269,9 +269,9 @@ static int64_t uzura_req_rto_low(UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
     int64_t rto = MAX((int64_t)x->core->rdma.sr_rto_low_us * SCALE_US,
-                      x->srtt_ns + 4 * x->rttvar_ns);
+                      x->comp.srtt_ns + 4 * x->comp.rttvar_ns);
 
-    return MIN(rto << x->rto_shift, uzura_req_full_timeout(qp));
+    return MIN(rto << x->comp.rto_shift, uzura_req_full_timeout(qp));
 }
 
 /*
@@ -283,14 +283,15 @@ static void uzura_req_rtt(UzuraQp *qp, int64_t r)
     UzuraXfer *x = qp->x;
 
     r = MIN(r, uzura_req_full_timeout(qp));
-    if (!x->srtt_ns) {
-        x->srtt_ns = MAX(r, 1);
-        x->rttvar_ns = r / 2;
+    if (!x->comp.srtt_ns) {
+        x->comp.srtt_ns = MAX(r, 1);
+        x->comp.rttvar_ns = r / 2;
     } else {
-        x->rttvar_ns = (3 * x->rttvar_ns + llabs(x->srtt_ns - r)) / 4;
-        x->srtt_ns = MAX((7 * x->srtt_ns + r) / 8, 1);
+        x->comp.rttvar_ns = (3 * x->comp.rttvar_ns +
+                             llabs(x->comp.srtt_ns - r)) / 4;
+        x->comp.srtt_ns = MAX((7 * x->comp.srtt_ns + r) / 8, 1);
     }
-    trace_uzura_sr_rtt(x->qpn, r, x->srtt_ns, x->rttvar_ns);
+    trace_uzura_sr_rtt(x->qpn, r, x->comp.srtt_ns, x->comp.rttvar_ns);
 }
 
 /*
@@ -303,13 +304,13 @@ static void uzura_req_arm_timer(UzuraQp *qp, bool restart)
     UzuraRdma *r = &x->core->rdma;
     int64_t ns;
 
-    if (!qp->attr.timeout || x->rnr_wait ||
+    if (!qp->attr.timeout || x->comp.rnr_wait ||
         (!restart && timer_pending(x->timer))) {
         return;
     }
     ns = uzura_req_full_timeout(qp);
     if (r->recovery == UZ_RECOVERY_SR && r->sr_rto_low_us &&
-        uzura_psn_diff(x->psn_max, x->acked_psn) - 1 <= UZ_SR_FEW) {
+        uzura_psn_diff(x->req.end_psn, x->comp.acked_psn) - 1 <= UZ_SR_FEW) {
         ns = MIN(ns, uzura_req_rto_low(qp));
     }
     timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + ns);
@@ -332,9 +333,9 @@ void uzura_req_paced(UzuraCore *core, UzuraXfer *x)
 /* Progress: the retries start over (retry_cnt counts timeouts in a row). */
 static void uzura_req_progress(UzuraQp *qp)
 {
-    qp->x->retry_left = qp->attr.retry_cnt;
-    qp->x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    qp->x->rto_shift = 0;
+    qp->x->comp.retry_left = qp->attr.retry_cnt;
+    qp->x->comp.progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    qp->x->comp.rto_shift = 0;
 }
 
 /* Go back N: send again from the oldest WQE not completed. */
@@ -345,13 +346,14 @@ static void uzura_req_rewind(UzuraCore *core, UzuraQp *qp)
     if (!uzura_req_outstanding(qp)) {
         return;
     }
-    x->psn = uzura_msg(qp, x->m_ci)->first_psn;
-    x->rtt_on = false;          /* Karn: no sample across a resend */
-    trace_uzura_req_rewind(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx, x->psn);
-    x->m_next = x->m_ci;
-    x->cur_active = false;
-    x->blocked = false;
-    x->sr_left = 0;             /* all of it goes again anyway */
+    x->req.next_psn = uzura_msg(qp, x->req.oldest)->first_psn;
+    x->comp.rtt_on = false;          /* Karn: no sample across a resend */
+    trace_uzura_req_rewind(x->qpn, uzura_msg(qp, x->req.oldest)->sq_idx,
+                           x->req.next_psn);
+    x->req.next = x->req.oldest;
+    x->req.cur_active = false;
+    x->req.blocked = false;
+    x->comp.resend_left = 0;             /* all of it goes again anyway */
     uzura_work_schedule(core);
 }
 
@@ -364,13 +366,13 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
     UzuraXfer *x = qp->x;
     bool progress = false;
 
-    while (x->m_ci != x->m_next) {
-        UzuraSwqe *w = uzura_msg(qp, x->m_ci);
+    while (x->req.oldest != x->req.next) {
+        UzuraSwqe *w = uzura_msg(qp, x->req.oldest);
 
         if (!w->done) {
             if (uzura_wr_is_rd_atomic(w->opcode) ||
                 uzura_psn_diff(w->first_psn + w->npkts - 1,
-                               x->acked_psn) > 0) {
+                               x->comp.acked_psn) > 0) {
                 break;
             }
             w->done = true;
@@ -393,7 +395,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
             uzura_cq_post(core, qp->send_cqn, &cqe, false);
         }
         trace_uzura_req_complete(x->qpn, w->sq_idx, w->status);
-        x->m_ci = uzura_next(x->m_ci);
+        x->req.oldest = uzura_next(x->req.oldest);
         if ((w->crw < 0 && w->rndv < 0) || w->park) {
             qp->sq_ci = uzura_next(qp->sq_ci);
         }
@@ -410,10 +412,10 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
     }
     if (progress) {
         uzura_req_progress(qp);
-        x->rnr_left = qp->attr.rnr_retry;
+        x->comp.rnr_left = qp->attr.rnr_retry;
         if (uzura_req_outstanding(qp)) {
             uzura_req_arm_timer(qp, true);
-        } else if (!x->rnr_wait) {
+        } else if (!x->comp.rnr_wait) {
             timer_del(x->timer);
         }
         /* Room for READs and atomics, or a fence lifted. */
@@ -434,13 +436,13 @@ static void uzura_req_finish(UzuraCore *core, UzuraQp *qp, UzuraSwqe *w,
 /*
  * The message whose PSN range holds @psn, among those ever started and
  * not completed: a rewind or a message still being sent leaves some of
- * them at or after m_next, with their PSNs still valid.
+ * them at or after req.next, with their PSNs still valid.
  */
 static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
 {
     uint32_t i;
 
-    for (i = qp->x->m_ci; i != qp->x->m_high; i = uzura_next(i)) {
+    for (i = qp->x->req.oldest; i != qp->x->req.end; i = uzura_next(i)) {
         UzuraSwqe *w = uzura_msg(qp, i);
 
         if (uzura_psn_diff(psn, w->first_psn) >= 0 &&
@@ -452,17 +454,17 @@ static UzuraSwqe *uzura_req_find(UzuraQp *qp, uint32_t psn, uint32_t *idx)
     return NULL;
 }
 
-/* A message found at or after m_next ends now: count it as started. */
+/* A message found at or after req.next ends now: count it as started. */
 static void uzura_req_claim(UzuraQp *qp, uint32_t idx)
 {
     UzuraXfer *x = qp->x;
 
-    if (uzura_psn_diff(idx, x->m_next) >= 0) {
+    if (uzura_psn_diff(idx, x->req.next) >= 0) {
         UzuraSwqe *w = uzura_msg(qp, idx);
 
-        x->cur_active = false;
-        x->m_next = uzura_next(idx);
-        x->psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
+        x->req.cur_active = false;
+        x->req.next = uzura_next(idx);
+        x->req.next_psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
     }
 }
 
@@ -478,7 +480,7 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
 {
     uint32_t i, n = 0;
 
-    for (i = qp->x->m_ci; i != qp->x->m_next; i = uzura_next(i)) {
+    for (i = qp->x->req.oldest; i != qp->x->req.next; i = uzura_next(i)) {
         UzuraSwqe *w = uzura_msg(qp, i);
 
         n += uzura_wr_is_rd_atomic(w->opcode) && (n || !w->done);
@@ -487,7 +489,7 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
 }
 
 /*
- * (Re)start message m_next.  One started before a rewind is sent again
+ * (Re)start message req.next.  One started before a rewind is sent again
  * from the same source; a new one is the oldest rendezvous' READ or FIN
  * (uzura-tm.c), else the oldest matched CRW's write, or else the next SQ
  * WQE.  A CRW WQE is parked and sends nothing (cur_active stays false).
@@ -496,9 +498,9 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
 static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
-    UzuraSendWr *wr = &x->cur;
-    UzuraSwqe *w = uzura_msg(qp, x->m_next);
-    bool resend = x->m_next != x->m_high;
+    UzuraSendWr *wr = &x->req.cur;
+    UzuraSwqe *w = uzura_msg(qp, x->req.next);
+    bool resend = x->req.next != x->req.end;
     uint32_t mtu = uzura_req_mtu(core, qp), sq_idx = 0;
     int32_t crw = -1, rndv = -1;
     uint8_t status, verr, opcode, rndv_op = 0;
@@ -510,17 +512,18 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         rndv_op = w->opcode;
     } else if (qp->attr.state != UZ_QPS_RTS) {
         return false;           /* SQD starts nothing new */
-    } else if (uzura_psn_diff(x->psn, x->acked_psn) > UZ_PSN_OUT_MAX) {
+    } else if (uzura_psn_diff(x->req.next_psn, x->comp.acked_psn) >
+               UZ_PSN_OUT_MAX) {
         return false;           /* PSN comparisons hold within 2^23 */
     } else {
         rndv = uzura_tm_rndv_ready(qp);
         crw = rndv < 0 ? uzura_crw_ready(qp) : -1;
-        if (rndv < 0 && crw < 0 && x->sq_take == qp->sq_pi &&
+        if (rndv < 0 && crw < 0 && x->req.sq_next == qp->sq_pi &&
             (uzura_shadow_asked(qp) || !uzura_shadow_poll(core, qp))) {
             return false;
         }
         sq_idx = crw >= 0 ? x->crw[crw].sq_idx : rndv >= 0 ? rndv :
-                 x->sq_take;
+                 x->req.sq_next;
         if (rndv >= 0) {
             rndv_op = uzura_tm_rndv_opcode(qp, rndv);
         }
@@ -551,14 +554,15 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
      * again must still reach the memory it named.
      */
     if (status == UZ_WC_STATUS_SUCCESS && !resend &&
-        wr->h.opcode == UZ_WR_LOCAL_INV && x->m_ci != x->m_next) {
+        wr->h.opcode == UZ_WR_LOCAL_INV && x->req.oldest != x->req.next) {
         return false;
     }
     opcode = crw >= 0 ? UZ_WR_CRW : wr->h.opcode;
     *w = (UzuraSwqe) {
         .wr_id = wr->h.wr_id, .opcode = opcode, .sq_idx = sq_idx,
-        .seq = resend ? w->seq : ++x->m_seq,
-        .crw = crw, .rndv = rndv, .first_psn = x->psn, .byte_len = wr->len,
+        .seq = resend ? w->seq : ++x->req.started,
+        .crw = crw, .rndv = rndv, .first_psn = x->req.next_psn,
+        .byte_len = wr->len,
         .signaled = crw >= 0 ? x->crw[crw].signaled :
                     rndv < 0 && ((wr->h.flags & UZ_WQE_F_SIGNALED) ||
                                  (qp->flags & UZ_QPF_SIG_ALL)),
@@ -568,16 +572,16 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         .resp_from = resend ? w->resp_got : 0,
     };
     if (!resend) {
-        x->m_high = uzura_next(x->m_high);
+        x->req.end = uzura_next(x->req.end);
         if (rndv >= 0) {
             uzura_tm_rndv_take(qp, rndv);
         } else if (crw >= 0) {
             uzura_crw_take_ready(qp);
         } else {
-            x->sq_take = uzura_next(x->sq_take);
+            x->req.sq_next = uzura_next(x->req.sq_next);
         }
     }
-    trace_uzura_req_start(x->qpn, sq_idx, opcode, wr->len, x->psn);
+    trace_uzura_req_start(x->qpn, sq_idx, opcode, wr->len, x->req.next_psn);
     if (status == UZ_WC_STATUS_SUCCESS &&
         (opcode == UZ_WR_REG_MR || opcode == UZ_WR_LOCAL_INV ||
          opcode == UZ_WR_BIND_MW)) {
@@ -585,7 +589,7 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         status = uzura_fastreg_exec(core, qp, &wr->h, &verr);
         if (status == UZ_WC_STATUS_SUCCESS) {
             w->byte_len = 0;
-            x->m_next = uzura_next(x->m_next);
+            x->req.next = uzura_next(x->req.next);
             uzura_req_finish(core, qp, w, status, UZ_VERR_NONE);
             return true;
         }
@@ -601,7 +605,7 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
             w->park = true;
             w->signaled = false;
             w->byte_len = 0;
-            x->m_next = uzura_next(x->m_next);
+            x->req.next = uzura_next(x->req.next);
             uzura_req_finish(core, qp, w, status, UZ_VERR_NONE);
             return true;
         }
@@ -611,8 +615,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
                                                   verr),
                           "QP %u: send WQE %u fails: status %u, detail %u",
                           x->qpn, sq_idx, status, verr);
-        x->m_next = uzura_next(x->m_next);
-        x->blocked = true;
+        x->req.next = uzura_next(x->req.next);
+        x->req.blocked = true;
         uzura_req_finish(core, qp, w, status, verr);
         return false;
     }
@@ -627,8 +631,8 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     } else {
         w->npkts = MAX(DIV_ROUND_UP(wr->len, mtu), 1);
     }
-    x->cur_active = true;
-    x->cur_off = 0;
+    x->req.cur_active = true;
+    x->req.cur_off = 0;
     return true;
 }
 
@@ -807,9 +811,9 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
 static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
-    const struct uz_send_wqe *h = &x->cur.h;
-    UzuraSwqe *w = uzura_msg(qp, x->m_next);
-    uint32_t psn = x->psn, off = x->cur_off, n;
+    const struct uz_send_wqe *h = &x->req.cur.h;
+    UzuraSwqe *w = uzura_msg(qp, x->req.next);
+    uint32_t psn = x->req.next_psn, off = x->req.cur_off, n;
     bool last;
     uint8_t verr;
 
@@ -822,10 +826,10 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
         psn = (psn + w->resp_from) & UZ_PSN_MASK;
         off = w->resp_from * uzura_req_mtu(core, qp);
     }
-    verr = uzura_req_emit(core, qp, &x->cur, psn, off, &n, &last);
+    verr = uzura_req_emit(core, qp, &x->req.cur, psn, off, &n, &last);
     if (verr == UZURA_VERR_FAULT) {
         /* Nothing went out: the packet goes when its page is mapped. */
-        x->fault_wait = true;
+        x->req.fault_wait = true;
         return;
     }
     if (verr) {
@@ -835,33 +839,34 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
                                                   verr),
                           "QP %u: send WQE %u: local access failed (%u)",
                           x->qpn, w->sq_idx, verr);
-        x->cur_active = false;
-        x->m_next = uzura_next(x->m_next);
-        x->blocked = true;
+        x->req.cur_active = false;
+        x->req.next = uzura_next(x->req.next);
+        x->req.blocked = true;
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_LOC_PROT_ERR, verr);
         return;
     }
     uzura_rp_sent(core, qp, n + UZ_ROCE_FRAME_OVERHEAD);
-    if (uzura_psn_diff(x->psn, x->psn_max) < 0) {
+    if (uzura_psn_diff(x->req.next_psn, x->req.end_psn) < 0) {
         core->counters.retransmits++;
-    } else if (!x->rtt_on && last && !uzura_wr_is_rd_atomic(h->opcode) &&
+    } else if (!x->comp.rtt_on && last && !uzura_wr_is_rd_atomic(h->opcode) &&
                core->rdma.recovery == UZ_RECOVERY_SR) {
         /* A message's last packet, sent for the first time: time its ACK. */
-        x->rtt_on = true;
-        x->rtt_psn = x->psn;
-        x->rtt_start = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        x->comp.rtt_on = true;
+        x->comp.rtt_psn = x->req.next_psn;
+        x->comp.rtt_start = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     }
-    x->psn = (x->psn + (h->opcode == UZ_WR_RDMA_READ ? w->npkts : 1)) &
-             UZ_PSN_MASK;
-    if (uzura_psn_diff(x->psn, x->psn_max) > 0) {
-        x->psn_max = x->psn;
+    x->req.next_psn = (x->req.next_psn +
+                       (h->opcode == UZ_WR_RDMA_READ ? w->npkts : 1)) &
+                      UZ_PSN_MASK;
+    if (uzura_psn_diff(x->req.next_psn, x->req.end_psn) > 0) {
+        x->req.end_psn = x->req.next_psn;
     }
-    x->cur_off += n;
+    x->req.cur_off += n;
     if (!last) {
         return;
     }
-    x->cur_active = false;
-    x->m_next = uzura_next(x->m_next);
+    x->req.cur_active = false;
+    x->req.next = uzura_next(x->req.next);
     if (uzura_qp_is_ud(qp) || uzura_qp_is_uc(qp) || uzura_qp_is_raw(qp)) {
         /* Unreliable: done once on the wire. */
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_SUCCESS, UZ_VERR_NONE);
@@ -901,15 +906,15 @@ static UzuraSendWr *uzura_req_wqe_at(UzuraCore *core, UzuraQp *qp,
 static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
-    uint32_t psn = x->sr_psn, idx, off = 0, n;
+    uint32_t psn = x->comp.resend_psn, idx, off = 0, n;
     const UzuraSendWr *wr;
     UzuraSwqe *w;
     bool last;
 
-    x->sr_psn = (psn + 1) & UZ_PSN_MASK;
-    x->sr_left--;
-    if (uzura_psn_diff(psn, x->acked_psn) <= 0 ||
-        uzura_psn_diff(psn, x->psn_max) >= 0) {
+    x->comp.resend_psn = (psn + 1) & UZ_PSN_MASK;
+    x->comp.resend_left--;
+    if (uzura_psn_diff(psn, x->comp.acked_psn) <= 0 ||
+        uzura_psn_diff(psn, x->req.end_psn) >= 0) {
         return;
     }
     w = uzura_req_find(qp, psn, &idx);
@@ -918,7 +923,7 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
     }
     if (w->crw >= 0 || w->rndv >= 0) {
         /* A matched CRW's write has no SQ WQE to read back: go back N. */
-        x->sr_left = 0;
+        x->comp.resend_left = 0;
         uzura_req_rewind(core, qp);
         return;
     }
@@ -929,17 +934,17 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
     } else {
         off = uzura_psn_diff(psn, w->first_psn) * uzura_req_mtu(core, qp);
     }
-    wr = uzura_req_wqe_at(core, qp, &x->sr, idx);
+    wr = uzura_req_wqe_at(core, qp, &x->comp.resend, idx);
     if (!wr || off >= MAX(wr->len, 1)) {
         return;
     }
     core->counters.retransmits++;
     core->counters.sr_resent++;
-    x->rtt_on = false;          /* Karn: the ACK may come late for it */
+    x->comp.rtt_on = false;          /* Karn: the ACK may come late for it */
     trace_uzura_sr_resend(x->qpn, psn);
     if (uzura_req_emit(core, qp, wr, psn, off, &n, &last)) {
         /* The memory went away: the packet path finds out in order. */
-        x->sr_left = 0;
+        x->comp.resend_left = 0;
         uzura_req_rewind(core, qp);
         return;
     }
@@ -951,13 +956,13 @@ static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
 {
     UzuraXfer *x = qp->x;
 
-    while (*budget && !x->rnr_wait && !x->blocked && !x->fault_wait &&
-           !x->rp_wait &&
+    while (*budget && !x->comp.rnr_wait && !x->req.blocked &&
+           !x->req.fault_wait && !x->req.rp_wait &&
            (qp->attr.state == UZ_QPS_RTS || qp->attr.state == UZ_QPS_SQD)) {
-        UzuraSwqe *w = uzura_msg(qp, x->m_next);
+        UzuraSwqe *w = uzura_msg(qp, x->req.next);
 
         /* What a SACK asked for goes before anything new. */
-        if (x->sr_left) {
+        if (x->comp.resend_left) {
             if (uzura_rp_hold(core, qp)) {
                 return;         /* paced: the rate limiter's timer calls */
             }
@@ -965,25 +970,25 @@ static void uzura_req_run(UzuraCore *core, UzuraQp *qp, unsigned *budget)
             (*budget)--;
             continue;
         }
-        if (!x->cur_active && x->m_next != x->m_high && w->done) {
-            x->m_next = uzura_next(x->m_next);
+        if (!x->req.cur_active && x->req.next != x->req.end && w->done) {
+            x->req.next = uzura_next(x->req.next);
             if (w->status != UZ_WC_STATUS_SUCCESS) {
                 /* Failed before the rewind: it waits for its turn. */
-                x->blocked = true;
+                x->req.blocked = true;
                 uzura_req_retire(core, qp);
                 return;
             }
             /* Answered after a rewind (or parked): nothing to resend. */
-            x->psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
+            x->req.next_psn = (w->first_psn + w->npkts) & UZ_PSN_MASK;
             uzura_req_retire(core, qp);
             continue;
         }
-        if (!x->cur_active) {
+        if (!x->req.cur_active) {
             /* SQD starts nothing new, but resends what it started. */
             if (!uzura_req_start(core, qp)) {
                 return;
             }
-            if (!x->cur_active) {
+            if (!x->req.cur_active) {
                 /*
                  * A CRW parked or a local WQE done: a share of the turn
                  * too, or a guest re-posting them through a shadow record
@@ -1017,8 +1022,9 @@ static bool uzura_req_settle(UzuraCore *core, UzuraQp *qp, unsigned budget)
     if (!(qp->flags & UZ_QPF_SQ_SHADOW) || !budget) {
         return true;
     }
-    if (sending && (uzura_req_outstanding(qp) || x->rnr_wait ||
-                    x->fault_wait || x->sr_left || x->rp_wait)) {
+    if (sending && (uzura_req_outstanding(qp) || x->comp.rnr_wait ||
+                    x->req.fault_wait || x->comp.resend_left ||
+                    x->req.rp_wait)) {
         return true;
     }
     /* Not sending: the next turn or the doorbell takes what came. */
@@ -1037,13 +1043,13 @@ static void uzura_req_ack(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 {
     UzuraXfer *x = qp->x;
 
-    if (uzura_psn_diff(psn, x->acked_psn) > 0) {
-        x->acked_psn = psn & UZ_PSN_MASK;
+    if (uzura_psn_diff(psn, x->comp.acked_psn) > 0) {
+        x->comp.acked_psn = psn & UZ_PSN_MASK;
         uzura_req_progress(qp);
-        if (x->rtt_on && uzura_psn_diff(psn, x->rtt_psn) >= 0) {
+        if (x->comp.rtt_on && uzura_psn_diff(psn, x->comp.rtt_psn) >= 0) {
             uzura_req_rtt(qp, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) -
-                              x->rtt_start);
-            x->rtt_on = false;
+                              x->comp.rtt_start);
+            x->comp.rtt_on = false;
         }
     }
     uzura_req_retire(core, qp);
@@ -1066,27 +1072,27 @@ static void uzura_req_sack(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     if (qp->attr.state == UZ_QPS_ERR || !pkt->sack.count) {
         return;
     }
-    if (x->sr_left) {
-        if (uzura_psn_diff(x->sr_psn, lo) < 0) {
-            lo = x->sr_psn;
+    if (x->comp.resend_left) {
+        if (uzura_psn_diff(x->comp.resend_psn, lo) < 0) {
+            lo = x->comp.resend_psn;
         }
-        if (uzura_psn_diff(x->sr_psn + x->sr_left, end) > 0) {
-            end = x->sr_psn + x->sr_left;
+        if (uzura_psn_diff(x->comp.resend_psn + x->comp.resend_left, end) > 0) {
+            end = x->comp.resend_psn + x->comp.resend_left;
         }
     }
     /* Not before what is acknowledged, nor past what was ever sent. */
-    if (uzura_psn_diff(lo, x->acked_psn) <= 0) {
-        lo = x->acked_psn + 1;
+    if (uzura_psn_diff(lo, x->comp.acked_psn) <= 0) {
+        lo = x->comp.acked_psn + 1;
     }
-    if (uzura_psn_diff(end, x->psn_max) > 0) {
-        end = x->psn_max;
+    if (uzura_psn_diff(end, x->req.end_psn) > 0) {
+        end = x->req.end_psn;
     }
     d = uzura_psn_diff(end, lo);
     if (d <= 0) {
         return;
     }
-    x->sr_psn = lo & UZ_PSN_MASK;
-    x->sr_left = MIN(d, 2 * UZ_SR_WINDOW);
+    x->comp.resend_psn = lo & UZ_PSN_MASK;
+    x->comp.resend_left = MIN(d, 2 * UZ_SR_WINDOW);
     uzura_work_schedule(core);
 }
 
@@ -1115,15 +1121,15 @@ static void uzura_req_nak(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
             return;
         }
         if (qp->attr.rnr_retry != 7) {
-            if (!x->rnr_left) {
+            if (!x->comp.rnr_left) {
                 uzura_req_finish(core, qp, w, UZ_WC_STATUS_RNR_RETRY_EXC_ERR,
                                  UZ_VERR_NONE);
                 return;
             }
-            x->rnr_left--;
+            x->comp.rnr_left--;
         }
         uzura_req_rewind(core, qp);
-        x->rnr_wait = true;
+        x->comp.rnr_wait = true;
         timer_mod(x->timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   uzura_rnr_us[syn & 0x1f] * SCALE_US);
         return;
@@ -1199,13 +1205,13 @@ static void uzura_req_read_resp(UzuraCore *core, UzuraQp *qp,
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_BAD_RESP_ERR, 0);
         return;
     }
-    wr = uzura_req_wqe_at(core, qp, &qp->x->resp, idx);
+    wr = uzura_req_wqe_at(core, qp, &qp->x->comp.answer, idx);
     verr = !wr ? UZ_VERR_DMA :
            uzura_sgl_copy(core, &wr->sgl, qp->pdn, off, (void *)pkt->payload,
                           pkt->paylen, true);
     if (verr == UZURA_VERR_FAULT) {
         /* Dropped: the READ goes again once the page is mapped. */
-        qp->x->fault_wait = qp->x->fault_rewind = true;
+        qp->x->req.fault_wait = qp->x->req.fault_rewind = true;
         return;
     }
     if (verr) {
@@ -1230,7 +1236,7 @@ static void uzura_req_atomic_resp(UzuraCore *core, UzuraQp *qp,
                                   const UzuraPkt *pkt, UzuraSwqe *w,
                                   uint32_t idx)
 {
-    UzuraSendWr *wr = uzura_req_wqe_at(core, qp, &qp->x->resp, idx);
+    UzuraSendWr *wr = uzura_req_wqe_at(core, qp, &qp->x->comp.answer, idx);
     uint64_t orig = cpu_to_le64(pkt->orig);
     uint8_t verr;
 
@@ -1241,7 +1247,7 @@ static void uzura_req_atomic_resp(UzuraCore *core, UzuraQp *qp,
          * Dropped: the atomic goes again once the page is mapped, and the
          * responder answers the duplicate from its saved result.
          */
-        qp->x->fault_wait = qp->x->fault_rewind = true;
+        qp->x->req.fault_wait = qp->x->req.fault_rewind = true;
         return;
     }
     uzura_req_finish(core, qp, w, verr ? UZ_WC_STATUS_LOC_PROT_ERR :
@@ -1273,7 +1279,7 @@ void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uint32_t idx;
 
     /* Nothing we sent has this PSN: a stray. */
-    if (uzura_psn_diff(pkt->psn, x->psn_max) >= 0) {
+    if (uzura_psn_diff(pkt->psn, x->req.end_psn) >= 0) {
         core->counters.rx_stale++;
         return;
     }
@@ -1320,8 +1326,8 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
     if (!qp || qp->x != x || qp->attr.state == UZ_QPS_ERR) {
         return;
     }
-    if (x->rnr_wait) {
-        x->rnr_wait = false;
+    if (x->comp.rnr_wait) {
+        x->comp.rnr_wait = false;
         uzura_work_schedule(core);
         return;
     }
@@ -1333,14 +1339,14 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
      * the timer starts again (the resume rewinds if a response was
      * dropped).
      */
-    if (x->fault_wait) {
+    if (x->req.fault_wait) {
         uzura_req_progress(qp);
         uzura_req_arm_timer(qp, true);
         return;
     }
     core->counters.retry_timeouts++;
-    trace_uzura_req_timeout(x->qpn, uzura_msg(qp, x->m_ci)->sq_idx,
-                            x->retry_left);
+    trace_uzura_req_timeout(x->qpn, uzura_msg(qp, x->req.oldest)->sq_idx,
+                            x->comp.retry_left);
     /*
      * A short timeout (sr-rto-low-us) may fire before an ACK that is only
      * late: it sends again, but uses a retry only once the QP's whole
@@ -1348,22 +1354,22 @@ static void uzura_req_timeout(UzuraCore *core, UzuraXfer *x)
      * meaning.
      */
     if (core->rdma.recovery == UZ_RECOVERY_SR &&
-        qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - x->progress_ns <
+        qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - x->comp.progress_ns <
         uzura_req_full_timeout(qp)) {
-        x->rto_shift = MIN(x->rto_shift + 1, 16);
+        x->comp.rto_shift = MIN(x->comp.rto_shift + 1, 16);
         uzura_req_rewind(core, qp);
         uzura_req_arm_timer(qp, true);
         return;
     }
-    x->progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    if (!x->retry_left) {
-        uzura_req_claim(qp, x->m_ci);
-        w = uzura_msg(qp, x->m_ci);
+    x->comp.progress_ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    if (!x->comp.retry_left) {
+        uzura_req_claim(qp, x->req.oldest);
+        w = uzura_msg(qp, x->req.oldest);
         uzura_req_finish(core, qp, w, UZ_WC_STATUS_RETRY_EXC_ERR,
                          UZ_VERR_NONE);
         return;
     }
-    x->retry_left--;
+    x->comp.retry_left--;
     uzura_req_rewind(core, qp);
     uzura_req_arm_timer(qp, true);
 }
@@ -1384,18 +1390,18 @@ void uzura_req_init(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
 
-    x->psn = x->psn_max = qp->attr.sq_psn;
-    x->acked_psn = (qp->attr.sq_psn - 1) & UZ_PSN_MASK;
-    x->m_ci = x->m_next = x->m_high = 0;
-    x->sq_take = qp->sq_ci;
+    x->req.next_psn = x->req.end_psn = qp->attr.sq_psn;
+    x->comp.acked_psn = (qp->attr.sq_psn - 1) & UZ_PSN_MASK;
+    x->req.oldest = x->req.next = x->req.end = 0;
+    x->req.sq_next = qp->sq_ci;
     uzura_req_progress(qp);
-    x->rnr_left = qp->attr.rnr_retry;
-    x->resp.seq = x->sr.seq = 0;
-    x->sr_left = 0;
-    x->fault_wait = x->fault_rewind = false;
-    x->rtt_on = false;
-    x->srtt_ns = x->rttvar_ns = 0;
-    x->rto_shift = 0;
+    x->comp.rnr_left = qp->attr.rnr_retry;
+    x->comp.answer.seq = x->comp.resend.seq = 0;
+    x->comp.resend_left = 0;
+    x->req.fault_wait = x->req.fault_rewind = false;
+    x->comp.rtt_on = false;
+    x->comp.srtt_ns = x->comp.rttvar_ns = 0;
+    x->comp.rto_shift = 0;
     uzura_work_schedule(core);
 }
 
@@ -1404,14 +1410,14 @@ void uzura_req_fault_resume(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
 
-    if (x->fault_wait) {
-        x->fault_wait = false;
-        if (x->fault_rewind) {
-            x->fault_rewind = false;
+    if (x->req.fault_wait) {
+        x->req.fault_wait = false;
+        if (x->req.fault_rewind) {
+            x->req.fault_rewind = false;
             uzura_req_rewind(core, qp);
         }
     }
-    x->resp_fault_wait = false;
+    x->comp.answer_fault_wait = false;
 }
 
 /* Stop the send side: RESET, ERR, destroy. */
@@ -1421,11 +1427,11 @@ void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
 
     timer_del(x->timer);
     uzura_rp_free(qp);
-    x->np_cnp_once = false;
-    x->cur_active = false;
-    x->rnr_wait = false;
-    x->blocked = false;
-    x->fault_wait = x->fault_rewind = false;
-    x->resp.seq = x->sr.seq = 0;
-    x->sr_left = 0;
+    x->resp.np_cnp_once = false;
+    x->req.cur_active = false;
+    x->comp.rnr_wait = false;
+    x->req.blocked = false;
+    x->req.fault_wait = x->req.fault_rewind = false;
+    x->comp.answer.seq = x->comp.resend.seq = 0;
+    x->comp.resend_left = 0;
 }

@@ -32,7 +32,7 @@ void uzura_resp_fill(UzuraQp *qp, UzuraPkt *pkt, uint8_t opcode,
     pkt->xrc = qp->type == UZ_QPT_XRC_TGT;
     pkt->dqpn = a->dest_qpn;
     pkt->psn = psn & UZ_PSN_MASK;
-    pkt->msn = qp->x->msn;
+    pkt->msn = qp->x->resp.msn;
 }
 
 /* An ACK (credits unused: all ones) or a NAK for @psn. */
@@ -108,7 +108,7 @@ static int uzura_resp_take(UzuraCore *core, UzuraQp *qp, uint8_t *verr)
     }
     *verr = uzura_rwqe_load(core, ring + ((uint64_t)(ci & ((1u << log_depth) -
                                                            1)) << log_size),
-                            1u << log_size, &x->rwqe);
+                            1u << log_size, &x->resp.rwqe);
     /* An SRQ WQE is the QP's once taken; an RQ's slot frees on completion. */
     if (srq) {
         srq->ci = (srq->ci + 1) & UZ_IDX_MASK;
@@ -117,8 +117,8 @@ static int uzura_resp_take(UzuraCore *core, UzuraQp *qp, uint8_t *verr)
             uzura_eq_post_async(core, UZ_EQE_SRQ_LIMIT, qp->srqn, 0);
         }
     }
-    x->have_rwqe = true;
-    x->recv_off = 0;
+    x->resp.have_rwqe = true;
+    x->resp.recv_off = 0;
     return *verr ? -1 : 1;
 }
 
@@ -128,10 +128,10 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
 {
     UzuraXfer *x = qp->x;
 
-    cqe->wr_id = cpu_to_le64(x->rwqe.wr_id);
+    cqe->wr_id = cpu_to_le64(x->resp.rwqe.wr_id);
     cqe->qpn = cpu_to_le32(x->qpn);
-    x->rwqe_failed |= cqe->status != UZ_WC_STATUS_SUCCESS;
-    if (x->tm_kind) {
+    x->resp.rwqe_failed |= cqe->status != UZ_WC_STATUS_SUCCESS;
+    if (x->resp.tm_kind) {
         /* A SEND of a TM SRQ: to its CQ, as tag matching says. */
         uzura_tm_complete(core, qp, cqe, solicited);
     } else {
@@ -140,7 +140,7 @@ static void uzura_resp_complete(UzuraCore *core, UzuraQp *qp,
     }
     trace_uzura_resp_complete(x->qpn, le32_to_cpu(cqe->byte_len),
                               cqe->status);
-    x->have_rwqe = false;
+    x->resp.have_rwqe = false;
     if (qp->srqn == UZ_NO_SRQ) {
         qp->rq_ci = (qp->rq_ci + 1) & UZ_IDX_MASK;
     }
@@ -154,33 +154,34 @@ static void uzura_resp_fail(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
 
-    x->err_owed = false;
-    uzura_guest_error(trace_uzura_resp_err(x->qpn, x->err_psn,
-                                           x->err_syndrome, x->err_verr),
+    x->resp.err_owed = false;
+    uzura_guest_error(trace_uzura_resp_err(x->qpn, x->resp.err_psn,
+                                           x->resp.err_syndrome,
+                                           x->resp.err_verr),
                       "QP %u: request at PSN %u refused (NAK 0x%x, "
-                      "detail %u)", x->qpn, x->err_psn, x->err_syndrome,
-                      x->err_verr);
+                      "detail %u)", x->qpn, x->resp.err_psn,
+                      x->resp.err_syndrome, x->resp.err_verr);
     if (uzura_xrc_held(core, qp)) {
         struct uz_cqe cqe = {
-            .status = x->err_status ? x->err_status :
+            .status = x->resp.err_status ? x->resp.err_status :
                                       UZ_WC_STATUS_GENERAL_ERR,
-            .vendor_err = x->err_verr, .opcode = UZ_WC_RECV,
+            .vendor_err = x->resp.err_verr, .opcode = UZ_WC_RECV,
         };
 
         uzura_resp_complete(core, qp, &cqe, false);
     }
     if (!uzura_qp_is_uc(qp)) {
-        uzura_resp_nak(core, qp, x->err_syndrome, x->err_psn);
+        uzura_resp_nak(core, qp, x->resp.err_syndrome, x->resp.err_psn);
     }
     /*
      * A receive CQE that reported the error is all the driver hears;
      * else the event of the NAK's kind, as ConnectX's (spec 8.11).
      */
     uzura_qp_fail(core, qp,
-                  x->rwqe_failed ? 0 :
-                  x->err_syndrome == UZ_AETH_NAK_INV_REQ ?
+                  x->resp.rwqe_failed ? 0 :
+                  x->resp.err_syndrome == UZ_AETH_NAK_INV_REQ ?
                   UZ_EQE_QP_REQ_ERR :
-                  x->err_syndrome == UZ_AETH_NAK_REM_ACCESS ?
+                  x->resp.err_syndrome == UZ_AETH_NAK_REM_ACCESS ?
                   UZ_EQE_QP_ACCESS_ERR : UZ_EQE_QP_FATAL);
 }
 
@@ -196,13 +197,13 @@ static void uzura_resp_uc_drop(UzuraCore *core, UzuraQp *qp, uint32_t psn,
 {
     UzuraXfer *x = qp->x;
 
-    if (!x->uc_drop) {
+    if (!x->resp.uc_drop) {
         core->counters.uc_dropped++;
         trace_uzura_resp_uc_drop(x->qpn, psn, why);
     }
-    x->uc_drop = true;
-    x->in_msg = 0;
-    x->recv_off = 0;
+    x->resp.uc_drop = true;
+    x->resp.in_msg = 0;
+    x->resp.recv_off = 0;
 }
 
 /*
@@ -217,20 +218,20 @@ static bool uzura_resp_uc_accept(UzuraCore *core, UzuraQp *qp,
 
     if (uzura_ops[pkt->opcode].hdrs & UZ_H_FIRST) {
         /* The message before it never ended: its Last was lost. */
-        if (x->in_msg) {
+        if (x->resp.in_msg) {
             uzura_resp_uc_drop(core, qp, pkt->psn, "message cut short");
         }
-        x->uc_drop = false;
-        x->in_msg = 0;
-        x->recv_off = 0;
-        x->epsn = pkt->psn;
+        x->resp.uc_drop = false;
+        x->resp.in_msg = 0;
+        x->resp.recv_off = 0;
+        x->resp.epsn = pkt->psn;
         return true;
     }
-    if (pkt->psn != x->epsn) {
+    if (pkt->psn != x->resp.epsn) {
         uzura_resp_uc_drop(core, qp, pkt->psn, "PSN gap");
     }
-    if (x->uc_drop) {
-        x->epsn = (pkt->psn + 1) & UZ_PSN_MASK;
+    if (x->resp.uc_drop) {
+        x->resp.epsn = (pkt->psn + 1) & UZ_PSN_MASK;
         return false;
     }
     return true;
@@ -243,7 +244,8 @@ static bool uzura_resp_owed_before(UzuraCore *core, UzuraQp *qp, uint32_t psn)
     uint32_t k;
 
     for (k = 0; k < core->rdma.lim.max_qp_rd_atom; k++) {
-        if (x->rd[k].pending && uzura_psn_diff(x->rd[k].psn, psn) < 0) {
+        if (x->resp.rd[k].pending &&
+            uzura_psn_diff(x->resp.rd[k].psn, psn) < 0) {
             return true;
         }
     }
@@ -254,10 +256,10 @@ static bool uzura_resp_owed_before(UzuraCore *core, UzuraQp *qp, uint32_t psn)
 static void uzura_resp_refusal(UzuraXfer *x, uint32_t psn, uint8_t syndrome,
                                uint8_t status, uint8_t verr)
 {
-    x->err_psn = psn;
-    x->err_syndrome = syndrome;
-    x->err_status = status;
-    x->err_verr = verr;
+    x->resp.err_psn = psn;
+    x->resp.err_syndrome = syndrome;
+    x->resp.err_status = status;
+    x->resp.err_verr = verr;
 }
 
 /*
@@ -278,10 +280,10 @@ static void uzura_resp_error(UzuraCore *core, UzuraQp *qp, uint32_t psn,
         uzura_resp_uc_drop(core, qp, psn, "refused");
         return;
     }
-    if (x->err_owed && uzura_psn_diff(psn, x->err_psn) >= 0) {
+    if (x->resp.err_owed && uzura_psn_diff(psn, x->resp.err_psn) >= 0) {
         return;                 /* an earlier refusal already ends it */
     }
-    x->err_owed = true;
+    x->resp.err_owed = true;
     uzura_resp_refusal(x, psn, syndrome, status, verr);
     if (uzura_resp_owed_before(core, qp, psn)) {
         uzura_work_schedule(core);
@@ -323,19 +325,19 @@ static void uzura_resp_done(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
     bool answered;
 
     if (uzura_ops[pkt->opcode].hdrs & UZ_H_LAST) {
-        x->msn = (x->msn + 1) & UZ_PSN_MASK;
-        x->in_msg = 0;
+        x->resp.msn = (x->resp.msn + 1) & UZ_PSN_MASK;
+        x->resp.in_msg = 0;
     } else {
-        x->in_msg = uzura_ops[pkt->opcode].family;
+        x->resp.in_msg = uzura_ops[pkt->opcode].family;
     }
-    x->epsn = (x->epsn + npkts) & UZ_PSN_MASK;
+    x->resp.epsn = (x->resp.epsn + npkts) & UZ_PSN_MASK;
     answered = uzura_ops[pkt->opcode].family == UZ_FAM_READ_REQ ||
                uzura_ops[pkt->opcode].family == UZ_FAM_ATOMIC;
     if ((answered || pkt->ack_req) && !uzura_qp_is_uc(qp)) {
-        if (x->ack_owed) {
+        if (x->resp.ack_owed) {
             core->counters.acks_coalesced++;
         }
-        x->ack_owed = !answered;
+        x->resp.ack_owed = !answered;
         uzura_work_schedule(core);
     }
 }
@@ -351,7 +353,7 @@ static void uzura_resp_rnr(UzuraCore *core, UzuraQp *qp, uint32_t psn)
         uzura_resp_uc_drop(core, qp, psn, "receiver not ready");
         return;
     }
-    qp->x->nak_seq_sent = true;
+    qp->x->resp.nak_seq_sent = true;
     core->counters.rnr_naks_sent++;
     trace_uzura_resp_rnr(qp->x->qpn, psn);
     uzura_resp_ack(core, qp, UZ_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f),
@@ -393,7 +395,7 @@ static bool uzura_resp_tm_first(UzuraCore *core, UzuraQp *qp,
     kind = uzura_tm_classify(core, qp, pkt, &idx);
     switch (kind) {
     case UZ_TMK_EAGER:
-        uzura_tm_take_eager(core, qp, idx, x->tm_tag);
+        uzura_tm_take_eager(core, qp, idx, x->resp.tm_tag);
         return true;
     case UZ_TMK_RNDV:
         switch (uzura_tm_rndv_start(core, qp, pkt, idx)) {
@@ -410,11 +412,11 @@ static bool uzura_resp_tm_first(UzuraCore *core, UzuraQp *qp,
         }
         return false;
     default:
-        x->tm_kind = kind;
+        x->resp.tm_kind = kind;
         if (!uzura_resp_take_or_nak(core, qp, pkt)) {
             /* None posted: the message comes again, classified again. */
-            if (!x->have_rwqe) {
-                x->tm_kind = UZ_TMK_NONE;
+            if (!x->resp.have_rwqe) {
+                x->resp.tm_kind = UZ_TMK_NONE;
             }
             return false;
         }
@@ -430,22 +432,23 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     uint8_t verr;
 
     /* A first packet that met an absent ODP page has its WQE already. */
-    if ((h & UZ_H_FIRST) && !x->have_rwqe) {
+    if ((h & UZ_H_FIRST) && !x->resp.have_rwqe) {
         if (uzura_tm_qp(core, qp) ? !uzura_resp_tm_first(core, qp, pkt) :
                                     !uzura_resp_take_or_nak(core, qp, pkt)) {
             return;
         }
     }
     /* A matched EAGER message's data follows its TMH. */
-    if ((h & UZ_H_FIRST) && x->tm_kind == UZ_TMK_EAGER) {
+    if ((h & UZ_H_FIRST) && x->resp.tm_kind == UZ_TMK_EAGER) {
         skip = UZ_TMH_LEN;
     }
-    if (x->recv_off + (uint64_t)pkt->paylen - skip > x->rwqe.sgl.len) {
+    if (x->resp.recv_off + (uint64_t)pkt->paylen - skip >
+        x->resp.rwqe.sgl.len) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
                          UZ_WC_STATUS_LOC_LEN_ERR, UZ_VERR_NONE);
         return;
     }
-    verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, x->recv_off,
+    verr = uzura_sgl_copy(core, &x->resp.rwqe.sgl, qp->pdn, x->resp.recv_off,
                           (void *)pkt->payload + skip, pkt->paylen - skip,
                           true);
     if (verr == UZURA_VERR_FAULT) {
@@ -458,10 +461,10 @@ static void uzura_resp_send(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
                               verr);
         return;
     }
-    x->recv_off += pkt->paylen - skip;
+    x->resp.recv_off += pkt->paylen - skip;
     if (h & UZ_H_LAST) {
         struct uz_cqe cqe = {
-            .byte_len = cpu_to_le32(x->recv_off), .imm_data = pkt->imm,
+            .byte_len = cpu_to_le32(x->resp.recv_off), .imm_data = pkt->imm,
             .opcode = UZ_WC_RECV,
             .wc_flags = (h & UZ_H_IMM ? UZ_WC_F_IMM : 0) |
                         (h & UZ_H_IETH ? UZ_WC_F_INV : 0),
@@ -547,40 +550,41 @@ static void uzura_resp_write(UzuraCore *core, UzuraQp *qp,
             uzura_resp_key_refused(core, qp, pkt->psn, verr);
             return;
         }
-        x->wr_va = pkt->va;
-        x->wr_rkey = pkt->rkey;
-        x->wr_len = pkt->dma_len;
-        x->wr_off = 0;
+        x->resp.wr_va = pkt->va;
+        x->resp.wr_rkey = pkt->rkey;
+        x->resp.wr_len = pkt->dma_len;
+        x->resp.wr_off = 0;
     }
-    if (x->wr_off + (uint64_t)pkt->paylen > x->wr_len ||
-        ((h & UZ_H_LAST) && x->wr_off + pkt->paylen != x->wr_len)) {
+    if (x->resp.wr_off + (uint64_t)pkt->paylen > x->resp.wr_len ||
+        ((h & UZ_H_LAST) && x->resp.wr_off + pkt->paylen != x->resp.wr_len)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ, 0, 0);
         return;
     }
     /* With immediate data the message needs a receive WQE: check first. */
-    if ((h & UZ_H_IMM) && !x->have_rwqe &&
+    if ((h & UZ_H_IMM) && !x->resp.have_rwqe &&
         !uzura_resp_take_or_nak(core, qp, pkt)) {
         return;
     }
     if (pkt->paylen) {
-        verr = uzura_rkey_check(core, qp, x->wr_rkey, x->wr_va + x->wr_off,
+        verr = uzura_rkey_check(core, qp, x->resp.wr_rkey,
+                                x->resp.wr_va + x->resp.wr_off,
                                 pkt->paylen, UZ_ACCESS_REMOTE_WRITE, &mr);
         if (verr) {
             uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_REM_ACCESS,
                              UZ_WC_STATUS_LOC_ACCESS_ERR, verr);
             return;
         }
-        verr = uzura_mr_copy(core, mr, x->wr_va + x->wr_off,
+        verr = uzura_mr_copy(core, mr, x->resp.wr_va + x->resp.wr_off,
                              (void *)pkt->payload, pkt->paylen, true);
         if (uzura_resp_copy_failed(core, qp, pkt->psn,
                                    UZ_WC_STATUS_LOC_PROT_ERR, verr)) {
             return;
         }
     }
-    x->wr_off += pkt->paylen;
+    x->resp.wr_off += pkt->paylen;
     if (h & UZ_H_IMM) {
         struct uz_cqe cqe = {
-            .byte_len = cpu_to_le32(x->wr_len), .imm_data = pkt->imm,
+            .byte_len = cpu_to_le32(x->resp.wr_len), .imm_data = pkt->imm,
             .opcode = UZ_WC_RECV_RDMA_WITH_IMM, .wc_flags = UZ_WC_F_IMM,
         };
 
@@ -603,7 +607,8 @@ static UzuraRdAtom *uzura_resp_slot(UzuraCore *core, UzuraQp *qp,
                                     uint32_t psn)
 {
     UzuraXfer *x = qp->x;
-    UzuraRdAtom *s = &x->rd[x->rd_head % core->rdma.lim.max_qp_rd_atom];
+    UzuraResp *rs = &x->resp;
+    UzuraRdAtom *s = &rs->rd[rs->rd_head % core->rdma.lim.max_qp_rd_atom];
 
     if (s->pending && !s->again) {
         uzura_resp_error(core, qp, psn, UZ_AETH_NAK_INV_REQ, 0, 0);
@@ -620,10 +625,12 @@ static void uzura_resp_keep(UzuraCore *core, UzuraQp *qp,
                             const UzuraPkt *pkt, UzuraRdAtom *s,
                             UzuraRdAtom a)
 {
-    qp->x->rd_head = (qp->x->rd_head + 1) % core->rdma.lim.max_qp_rd_atom;
+    UzuraResp *rs = &qp->x->resp;
+
+    rs->rd_head = (rs->rd_head + 1) % core->rdma.lim.max_qp_rd_atom;
     a.valid = true;
     a.opcode = pkt->opcode;
-    a.xrc_srqn = qp->x->xrc_srqn;
+    a.xrc_srqn = qp->x->resp.xrc_srqn;
     a.pending = true;
     a.psn = pkt->psn;
     *s = a;
@@ -860,7 +867,7 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
     uint32_t i;
 
     core->counters.duplicates++;
-    trace_uzura_resp_duplicate(x->qpn, pkt->psn, x->epsn);
+    trace_uzura_resp_duplicate(x->qpn, pkt->psn, x->resp.epsn);
     if (fam == UZ_FAM_READ_REQ || fam == UZ_FAM_ATOMIC) {
         uint32_t n = core->rdma.lim.max_qp_rd_atom;
 
@@ -869,7 +876,7 @@ static void uzura_resp_duplicate(UzuraCore *core, UzuraQp *qp,
          * cover the same PSN as the one this duplicate is of.
          */
         for (i = 1; i <= n; i++) {
-            UzuraRdAtom *s = &x->rd[(x->rd_head + n - i) % n];
+            UzuraRdAtom *s = &x->resp.rd[(x->resp.rd_head + n - i) % n];
             int32_t d = uzura_psn_diff(pkt->psn, s->psn);
 
             if (!s->valid || s->opcode != pkt->opcode ||
@@ -902,13 +909,14 @@ static bool uzura_resp_xrc(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     UzuraXfer *x = qp->x;
 
-    if (((x->in_msg || x->have_rwqe) && pkt->xrc_srqn != x->xrc_srqn) ||
+    if (((x->resp.in_msg || x->resp.have_rwqe) &&
+         pkt->xrc_srqn != x->resp.xrc_srqn) ||
         !uzura_xrc_adopt(core, qp, pkt->xrc_srqn)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
                          UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
         return false;
     }
-    x->xrc_srqn = pkt->xrc_srqn;
+    x->resp.xrc_srqn = pkt->xrc_srqn;
     return true;
 }
 
@@ -918,7 +926,7 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     UzuraXfer *x = qp->x;
     uint16_t h = uzura_ops[pkt->opcode].hdrs;
     uint8_t fam = uzura_ops[pkt->opcode].family;
-    int32_t d = uzura_psn_diff(pkt->psn, x->epsn);
+    int32_t d = uzura_psn_diff(pkt->psn, x->resp.epsn);
 
     if (uzura_qp_is_uc(qp)) {
         if (!uzura_resp_uc_accept(core, qp, pkt)) {
@@ -926,7 +934,7 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         }
         d = 0;
     }
-    if (x->err_owed) {
+    if (x->resp.err_owed) {
         trace_uzura_roce_rx_drop("RC request behind a refused one");
         return;
     }
@@ -949,18 +957,18 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
             }
         }
         /* A gap: say so once, then drop until the expected PSN comes. */
-        if (!x->nak_seq_sent) {
-            x->nak_seq_sent = true;
-            uzura_resp_nak(core, qp, UZ_AETH_NAK_SEQ, x->epsn);
+        if (!x->resp.nak_seq_sent) {
+            x->resp.nak_seq_sent = true;
+            uzura_resp_nak(core, qp, UZ_AETH_NAK_SEQ, x->resp.epsn);
         }
         return;
     }
-    x->nak_seq_sent = false;
+    x->resp.nak_seq_sent = false;
     if (qp->type == UZ_QPT_XRC_TGT && !uzura_resp_xrc(core, qp, pkt)) {
         return;
     }
     /* Packets of one message come in order, First to Last. */
-    if (x->in_msg ? (fam != x->in_msg || (h & UZ_H_FIRST)) :
+    if (x->resp.in_msg ? (fam != x->resp.in_msg || (h & UZ_H_FIRST)) :
                     !(h & UZ_H_FIRST)) {
         uzura_resp_error(core, qp, pkt->psn, UZ_AETH_NAK_INV_REQ,
                          UZ_WC_STATUS_REM_INV_REQ_ERR, 0);
@@ -1007,7 +1015,7 @@ void uzura_resp_packet(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 void uzura_resp_request(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     uzura_resp_packet(core, qp, pkt);
-    if (qp->x->sr_kept) {
+    if (qp->x->resp.sr_kept) {
         uzura_sr_drain(core, qp);
     }
 }
@@ -1032,14 +1040,14 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return;
     }
     /* A WQE kept from a packet that did not fit is used first. */
-    got = x->have_rwqe ? 1 : uzura_resp_take(core, qp, &verr);
+    got = x->resp.have_rwqe ? 1 : uzura_resp_take(core, qp, &verr);
     if (!got) {
         /* Unreliable: nothing to receive into, nothing received. */
         trace_uzura_roce_rx_drop("UD without a receive WQE");
         core->counters.rx_ud_no_wqe++;
         return;
     }
-    if (got > 0 && UZ_GRH_LEN + (uint64_t)pkt->paylen > x->rwqe.sgl.len) {
+    if (got > 0 && UZ_GRH_LEN + (uint64_t)pkt->paylen > x->resp.rwqe.sgl.len) {
         /*
          * Any host on the link can send one: drop it and keep the WQE
          * and the QP (QP1 serves the RDMA CM of every process).
@@ -1047,21 +1055,21 @@ void uzura_resp_ud(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         uzura_guest_error(trace_uzura_roce_rx_drop("UD larger than the WQE"),
                           "QP %u: UD message of %u bytes dropped, the "
                           "receive WQE holds %" PRIu64, x->qpn,
-                          UZ_GRH_LEN + pkt->paylen, x->rwqe.sgl.len);
+                          UZ_GRH_LEN + pkt->paylen, x->resp.rwqe.sgl.len);
         core->counters.rx_ud_too_long++;
         return;
     } else if (got > 0) {
         /* IPv4 in a GRH area: the header in its last 20 bytes. */
         memcpy(grh + 20, pkt->ip_hdr, 20);
-        verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, 0, grh,
+        verr = uzura_sgl_copy(core, &x->resp.rwqe.sgl, qp->pdn, 0, grh,
                               UZ_GRH_LEN, true);
         if (!verr) {
-            verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, UZ_GRH_LEN,
+            verr = uzura_sgl_copy(core, &x->resp.rwqe.sgl, qp->pdn, UZ_GRH_LEN,
                                   (void *)pkt->payload, pkt->paylen, true);
         }
         if (verr == UZURA_VERR_FAULT && qp->srqn == UZ_NO_SRQ) {
             /* A datagram may be lost: the WQE waits for the next one. */
-            x->have_rwqe = false;
+            x->resp.have_rwqe = false;
             core->counters.rx_dropped++;
             return;
         }
@@ -1100,26 +1108,26 @@ void uzura_resp_raw(UzuraCore *core, UzuraQp *qp, const uint8_t *buf,
         core->counters.rx_dropped++;
         return;
     }
-    got = x->have_rwqe ? 1 : uzura_resp_take(core, qp, &verr);
+    got = x->resp.have_rwqe ? 1 : uzura_resp_take(core, qp, &verr);
     if (!got) {
         trace_uzura_roce_rx_drop("raw frame without a receive WQE");
         core->counters.rx_dropped++;
         return;
     }
-    if (got > 0 && size > x->rwqe.sgl.len) {
+    if (got > 0 && size > x->resp.rwqe.sgl.len) {
         /* Any host on the link can send one: the WQE stays. */
         uzura_guest_error(trace_uzura_roce_rx_drop("raw frame too long"),
                           "QP %u: raw frame of %zu bytes dropped, the "
                           "receive WQE holds %" PRIu64, x->qpn, size,
-                          x->rwqe.sgl.len);
+                          x->resp.rwqe.sgl.len);
         core->counters.rx_dropped++;
         return;
     } else if (got > 0) {
-        verr = uzura_sgl_copy(core, &x->rwqe.sgl, qp->pdn, 0, (void *)buf,
+        verr = uzura_sgl_copy(core, &x->resp.rwqe.sgl, qp->pdn, 0, (void *)buf,
                               size, true);
         if (verr == UZURA_VERR_FAULT && qp->srqn == UZ_NO_SRQ) {
             /* Lost: the WQE waits for the next frame. */
-            x->have_rwqe = false;
+            x->resp.have_rwqe = false;
             core->counters.rx_dropped++;
             return;
         }
@@ -1194,7 +1202,7 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
     verr = uzura_roce_send(core, &pkt, uzura_resp_gather, &src);
     if (verr == UZURA_VERR_FAULT) {
         /* The answer goes on when the page is mapped. */
-        qp->x->resp_fault_wait = true;
+        qp->x->comp.answer_fault_wait = true;
         return;
     }
     if (verr) {
@@ -1220,14 +1228,14 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     UzuraXfer *x = qp->x;
     uint32_t n = core->rdma.lim.max_qp_rd_atom, k;
 
-    if (x->resp_fault_wait) {
+    if (x->comp.answer_fault_wait) {
         return;
     }
     for (k = 0; k < n; k++) {
-        UzuraRdAtom *s = &x->rd[(x->rd_head + k) % n];
+        UzuraRdAtom *s = &x->resp.rd[(x->resp.rd_head + k) % n];
 
-        if (x->err_owed && s->pending &&
-            uzura_psn_diff(s->psn, x->err_psn) >= 0) {
+        if (x->resp.err_owed && s->pending &&
+            uzura_psn_diff(s->psn, x->resp.err_psn) >= 0) {
             s->pending = false;     /* behind the refused request */
         }
         while (s->pending && *budget) {
@@ -1236,7 +1244,7 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
             }
             uzura_resp_answer(core, qp, s);
             (*budget)--;
-            if (qp->attr.state == UZ_QPS_ERR || x->resp_fault_wait) {
+            if (qp->attr.state == UZ_QPS_ERR || x->comp.answer_fault_wait) {
                 return;
             }
         }
@@ -1244,13 +1252,13 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
             return;
         }
     }
-    if (x->err_owed) {
+    if (x->resp.err_owed) {
         uzura_resp_fail(core, qp);
         return;
     }
-    if (x->ack_owed) {
-        x->ack_owed = false;
-        uzura_resp_ack(core, qp, UZ_AETH_ACK | 0x1f, x->epsn - 1);
+    if (x->resp.ack_owed) {
+        x->resp.ack_owed = false;
+        uzura_resp_ack(core, qp, UZ_AETH_ACK | 0x1f, x->resp.epsn - 1);
     }
 }
 
@@ -1259,19 +1267,19 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
 
-    x->epsn = qp->attr.rq_psn;
-    x->msn = 0;
-    x->nak_seq_sent = false;
-    x->uc_drop = false;
-    x->ack_owed = false;
-    x->in_msg = 0;
-    x->have_rwqe = false;
-    x->rwqe_failed = false;
-    x->tm_kind = UZ_TMK_NONE;
-    x->xrc_srqn = UZ_NO_SRQ;
-    x->resp_fault_wait = false;
-    x->err_owed = false;
-    x->rd_head = 0;
-    memset(x->rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->rd));
+    x->resp.epsn = qp->attr.rq_psn;
+    x->resp.msn = 0;
+    x->resp.nak_seq_sent = false;
+    x->resp.uc_drop = false;
+    x->resp.ack_owed = false;
+    x->resp.in_msg = 0;
+    x->resp.have_rwqe = false;
+    x->resp.rwqe_failed = false;
+    x->resp.tm_kind = UZ_TMK_NONE;
+    x->resp.xrc_srqn = UZ_NO_SRQ;
+    x->comp.answer_fault_wait = false;
+    x->resp.err_owed = false;
+    x->resp.rd_head = 0;
+    memset(x->resp.rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->resp.rd));
     uzura_sr_free(core, qp);
 }

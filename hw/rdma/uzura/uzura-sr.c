@@ -35,7 +35,7 @@ static UzuraSrSlot *uzura_sr_take(UzuraCore *core, UzuraQp *qp,
     UzuraSrSlot *s = *slot;
 
     *slot = NULL;
-    qp->x->sr_kept--;
+    qp->x->resp.sr_kept--;
     core->rdma.sr_kept--;
     core->rdma.sr_kept_bytes -= uzura_sr_bytes(&s->pkt);
     return s;
@@ -53,12 +53,12 @@ static void uzura_sr_sack(UzuraCore *core, UzuraQp *qp, uint32_t psn,
     UzuraXfer *x = qp->x;
     UzuraPkt pkt = { 0 };
 
-    uzura_resp_fill(qp, &pkt, UZ_BTH_OP_RC_SACK, x->epsn - 1);
+    uzura_resp_fill(qp, &pkt, UZ_BTH_OP_RC_SACK, x->resp.epsn - 1);
     pkt.syndrome = UZ_AETH_ACK | 0x1f;
     pkt.sack.missing_psn = psn & UZ_PSN_MASK;
     pkt.sack.count = count;
     core->counters.sacks_sent++;
-    trace_uzura_sr_sack(x->qpn, x->epsn, psn & UZ_PSN_MASK, count);
+    trace_uzura_sr_sack(x->qpn, x->resp.epsn, psn & UZ_PSN_MASK, count);
     uzura_roce_send(core, &pkt, NULL, NULL);
 }
 
@@ -70,27 +70,27 @@ static void uzura_sr_sack(UzuraCore *core, UzuraQp *qp, uint32_t psn,
 bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 {
     UzuraXfer *x = qp->x;
-    int32_t d = uzura_psn_diff(pkt->psn, x->epsn);
-    uint32_t high = x->epsn - 1;
+    int32_t d = uzura_psn_diff(pkt->psn, x->resp.epsn);
+    uint32_t high = x->resp.epsn - 1;
     UzuraSrSlot **slot, *s;
 
     if (d <= 0 || d >= UZ_SR_WINDOW) {
         return false;
     }
     /* The highest PSN received: kept, or else the last one in order. */
-    if (x->sr_kept && uzura_psn_diff(x->sr_high, x->epsn) >= 0) {
-        high = x->sr_high;
+    if (x->resp.sr_kept && uzura_psn_diff(x->resp.sr_high, x->resp.epsn) >= 0) {
+        high = x->resp.sr_high;
     }
-    if (!x->sr_slot) {
-        x->sr_slot = g_new0(UzuraSrSlot *, UZ_SR_WINDOW);
+    if (!x->resp.sr_slot) {
+        x->resp.sr_slot = g_new0(UzuraSrSlot *, UZ_SR_WINDOW);
     }
-    slot = &x->sr_slot[pkt->psn % UZ_SR_WINDOW];
+    slot = &x->resp.sr_slot[pkt->psn % UZ_SR_WINDOW];
     /*
      * A kept PSN is a duplicate only while it is still ahead: 2^24 PSNs
      * later the same PSN is another packet.
      */
     if (*slot && (*slot)->pkt.psn == pkt->psn &&
-        uzura_psn_diff((*slot)->pkt.psn, x->epsn) > 0) {
+        uzura_psn_diff((*slot)->pkt.psn, x->resp.epsn) > 0) {
         core->counters.duplicates++;
         return true;
     }
@@ -109,7 +109,7 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
     s->pkt.payload = s->data;
     s->pkt.ip_hdr = NULL;
     *slot = s;
-    x->sr_kept++;
+    x->resp.sr_kept++;
     core->rdma.sr_kept++;
     core->rdma.sr_kept_bytes += uzura_sr_bytes(pkt);
     core->counters.sr_kept++;
@@ -118,7 +118,7 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
             uzura_sr_sack(core, qp, high + 1, uzura_psn_diff(pkt->psn, high)
                           - 1);
         }
-        x->sr_high = pkt->psn;
+        x->resp.sr_high = pkt->psn;
     }
     return true;
 }
@@ -133,10 +133,10 @@ void uzura_sr_drain(UzuraCore *core, UzuraQp *qp)
     UzuraXfer *x = qp->x;
     UzuraSrSlot **slot, *s;
 
-    while (x->sr_kept && !x->err_owed && qp->attr.state >= UZ_QPS_RTR &&
-           qp->attr.state <= UZ_QPS_SQE) {
-        slot = &x->sr_slot[x->epsn % UZ_SR_WINDOW];
-        if (!*slot || (*slot)->pkt.psn != x->epsn) {
+    while (x->resp.sr_kept && !x->resp.err_owed &&
+           qp->attr.state >= UZ_QPS_RTR && qp->attr.state <= UZ_QPS_SQE) {
+        slot = &x->resp.sr_slot[x->resp.epsn % UZ_SR_WINDOW];
+        if (!*slot || (*slot)->pkt.psn != x->resp.epsn) {
             break;
         }
         s = uzura_sr_take(core, qp, slot);
@@ -151,14 +151,14 @@ void uzura_sr_free(UzuraCore *core, UzuraQp *qp)
     UzuraXfer *x = qp->x;
     uint32_t i;
 
-    if (!x->sr_slot) {
+    if (!x->resp.sr_slot) {
         return;
     }
     for (i = 0; i < UZ_SR_WINDOW; i++) {
-        if (x->sr_slot[i]) {
-            uzura_sr_drop(core, qp, &x->sr_slot[i]);
+        if (x->resp.sr_slot[i]) {
+            uzura_sr_drop(core, qp, &x->resp.sr_slot[i]);
         }
     }
-    g_free(x->sr_slot);
-    x->sr_slot = NULL;
+    g_free(x->resp.sr_slot);
+    x->resp.sr_slot = NULL;
 }

@@ -352,7 +352,7 @@ uint8_t uzura_tm_classify(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
     uint8_t op;
 
     *idx = -1;
-    qp->x->tm_tag = 0;
+    qp->x->resp.tm_tag = 0;
     if (pkt->paylen < UZ_TMH_LEN) {
         return UZ_TMK_NO_TAG;
     }
@@ -360,12 +360,12 @@ uint8_t uzura_tm_classify(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
     if (op != UZ_TMH_EAGER && op != UZ_TMH_RNDV) {
         return UZ_TMK_NO_TAG;
     }
-    qp->x->tm_tag = ldq_be_p(pkt->payload + UZ_TMH_TAG);
+    qp->x->resp.tm_tag = ldq_be_p(pkt->payload + UZ_TMH_TAG);
     /* Out of sync, software may hold an unexpected one for this tag. */
     if (tm->sw == tm->unexp) {
-        *idx = uzura_tm_match(tm, qp->x->tm_tag);
+        *idx = uzura_tm_match(tm, qp->x->resp.tm_tag);
     }
-    trace_uzura_tm_match(qp->x->qpn, qp->srqn, qp->x->tm_tag, *idx, op);
+    trace_uzura_tm_match(qp->x->qpn, qp->srqn, qp->x->resp.tm_tag, *idx, op);
     if (*idx < 0) {
         return UZ_TMK_UNEXP;
     }
@@ -380,15 +380,15 @@ void uzura_tm_take_eager(UzuraCore *core, UzuraQp *qp, int32_t idx,
     UzuraXfer *x = qp->x;
 
     e->state = UZ_TME_BUSY;
-    x->rwqe.wr_id = e->recv_wr_id;
-    x->rwqe.sgl.num = e->num_sge;
-    x->rwqe.sgl.sge[0] = e->sge;
-    x->rwqe.sgl.len = e->num_sge ? e->sge.length : 0;
-    x->have_rwqe = true;
-    x->recv_off = 0;
-    x->tm_kind = UZ_TMK_EAGER;
-    x->tm_idx = idx;
-    x->tm_tag = tag;
+    x->resp.rwqe.wr_id = e->recv_wr_id;
+    x->resp.rwqe.sgl.num = e->num_sge;
+    x->resp.rwqe.sgl.sge[0] = e->sge;
+    x->resp.rwqe.sgl.len = e->num_sge ? e->sge.length : 0;
+    x->resp.have_rwqe = true;
+    x->resp.recv_off = 0;
+    x->resp.tm_kind = UZ_TMK_EAGER;
+    x->resp.tm_idx = idx;
+    x->resp.tm_tag = tag;
 }
 
 /* The tag fields of a CQE of a tagged buffer. */
@@ -411,28 +411,28 @@ void uzura_tm_complete(UzuraCore *core, UzuraQp *qp, struct uz_cqe *cqe,
     UzuraXfer *x = qp->x;
     bool ok = cqe->status == UZ_WC_STATUS_SUCCESS;
 
-    switch (x->tm_kind) {
+    switch (x->resp.tm_kind) {
     case UZ_TMK_EAGER:
         cqe->opcode = UZ_WC_TM_RECV;
         cqe->wc_flags = UZ_WC_F_TM_MATCH | (ok ? UZ_WC_F_TM_DATA_VALID : 0);
-        uzura_tm_cqe_tag(cqe, x->tm_idx, x->tm_tag);
-        srq->tm->e[x->tm_idx].state = UZ_TME_FREE;
+        uzura_tm_cqe_tag(cqe, x->resp.tm_idx, x->resp.tm_tag);
+        srq->tm->e[x->resp.tm_idx].state = UZ_TME_FREE;
         break;
     case UZ_TMK_UNEXP:
         cqe->opcode = UZ_WC_TM_RECV;
         if (ok) {
             srq->tm->unexp++;
         }
-        trace_uzura_tm_unexpected(x->qpn, qp->srqn, x->tm_kind,
+        trace_uzura_tm_unexpected(x->qpn, qp->srqn, x->resp.tm_kind,
                                   srq->tm->unexp);
         break;
     default:
         cqe->opcode = UZ_WC_TM_NO_TAG;
-        trace_uzura_tm_unexpected(x->qpn, qp->srqn, x->tm_kind,
+        trace_uzura_tm_unexpected(x->qpn, qp->srqn, x->resp.tm_kind,
                                   srq->tm->unexp);
         break;
     }
-    x->tm_kind = UZ_TMK_NONE;
+    x->resp.tm_kind = UZ_TMK_NONE;
     uzura_cq_post(core, srq->cqn, cqe, solicited);
 }
 
@@ -508,12 +508,13 @@ int uzura_tm_rndv_start(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
     }
     slots[s] = (UzuraRndv) {
         .state = UZ_RNDV_READ_READY, .idx = idx, .srqn = qp->srqn,
-        .seq = x->rndv_seq++, .tag = x->tm_tag, .recv_wr_id = e->recv_wr_id,
+        .seq = x->rndv_seq++, .tag = x->resp.tm_tag,
+        .recv_wr_id = e->recv_wr_id,
         .sge = e->sge, .num_sge = e->num_sge,
         .va = ldq_be_p(pkt->payload + UZ_RVH_VA),
         .rkey = ldl_be_p(pkt->payload + UZ_RVH_RKEY), .len = len,
     };
-    uzura_tm_cqe_tag(&cqe, idx, x->tm_tag);
+    uzura_tm_cqe_tag(&cqe, idx, x->resp.tm_tag);
     uzura_cq_post(core, srq->cqn, &cqe, false);
     if (len > (e->num_sge ? e->sge.length : 0)) {
         uzura_tm_rndv_cqe(core, qp, s, UZ_WC_STATUS_TM_RNDV_INCOMPLETE,
@@ -641,13 +642,13 @@ void uzura_tm_qp_flush(UzuraCore *core, UzuraQp *qp)
     if (!x || !uzura_tm_qp(core, qp)) {
         return;
     }
-    if (x->have_rwqe && x->tm_kind == UZ_TMK_EAGER) {
+    if (x->resp.have_rwqe && x->resp.tm_kind == UZ_TMK_EAGER) {
         struct uz_cqe cqe = { .status = UZ_WC_STATUS_WR_FLUSH_ERR };
 
-        trace_uzura_tm_flush(x->qpn, x->tm_idx);
-        cqe.wr_id = cpu_to_le64(x->rwqe.wr_id);
+        trace_uzura_tm_flush(x->qpn, x->resp.tm_idx);
+        cqe.wr_id = cpu_to_le64(x->resp.rwqe.wr_id);
         cqe.qpn = cpu_to_le32(x->qpn);
-        x->have_rwqe = false;
+        x->resp.have_rwqe = false;
         uzura_tm_complete(core, qp, &cqe, false);
     }
     if (!x->rndv) {

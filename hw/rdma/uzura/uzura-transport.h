@@ -335,55 +335,55 @@ typedef struct UzuraCrw {
     uint32_t length;
 } UzuraCrw;
 
-typedef struct UzuraXfer {
-    UzuraCore *core;
-    uint32_t qpn;
-    QEMUTimer *timer;           /* ACK timeout or RNR wait */
-
-    /* requester: messages in PSN order, a ring of free-running indices */
+/*
+ * The requester: turns SQ WQEs into messages and the messages into
+ * packets.  Messages sit in PSN order in a ring of free-running indices.
+ */
+typedef struct UzuraReq {
     UzuraSwqe *msg;
     uint32_t msg_mask;          /* entries - 1 */
-    uint32_t m_ci;              /* oldest not completed */
-    uint32_t m_next;            /* next to (re)start */
-    uint32_t m_high;            /* one past the last ever started */
-    uint64_t m_seq;             /* messages started in the QP's life */
-    uint32_t sq_take;           /* next SQ WQE to turn into a message */
+    uint32_t oldest;            /* oldest message not completed */
+    uint32_t next;              /* next message to (re)start */
+    uint32_t end;               /* one past the last ever started */
+    uint64_t started;           /* messages started in the QP's life */
+    uint32_t sq_next;           /* next SQ WQE to turn into a message */
     UzuraSendWr cur;            /* the message being sent */
     bool cur_active;
     uint32_t cur_off;           /* bytes of it already sent */
-    uint32_t psn;               /* next PSN to send */
-    uint32_t psn_max;           /* PSN after the highest ever sent */
+    uint32_t next_psn;          /* next PSN to send */
+    uint32_t end_psn;           /* PSN after the highest ever sent */
+    bool blocked;               /* a failed WQE waits for its turn */
+    bool fault_wait;            /* an ODP page absent: wait for a resume */
+    bool fault_rewind;          /* ... then send again from the oldest */
+    bool rp_wait;               /* the rate limiter holds the next packet */
+} UzuraReq;
+
+/*
+ * The completer: what comes back for the requester's messages (ACKs,
+ * NAKs, SACKs, READ and atomic responses), the ACK and RNR timers and
+ * the retries they count.
+ */
+typedef struct UzuraComp {
     uint32_t acked_psn;         /* highest cumulatively acknowledged */
     uint8_t retry_left;
     int64_t progress_ns;        /* virtual clock of the last progress */
     uint8_t rnr_left;
     bool rnr_wait;              /* the timer is an RNR wait */
-    bool blocked;               /* a failed WQE waits for its turn */
-    bool fault_wait;            /* an ODP page absent: wait for a resume */
-    bool fault_rewind;          /* ... then send again from the oldest */
-    bool resp_fault_wait;       /* an answer met an absent ODP page */
-    UzuraWqeCache resp;         /* the READ/atomic WQE being answered */
+    UzuraWqeCache answer;       /* the READ/atomic WQE being answered */
+    bool answer_fault_wait;     /* an answer met an absent ODP page */
     bool rtt_on;                /* sr: a packet is being timed: */
     uint32_t rtt_psn;           /*   this one, */
     int64_t rtt_start;          /*   sent then */
     int64_t srtt_ns;            /* sr: smoothed round trip, 0 none yet */
     int64_t rttvar_ns;          /*   and its variation (RFC 6298) */
     uint8_t rto_shift;          /* sr: RTO_low doublings since progress */
-    uint32_t sr_psn;            /* next PSN a SACK asked for */
-    uint32_t sr_left;           /* PSNs from sr_psn still to send */
-    UzuraWqeCache sr;           /* the WQE of the packets being resent */
+    uint32_t resend_psn;        /* next PSN a SACK asked for */
+    uint32_t resend_left;       /* PSNs from resend_psn still to send */
+    UzuraWqeCache resend;       /* the WQE of the packets being resent */
+} UzuraComp;
 
-    /* conditional RDMA writes: the tag table, allocated on first use */
-    UzuraCrw *crw;              /* max_crw_tags entries */
-    uint32_t *crw_ready;        /* FIFO of READY entries */
-    uint32_t crw_rhead;
-    uint32_t crw_rnum;
-
-    /* tag matching: rendezvous slots, allocated on first use */
-    UzuraRndv *rndv;            /* UZ_TM_RNDV_SLOTS entries */
-    uint64_t rndv_seq;
-
-    /* responder */
+/* The responder: requests from the peer, and the ACKs owed for them. */
+typedef struct UzuraResp {
     uint32_t epsn;              /* expected PSN */
     uint32_t msn;
     bool nak_seq_sent;          /* one sequence NAK per gap */
@@ -414,12 +414,32 @@ typedef struct UzuraXfer {
     uint8_t err_syndrome;
     uint8_t err_status;
     uint8_t err_verr;
-
-    /* congestion control (uzura-dcqcn.c) */
-    int64_t np_cnp_ns;          /* NP: when it last sent a CNP */
+    /* congestion control's notification point (uzura-dcqcn.c) */
+    int64_t np_cnp_ns;          /* when it last sent a CNP */
     bool np_cnp_once;           /*   ... if it ever did */
-    UzuraRp *rp;                /* RP: the rate limiter, from a first CNP */
-    bool rp_wait;               /* the rate limiter holds the next packet */
+} UzuraResp;
+
+/* A QP's transport: its three sides, as rxe keeps req, comp and resp. */
+typedef struct UzuraXfer {
+    UzuraCore *core;
+    uint32_t qpn;
+    QEMUTimer *timer;           /* ACK timeout or RNR wait */
+    UzuraReq req;
+    UzuraComp comp;
+    UzuraResp resp;
+
+    /* conditional RDMA writes: the tag table, allocated on first use */
+    UzuraCrw *crw;              /* max_crw_tags entries */
+    uint32_t *crw_ready;        /* FIFO of READY entries */
+    uint32_t crw_rhead;
+    uint32_t crw_rnum;
+
+    /* tag matching: rendezvous slots, allocated on first use */
+    UzuraRndv *rndv;            /* UZ_TM_RNDV_SLOTS entries */
+    uint64_t rndv_seq;
+
+    /* congestion control's reaction point: the rate limiter, from a CNP */
+    UzuraRp *rp;
 } UzuraXfer;
 
 /* uzura-req.c */

@@ -82,11 +82,11 @@ bool uzura_xrc_held(UzuraCore *core, UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
 
-    if (x->have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
-        !uzura_xrc_adopt(core, qp, x->xrc_srqn)) {
-        x->have_rwqe = false;
+    if (x->resp.have_rwqe && qp->type == UZ_QPT_XRC_TGT &&
+        !uzura_xrc_adopt(core, qp, x->resp.xrc_srqn)) {
+        x->resp.have_rwqe = false;
     }
-    return x->have_rwqe;
+    return x->resp.have_rwqe;
 }
 
 /*
@@ -107,13 +107,13 @@ void uzura_xrc_srq_gone(UzuraCore *core, uint32_t srqn)
         if (!qp->valid || qp->type != UZ_QPT_XRC_TGT) {
             continue;
         }
-        if (x->xrc_srqn == srqn) {
-            x->have_rwqe = false;
-            x->xrc_srqn = UZ_NO_SRQ;
+        if (x->resp.xrc_srqn == srqn) {
+            x->resp.have_rwqe = false;
+            x->resp.xrc_srqn = UZ_NO_SRQ;
         }
         for (k = 0; k < r->lim.max_qp_rd_atom; k++) {
-            if (x->rd[k].xrc_srqn == srqn) {
-                x->rd[k].xrc_srqn = UZ_NO_SRQ;
+            if (x->resp.rd[k].xrc_srqn == srqn) {
+                x->resp.rd[k].xrc_srqn = UZ_NO_SRQ;
             }
         }
         if (qp->srqn == srqn) {
