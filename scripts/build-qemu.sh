@@ -11,13 +11,16 @@
 # --sanitize: a second build of the same tree with clang, AddressSanitizer,
 # UndefinedBehaviorSanitizer and libFuzzer, which make check runs the
 # qtests against, and which also builds QEMU's fuzzer, qemu-fuzz-x86_64.
+#
+# build-qemu.sh --overlay-copy SRC: the overlay only, with copies instead
+# of links, and no build (scripts/export-series.sh: a tree to commit).
 set -euo pipefail
 
-sanitize=0
-if [ "${1:-}" = --sanitize ]; then
-	sanitize=1
-	shift
-fi
+sanitize=0 copy=0
+case "${1:-}" in
+--sanitize) sanitize=1; shift ;;
+--overlay-copy) copy=1; shift; set -- "$1" /nonexistent ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=$(realpath -m "$1")
 build=$(realpath -m "$2")
@@ -35,25 +38,33 @@ add_line() {
 	mv "$file.new" "$file"
 }
 
-ln -sfn "$top/hw/rdma" "$src/hw/rdma"
+# place FILE DIR: a link to FILE in DIR (a copy with --overlay-copy).
+place() {
+	if [ "$copy" = 1 ]; then cp "$1" "$2"; else ln -sf "$1" "$2"; fi
+}
+if [ "$copy" = 1 ]; then
+	rm -rf "$src/hw/rdma" && cp -r "$top/hw/rdma" "$src/hw/rdma"
+else
+	ln -sfn "$top/hw/rdma" "$src/hw/rdma"
+fi
 # The hardware interface headers come from the driver, as QEMU imports
 # Linux's (include/standard-headers, scripts/update-linux-headers.sh).
 mkdir -p "$src/include/standard-headers/drivers/infiniband/hw/uzura"
 for f in "$top"/guest-driver/uzura_*_defs.h; do
-	ln -sf "$f" "$src/include/standard-headers/drivers/infiniband/hw/uzura/"
+	place "$f" "$src/include/standard-headers/drivers/infiniband/hw/uzura/"
 done
 for t in "$top"/qtest/*.c "$top"/qtest/*.h; do
-	[ -e "$t" ] && ln -sf "$t" "$src/tests/qtest/$(basename "$t")"
+	[ -e "$t" ] && place "$t" "$src/tests/qtest/$(basename "$t")"
 done
 
-ln -sf "$top/qtest/fuzz/uzura-generic-fuzz.h" "$src/tests/qtest/fuzz/"
+place "$top/qtest/fuzz/uzura-generic-fuzz.h" "$src/tests/qtest/fuzz/"
 add_line "$src/tests/qtest/fuzz/generic_fuzz_configs.h" \
 	"const generic_fuzz_config predefined_configs[] = {" \
 	'#include "uzura-generic-fuzz.h"'
 # The data-path fuzz targets (uzura-datapath-fuzz, -model-fuzz): a device
 # brought up as the driver does, then actions from the fuzzer's input.
 for f in uzura-datapath-fuzz.c uzura-fuzz-counters.h; do
-	ln -sf "$top/qtest/fuzz/$f" "$src/tests/qtest/fuzz/"
+	place "$top/qtest/fuzz/$f" "$src/tests/qtest/fuzz/"
 done
 # The data-path targets drive the device with the qtests' helpers.
 sed -i "/^specific_fuzz_ss.add(files('uzura-datapath-fuzz.c'))\$/d" \
@@ -74,7 +85,7 @@ add_line "$src/net/stream.c" "    s->ioc = QIO_CHANNEL(cioc);" \
 # The shm netdev (the shared-memory link): its files, registered by
 # scripts/qemu-patches/netdev-shm.patch.
 for f in shm.c shm-ring.h; do
-	ln -sf "$top/net/$f" "$src/net/$f"
+	place "$top/net/$f" "$src/net/$f"
 done
 # Changes to QEMU's own files too large for add_line: the patches of
 # scripts/qemu-patches, in name order.  SRC/.uzura-patches keeps each as
@@ -123,6 +134,7 @@ if ! grep -qxF -- "$qline" "$qmeson" || ! grep -qxF -- "$hline" "$qmeson" ||
 	mv "$qmeson.new" "$qmeson"
 	grep -qxF -- "$dline" "$qmeson" || { log "cannot edit $qmeson"; exit 1; }
 fi
+[ "$copy" = 1 ] && exit 0
 
 # The release build has KVM beside TCG (./uzura up probes which one the
 # host can run); the sanitizer build runs qtests and the fuzzer, TCG only.
