@@ -1076,7 +1076,8 @@ static void uzura_req_sack(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         if (uzura_psn_diff(x->comp.resend_psn, lo) < 0) {
             lo = x->comp.resend_psn;
         }
-        if (uzura_psn_diff(x->comp.resend_psn + x->comp.resend_left, end) > 0) {
+        if (uzura_psn_diff(x->comp.resend_psn + x->comp.resend_left,
+                           end) > 0) {
             end = x->comp.resend_psn + x->comp.resend_left;
         }
     }
@@ -1417,7 +1418,7 @@ void uzura_req_fault_resume(UzuraCore *core, UzuraQp *qp)
             uzura_req_rewind(core, qp);
         }
     }
-    x->comp.answer_fault_wait = false;
+    x->resp.answer_fault_wait = false;
 }
 
 /* Stop the send side: RESET, ERR, destroy. */

@@ -90,7 +90,7 @@ static uint8_t uzura_rwqe_load(UzuraCore *core, uint64_t addr, uint32_t size,
 }
 
 /*
- * Take the next receive WQE of the QP's RQ or SRQ into qp->x->rwqe.
+ * Take the next receive WQE of the QP's RQ or SRQ into qp->x->resp.rwqe.
  * Returns 1, 0 when none is posted, or -1 for a WQE that cannot be used
  * (its error in *verr).
  */
@@ -1202,7 +1202,7 @@ static void uzura_resp_answer(UzuraCore *core, UzuraQp *qp, UzuraRdAtom *s)
     verr = uzura_roce_send(core, &pkt, uzura_resp_gather, &src);
     if (verr == UZURA_VERR_FAULT) {
         /* The answer goes on when the page is mapped. */
-        qp->x->comp.answer_fault_wait = true;
+        qp->x->resp.answer_fault_wait = true;
         return;
     }
     if (verr) {
@@ -1228,7 +1228,7 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
     UzuraXfer *x = qp->x;
     uint32_t n = core->rdma.lim.max_qp_rd_atom, k;
 
-    if (x->comp.answer_fault_wait) {
+    if (x->resp.answer_fault_wait) {
         return;
     }
     for (k = 0; k < n; k++) {
@@ -1244,7 +1244,7 @@ void uzura_resp_work(UzuraCore *core, UzuraQp *qp, unsigned *budget)
             }
             uzura_resp_answer(core, qp, s);
             (*budget)--;
-            if (qp->attr.state == UZ_QPS_ERR || x->comp.answer_fault_wait) {
+            if (qp->attr.state == UZ_QPS_ERR || x->resp.answer_fault_wait) {
                 return;
             }
         }
@@ -1277,7 +1277,7 @@ void uzura_resp_init(UzuraCore *core, UzuraQp *qp)
     x->resp.rwqe_failed = false;
     x->resp.tm_kind = UZ_TMK_NONE;
     x->resp.xrc_srqn = UZ_NO_SRQ;
-    x->comp.answer_fault_wait = false;
+    x->resp.answer_fault_wait = false;
     x->resp.err_owed = false;
     x->resp.rd_head = 0;
     memset(x->resp.rd, 0, core->rdma.lim.max_qp_rd_atom * sizeof(*x->resp.rd));

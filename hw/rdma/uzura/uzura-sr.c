@@ -78,7 +78,8 @@ bool uzura_sr_keep(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
         return false;
     }
     /* The highest PSN received: kept, or else the last one in order. */
-    if (x->resp.sr_kept && uzura_psn_diff(x->resp.sr_high, x->resp.epsn) >= 0) {
+    if (x->resp.sr_kept &&
+        uzura_psn_diff(x->resp.sr_high, x->resp.epsn) >= 0) {
         high = x->resp.sr_high;
     }
     if (!x->resp.sr_slot) {

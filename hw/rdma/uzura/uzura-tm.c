@@ -343,7 +343,7 @@ static int32_t uzura_tm_match(UzuraTm *tm, uint64_t tag)
 /*
  * The first packet of a SEND at a TM QP: what the message is
  * (UzuraTmKind); for EAGER and RNDV the entry it matched in *idx, and
- * its tag in qp->x->tm_tag.
+ * its tag in qp->x->resp.tm_tag.
  */
 uint8_t uzura_tm_classify(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
                           int32_t *idx)

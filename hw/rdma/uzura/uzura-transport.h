@@ -369,8 +369,7 @@ typedef struct UzuraComp {
     int64_t progress_ns;        /* virtual clock of the last progress */
     uint8_t rnr_left;
     bool rnr_wait;              /* the timer is an RNR wait */
-    UzuraWqeCache answer;       /* the READ/atomic WQE being answered */
-    bool answer_fault_wait;     /* an answer met an absent ODP page */
+    UzuraWqeCache answer;       /* the READ/atomic WQE its response is for */
     bool rtt_on;                /* sr: a packet is being timed: */
     uint32_t rtt_psn;           /*   this one, */
     int64_t rtt_start;          /*   sent then */
@@ -404,6 +403,7 @@ typedef struct UzuraResp {
     uint32_t wr_off;
     UzuraRdAtom *rd;            /* max_qp_rd_atom entries, a ring */
     uint32_t rd_head;           /* next entry to use = the oldest */
+    bool answer_fault_wait;     /* an answer to send met an absent ODP page */
     /* selective repeat: packets after a hole, by PSN % UZ_SR_WINDOW */
     UzuraSrSlot **sr_slot;      /* allocated on the first one kept */
     uint32_t sr_kept;
