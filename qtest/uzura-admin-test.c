@@ -161,6 +161,7 @@ static void test_admin_setup_errors(void)
     UzMachine m;
     UzDev d;
     g_autofree char *log = NULL;
+    struct uz_admin_cmd cmd = { .opcode = UZ_CMD_SET_MTU };
     uint64_t ring;
 
     start1(&m, &d);
@@ -207,12 +208,8 @@ static void test_admin_setup_errors(void)
     g_assert_cmpint(uz_rd(&d, UZ_REG_ERR_STATUS), ==, UZ_ERR_WRITE_ONLY);
 
     /* After all that the queue still executes commands. */
-    {
-        struct uz_admin_cmd cmd = { .opcode = UZ_CMD_SET_MTU };
-
-        cmd.set_mtu.mtu = cpu_to_le32(4000);
-        g_assert_cmpint(uz_admin(&d, &cmd, NULL), ==, UZ_CMD_OK);
-    }
+    cmd.set_mtu.mtu = cpu_to_le32(4000);
+    g_assert_cmpint(uz_admin(&d, &cmd, NULL), ==, UZ_CMD_OK);
     log = uz_machine_log(&m);
     g_assert(strstr(log, "admin doorbell rung while the admin queue is "
                     "disabled"));

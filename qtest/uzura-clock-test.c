@@ -153,6 +153,36 @@ static void test_cqe(void)
     pair_stop(&t.p);
 }
 
+/* Two CQEs wait in the old ring, at two times, then move. */
+static void resize_moves_stamps(Ts *t)
+{
+    UzSge s = uz_mr_sge(t->p.ma, 0, 8);
+    UzWr wr = { .wr_id = 0x501, .opcode = UZ_WR_RDMA_WRITE,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .remote_addr = uz_mr_va(t->p.mb, 0), .rkey = t->p.mb->key };
+    struct uz_cqe e;
+    uint64_t t1, t2;
+
+    t1 = qtest_clock_step(qts(&t->p), 777);
+    uz_post_send(t->a, &wr);
+    while (qtest_readb(qts(&t->p), uz_cq_slot(t->scq, 0) + 31) == 0) {
+        uz_poll_pause(&t->p.n[0].d);
+    }
+    t2 = qtest_clock_step(qts(&t->p), 888);
+    wr.wr_id = 0x502;
+    uz_post_send(t->a, &wr);
+    while (qtest_readb(qts(&t->p), uz_cq_slot(t->scq, 1) + 31) == 0) {
+        uz_poll_pause(&t->p.n[0].d);
+    }
+    g_assert_cmpint(uz_cq_resize_to(t->scq, 5, true), ==, UZ_CMD_OK);
+    uz_cq_wait(t->scq, &e);
+    g_assert_cmphex(e.wr_id, ==, 0x501);
+    g_assert_cmpuint(t->scq->ts, ==, t1);
+    uz_cq_wait(t->scq, &e);
+    g_assert_cmphex(e.wr_id, ==, 0x502);
+    g_assert_cmpuint(t->scq->ts, ==, t2);
+}
+
 /*
  * RESIZE_CQ keeps the entry size: a timestamped CQ moves only to a
  * timestamped ring (else BAD_PARAM, nothing changed), a plain one only to
@@ -161,7 +191,6 @@ static void test_cqe(void)
 static void test_resize(void)
 {
     struct uz_cmd_resize_cq c;
-    uint64_t t1, t2;
     Ts t;
 
     ts_start(&t, 0, UZ_CQ_LOG_DEPTH);
@@ -176,33 +205,7 @@ static void test_resize(void)
     g_assert_cmpint(uz_cmd(&t.p.n[0], UZ_CMD_RESIZE_CQ, &c, sizeof(c), NULL),
                     ==, UZ_CMD_BAD_PARAM);
 
-    /* Two CQEs wait in the old ring, at two times, then move. */
-    {
-        UzSge s = uz_mr_sge(t.p.ma, 0, 8);
-        UzWr wr = { .wr_id = 0x501, .opcode = UZ_WR_RDMA_WRITE,
-                    .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                    .remote_addr = uz_mr_va(t.p.mb, 0), .rkey = t.p.mb->key };
-        struct uz_cqe e;
-
-        t1 = qtest_clock_step(qts(&t.p), 777);
-        uz_post_send(t.a, &wr);
-        while (qtest_readb(qts(&t.p), uz_cq_slot(t.scq, 0) + 31) == 0) {
-            uz_poll_pause(&t.p.n[0].d);
-        }
-        t2 = qtest_clock_step(qts(&t.p), 888);
-        wr.wr_id = 0x502;
-        uz_post_send(t.a, &wr);
-        while (qtest_readb(qts(&t.p), uz_cq_slot(t.scq, 1) + 31) == 0) {
-            uz_poll_pause(&t.p.n[0].d);
-        }
-        g_assert_cmpint(uz_cq_resize_to(t.scq, 5, true), ==, UZ_CMD_OK);
-        uz_cq_wait(t.scq, &e);
-        g_assert_cmphex(e.wr_id, ==, 0x501);
-        g_assert_cmpuint(t.scq->ts, ==, t1);
-        uz_cq_wait(t.scq, &e);
-        g_assert_cmphex(e.wr_id, ==, 0x502);
-        g_assert_cmpuint(t.scq->ts, ==, t2);
-    }
+    resize_moves_stamps(&t);
     ts_send(&t, 0x600, 100, qtest_clock_step(qts(&t.p), 99));
     pair_stop(&t.p);
 }

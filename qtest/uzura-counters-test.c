@@ -281,25 +281,10 @@ static void test_all(void)
     cnt_stop(&t, 1);
 }
 
-/*
- * RC traffic between two NICs: pings both ways, an RDMA WRITE and an
- * RDMA READ.  Both NICs' counters equal qom-get's, and count the packets
- * sent, by kind, in the right place.
- */
-static void test_traffic(void)
+/* PINGS SENDs of MSG bytes from @qa to @qb, each answered by one back. */
+static void ping_pong(UzQp *qa, UzQp *qb, UzMr *ma, UzMr *mb)
 {
-    Cnt t;
-    UzQp *qa, *qb;
-    UzMr *ma, *mb;
-    uint64_t va[UZ_CNT_NUM], vb[UZ_CNT_NUM];
     int k;
-
-    cnt_start(&t, 2);
-    qa = uz_qp_create(&t.n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
-    qb = uz_qp_create(&t.n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
-    uz_rc_connect(qa, qb, NULL);
-    ma = uz_mr_reg(&t.n[0], 8192, UZ_ACCESS_ALL);
-    mb = uz_mr_reg(&t.n[1], 8192, UZ_ACCESS_ALL);
 
     for (k = 0; k < PINGS; k++) {
         UzSge sa = uz_mr_sge(ma, 0, MSG), ra = uz_mr_sge(ma, 4096, MSG);
@@ -322,25 +307,51 @@ static void test_traffic(void)
         uz_sq_done(qb, pong.wr_id, UZ_WC_SEND, MSG);
         uz_rq_done(qa, 0x9400 + k, UZ_WC_RECV, MSG, 0, 0);
     }
-    {
-        UzSge sw = uz_mr_sge(ma, 0, WRITE_LEN);
-        UzSge sr = uz_mr_sge(ma, 4096, READ_LEN);
-        UzWr w = {
-            .wr_id = 0x9500, .opcode = UZ_WR_RDMA_WRITE,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &sw, .num_sge = 1,
-            .remote_addr = uz_mr_va(mb, 0), .rkey = mb->key,
-        };
-        UzWr r = {
-            .wr_id = 0x9501, .opcode = UZ_WR_RDMA_READ,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &sr, .num_sge = 1,
-            .remote_addr = uz_mr_va(mb, 4096), .rkey = mb->key,
-        };
+}
 
-        uz_post_send(qa, &w);
-        uz_sq_done(qa, w.wr_id, UZ_WC_RDMA_WRITE, WRITE_LEN);
-        uz_post_send(qa, &r);
-        uz_sq_done(qa, r.wr_id, UZ_WC_RDMA_READ, READ_LEN);
-    }
+/* An RDMA WRITE of WRITE_LEN bytes from @qa, then a READ of READ_LEN. */
+static void write_and_read(UzQp *qa, UzMr *ma, UzMr *mb)
+{
+    UzSge sw = uz_mr_sge(ma, 0, WRITE_LEN);
+    UzSge sr = uz_mr_sge(ma, 4096, READ_LEN);
+    UzWr w = {
+        .wr_id = 0x9500, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &sw, .num_sge = 1,
+        .remote_addr = uz_mr_va(mb, 0), .rkey = mb->key,
+    };
+    UzWr r = {
+        .wr_id = 0x9501, .opcode = UZ_WR_RDMA_READ,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &sr, .num_sge = 1,
+        .remote_addr = uz_mr_va(mb, 4096), .rkey = mb->key,
+    };
+
+    uz_post_send(qa, &w);
+    uz_sq_done(qa, w.wr_id, UZ_WC_RDMA_WRITE, WRITE_LEN);
+    uz_post_send(qa, &r);
+    uz_sq_done(qa, r.wr_id, UZ_WC_RDMA_READ, READ_LEN);
+}
+
+/*
+ * RC traffic between two NICs: pings both ways, an RDMA WRITE and an
+ * RDMA READ.  Both NICs' counters equal qom-get's, and count the packets
+ * sent, by kind, in the right place.
+ */
+static void test_traffic(void)
+{
+    Cnt t;
+    UzQp *qa, *qb;
+    UzMr *ma, *mb;
+    uint64_t va[UZ_CNT_NUM], vb[UZ_CNT_NUM];
+
+    cnt_start(&t, 2);
+    qa = uz_qp_create(&t.n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qb = uz_qp_create(&t.n[1], UZ_QPT_RC, NULL, NULL, NULL, 0);
+    uz_rc_connect(qa, qb, NULL);
+    ma = uz_mr_reg(&t.n[0], 8192, UZ_ACCESS_ALL);
+    mb = uz_mr_reg(&t.n[1], 8192, UZ_ACCESS_ALL);
+
+    ping_pong(qa, qb, ma, mb);
+    write_and_read(qa, ma, mb);
 
     query_all(&t, 0, va);
     query_all(&t, 1, vb);

@@ -637,118 +637,182 @@ static void case_sgl_inline(Env *e)
 /* 4. A parked CRW does not block; unsignalled CRWs                   */
 /* ------------------------------------------------------------------ */
 
+/* What case_no_block's steps post and check. */
+typedef struct NoBlock {
+    Pair p;
+    Snap snap;
+    uint8_t crw_data[3000], inl[150], send_data[500], wr_data[2000];
+    uint8_t rd_data[1500];
+} NoBlock;
+
+/*
+ * Two CRWs, one from an SGE, one inline; then a SEND, an RDMA WRITE and
+ * an RDMA READ: posted together, rung once.
+ */
+static void no_block_post(NoBlock *nb)
+{
+    Pair *p = &nb->p;
+    UzSge s_crw, s_send, s_wr, s_rd, r_send;
+    UzWr wr[5];
+    int i;
+
+    s_crw = src_data(p, 0, nb->crw_data, sizeof(nb->crw_data), 1);
+    uz_pattern(nb->inl, sizeof(nb->inl), 2);
+    s_send = src_data(p, 4096, nb->send_data, sizeof(nb->send_data), 3);
+    s_wr = src_data(p, 8192, nb->wr_data, sizeof(nb->wr_data), 4);
+    uz_pattern(nb->rd_data, sizeof(nb->rd_data), 5);
+    s_rd = uz_mr_sge(p->src, 16384, sizeof(nb->rd_data));
+    uz_mr_fill(p->src, 16384, 0, sizeof(nb->rd_data));
+    uz_mr_fill(p->dst, 0, UZ_GUARD, 64 * KIB);
+    uz_mr_write(p->dst, 40000, nb->rd_data, sizeof(nb->rd_data));
+    r_send = uz_mr_sge(p->dst, 30000, 1000);
+    uz_post_recv(p->b, 0x7e01, &r_send, 1);
+
+    wr[0] = crw_wr(0x10, tag_of(10), &s_crw, 1);
+    wr[1] = crw_inline_wr(0x11, tag_of(11), nb->inl, sizeof(nb->inl));
+    wr[2] = (UzWr) { .wr_id = 0x12, .opcode = UZ_WR_SEND,
+                     .flags = UZ_WQE_F_SIGNALED, .sge = &s_send,
+                     .num_sge = 1 };
+    wr[3] = write_wr(0x13, &s_wr, p->dst, 20000);
+    wr[4] = (UzWr) { .wr_id = 0x14, .opcode = UZ_WR_RDMA_READ,
+                     .flags = UZ_WQE_F_SIGNALED, .sge = &s_rd, .num_sge = 1,
+                     .remote_addr = uz_mr_va(p->dst, 40000),
+                     .rkey = p->dst->key };
+    for (i = 0; i < 5; i++) {
+        uz_sq_post(p->a, &wr[i]);
+    }
+    uz_sq_ring(p->a);
+}
+
+/* The later WQEs complete, in order, before either CRW. */
+static void no_block_later_done(Env *e, NoBlock *nb)
+{
+    Pair *p = &nb->p;
+    struct uz_cqe rc;
+
+    uz_sq_done(p->a, 0x12, UZ_WC_SEND, sizeof(nb->send_data));
+    uz_sq_done(p->a, 0x13, UZ_WC_RDMA_WRITE, sizeof(nb->wr_data));
+    uz_sq_done(p->a, 0x14, UZ_WC_RDMA_READ, sizeof(nb->rd_data));
+    uz_cq_wait(p->b->rcq, &rc);
+    uz_cqe_expect(&rc, 0x7e01, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                  p->b->qpn);
+    g_assert_cmpuint(rc.byte_len, ==, sizeof(nb->send_data));
+    g_assert_cmphex(rc.wc_flags, ==, 0);
+    uz_assert_mr(p->dst, 30000, nb->send_data, sizeof(nb->send_data),
+                 "SEND data");
+    uz_assert_mr(p->dst, 20000, nb->wr_data, sizeof(nb->wr_data),
+                 "WRITE data");
+    uz_assert_mr(p->src, 16384, nb->rd_data, sizeof(nb->rd_data),
+                 "READ data");
+    snap_expect(e, &nb->snap, 0, (CrwCnt) { .parked = 2 });
+    uz_cq_assert_empty(p->a->scq, 5);
+}
+
+/*
+ * The CRWs' SQ slots completed: the ring takes 64 more WQEs, which
+ * overwrite them (a device still holding them would refuse the
+ * doorbell, and its copy of the CRWs would be gone).
+ */
+static void no_block_ring_wrap(Pair *p)
+{
+    uint8_t small[8];
+    UzSge s_small;
+    int i;
+
+    uz_pattern(small, sizeof(small), 6);
+    uz_mr_write(p->src, 24576, small, sizeof(small));
+    s_small = uz_mr_sge(p->src, 24576, sizeof(small));
+    for (i = 0; i < 1 << UZ_SQ_LOG_DEPTH; i++) {
+        UzWr w = write_wr(0x100 + i, &s_small, p->dst, 50000 + i * 8);
+
+        w.flags = i == (1 << UZ_SQ_LOG_DEPTH) - 1 ? UZ_WQE_F_SIGNALED : 0;
+        uz_sq_post(p->a, &w);
+    }
+    uz_sq_ring(p->a);
+    uz_sq_done(p->a, 0x100 + (1 << UZ_SQ_LOG_DEPTH) - 1, UZ_WC_RDMA_WRITE,
+               sizeof(small));
+    for (i = 0; i < 1 << UZ_SQ_LOG_DEPTH; i++) {
+        uz_assert_mr(p->dst, 50000 + i * 8, small, sizeof(small),
+                     "ring wrap");
+    }
+    uz_cq_assert_empty(p->a->scq, 5);
+}
+
+/* The STCRWs, the inline CRW's first: writes in match order. */
+static void no_block_stcrws(Env *e, NoBlock *nb)
+{
+    Pair *p = &nb->p;
+    uint64_t ids[2] = { 0x10, 0x11 };
+    struct uz_cqe c[2];
+    UzWr st;
+
+    uz_post_recv(p->b, 0x7e02, NULL, 0);
+    uz_post_recv(p->b, 0x7e03, NULL, 0);
+    st = stcrw_wr(0x5c11, tag_of(11), p->dst, 1000, sizeof(nb->inl));
+    uz_sq_post(p->b, &st);
+    st = stcrw_wr(0x5c10, tag_of(10), p->dst, 5000, sizeof(nb->crw_data));
+    uz_sq_post(p->b, &st);
+    uz_sq_ring(p->b);
+    uz_sq_done(p->b, 0x5c11, UZ_WC_STCRW, 0);
+    uz_sq_done(p->b, 0x5c10, UZ_WC_STCRW, 0);
+    rq_done_imm(p->b, 0x7e02, sizeof(nb->inl), tag_of(11));
+    rq_done_imm(p->b, 0x7e03, sizeof(nb->crw_data), tag_of(10));
+    cq_take_set(p->a->scq, ids, 2, c, 0);
+    uz_expect_sq(&c[0], 0x10, UZ_WC_CRW, p->a, sizeof(nb->crw_data));
+    uz_expect_sq(&c[1], 0x11, UZ_WC_CRW, p->a, sizeof(nb->inl));
+    uz_assert_mr_fill(p->dst, 0, UZ_GUARD, 1000, "before the inline target");
+    uz_assert_mr(p->dst, 1000, nb->inl, sizeof(nb->inl), "inline CRW");
+    uz_assert_mr_fill(p->dst, 1150, UZ_GUARD, 5000 - 1150,
+                      "between the targets");
+    uz_assert_mr(p->dst, 5000, nb->crw_data, sizeof(nb->crw_data),
+                 "SGE CRW");
+    uz_assert_mr_fill(p->dst, 8000, UZ_GUARD, 20000 - 8000,
+                      "after the targets");
+    snap_expect_a(e, &nb->snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
+    uz_cq_assert_empty(p->a->scq, 5);
+    uz_cq_assert_empty(p->b->rcq, 1);
+}
+
 /*
  * Two parked CRWs (one from an SGE, one inline) let a SEND, an RDMA
  * WRITE and an RDMA READ posted after them complete first.  Their SQ
  * slots are free: 64 more WQEs wrap the ring over them.  Then the STCRWs
  * come, in the other order, and the writes happen oldest match first.
+ * Each step goes on from where the last left the pair.
  */
 static void case_no_block(Env *e)
 {
-    uint8_t crw_data[3000], inl[150], send_data[500], wr_data[2000];
-    uint8_t rd_data[1500], small[8];
-    UzSge s_crw, s_send, s_wr, s_rd, r_send, s_small;
-    UzWr wr[5], st;
-    uint64_t ids[2] = { 0x10, 0x11 };
-    struct uz_cqe c[2];
-    Snap snap;
-    Pair p;
-    int i;
+    NoBlock nb;
 
-    pair_make(e, &p, NULL);
-    snap_take(e, &snap);
-    s_crw = src_data(&p, 0, crw_data, sizeof(crw_data), 1);
-    uz_pattern(inl, sizeof(inl), 2);
-    s_send = src_data(&p, 4096, send_data, sizeof(send_data), 3);
-    s_wr = src_data(&p, 8192, wr_data, sizeof(wr_data), 4);
-    uz_pattern(rd_data, sizeof(rd_data), 5);
-    s_rd = uz_mr_sge(p.src, 16384, sizeof(rd_data));
-    uz_mr_fill(p.src, 16384, 0, sizeof(rd_data));
-    uz_mr_fill(p.dst, 0, UZ_GUARD, 64 * KIB);
-    uz_mr_write(p.dst, 40000, rd_data, sizeof(rd_data));
-    r_send = uz_mr_sge(p.dst, 30000, 1000);
-    uz_post_recv(p.b, 0x7e01, &r_send, 1);
+    pair_make(e, &nb.p, NULL);
+    snap_take(e, &nb.snap);
+    no_block_post(&nb);
+    no_block_later_done(e, &nb);
+    no_block_ring_wrap(&nb.p);
+    no_block_stcrws(e, &nb);
+}
 
-    wr[0] = crw_wr(0x10, tag_of(10), &s_crw, 1);
-    wr[1] = crw_inline_wr(0x11, tag_of(11), inl, sizeof(inl));
-    wr[2] = (UzWr) { .wr_id = 0x12, .opcode = UZ_WR_SEND,
-                     .flags = UZ_WQE_F_SIGNALED, .sge = &s_send,
-                     .num_sge = 1 };
-    wr[3] = write_wr(0x13, &s_wr, p.dst, 20000);
-    wr[4] = (UzWr) { .wr_id = 0x14, .opcode = UZ_WR_RDMA_READ,
-                     .flags = UZ_WQE_F_SIGNALED, .sge = &s_rd, .num_sge = 1,
-                     .remote_addr = uz_mr_va(p.dst, 40000),
-                     .rkey = p.dst->key };
-    for (i = 0; i < 5; i++) {
-        uz_sq_post(p.a, &wr[i]);
-    }
-    uz_sq_ring(p.a);
+/*
+ * case_ready_first's receive WQEs, posted at last: when the RNR wait
+ * ends they are taken by the first CRW's write (@len1 bytes), the
+ * second's (@len2), then the SEND (@msg_len).
+ */
+static void ready_first_receives(Pair *p, uint32_t len1, uint32_t len2,
+                                 uint32_t msg_len)
+{
+    UzSge r = uz_mr_sge(p->dst, 8 * KIB, 1000);
+    struct uz_cqe c;
 
-    /* The later WQEs complete, in order, before either CRW. */
-    uz_sq_done(p.a, 0x12, UZ_WC_SEND, sizeof(send_data));
-    uz_sq_done(p.a, 0x13, UZ_WC_RDMA_WRITE, sizeof(wr_data));
-    uz_sq_done(p.a, 0x14, UZ_WC_RDMA_READ, sizeof(rd_data));
-    {
-        struct uz_cqe rc;
-
-        uz_cq_wait(p.b->rcq, &rc);
-        uz_cqe_expect(&rc, 0x7e01, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
-                      p.b->qpn);
-        g_assert_cmpuint(rc.byte_len, ==, sizeof(send_data));
-        g_assert_cmphex(rc.wc_flags, ==, 0);
-    }
-    uz_assert_mr(p.dst, 30000, send_data, sizeof(send_data), "SEND data");
-    uz_assert_mr(p.dst, 20000, wr_data, sizeof(wr_data), "WRITE data");
-    uz_assert_mr(p.src, 16384, rd_data, sizeof(rd_data), "READ data");
-    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 2 });
-    uz_cq_assert_empty(p.a->scq, 5);
-
-    /*
-     * The CRWs' SQ slots completed: the ring takes 64 more WQEs, which
-     * overwrite them (a device still holding them would refuse the
-     * doorbell, and its copy of the CRWs would be gone).
-     */
-    uz_pattern(small, sizeof(small), 6);
-    uz_mr_write(p.src, 24576, small, sizeof(small));
-    s_small = uz_mr_sge(p.src, 24576, sizeof(small));
-    for (i = 0; i < 1 << UZ_SQ_LOG_DEPTH; i++) {
-        UzWr w = write_wr(0x100 + i, &s_small, p.dst, 50000 + i * 8);
-
-        w.flags = i == (1 << UZ_SQ_LOG_DEPTH) - 1 ? UZ_WQE_F_SIGNALED : 0;
-        uz_sq_post(p.a, &w);
-    }
-    uz_sq_ring(p.a);
-    uz_sq_done(p.a, 0x100 + (1 << UZ_SQ_LOG_DEPTH) - 1, UZ_WC_RDMA_WRITE,
-               sizeof(small));
-    for (i = 0; i < 1 << UZ_SQ_LOG_DEPTH; i++) {
-        uz_assert_mr(p.dst, 50000 + i * 8, small, sizeof(small), "ring wrap");
-    }
-    uz_cq_assert_empty(p.a->scq, 5);
-
-    /* The STCRWs, the inline CRW's first: writes in match order. */
-    uz_post_recv(p.b, 0x7e02, NULL, 0);
-    uz_post_recv(p.b, 0x7e03, NULL, 0);
-    st = stcrw_wr(0x5c11, tag_of(11), p.dst, 1000, sizeof(inl));
-    uz_sq_post(p.b, &st);
-    st = stcrw_wr(0x5c10, tag_of(10), p.dst, 5000, sizeof(crw_data));
-    uz_sq_post(p.b, &st);
-    uz_sq_ring(p.b);
-    uz_sq_done(p.b, 0x5c11, UZ_WC_STCRW, 0);
-    uz_sq_done(p.b, 0x5c10, UZ_WC_STCRW, 0);
-    rq_done_imm(p.b, 0x7e02, sizeof(inl), tag_of(11));
-    rq_done_imm(p.b, 0x7e03, sizeof(crw_data), tag_of(10));
-    cq_take_set(p.a->scq, ids, 2, c, 0);
-    uz_expect_sq(&c[0], 0x10, UZ_WC_CRW, p.a, sizeof(crw_data));
-    uz_expect_sq(&c[1], 0x11, UZ_WC_CRW, p.a, sizeof(inl));
-    uz_assert_mr_fill(p.dst, 0, UZ_GUARD, 1000, "before the inline target");
-    uz_assert_mr(p.dst, 1000, inl, sizeof(inl), "inline CRW");
-    uz_assert_mr_fill(p.dst, 1150, UZ_GUARD, 5000 - 1150,
-                      "between the targets");
-    uz_assert_mr(p.dst, 5000, crw_data, sizeof(crw_data), "SGE CRW");
-    uz_assert_mr_fill(p.dst, 8000, UZ_GUARD, 20000 - 8000, "after the targets");
-    snap_expect_a(e, &snap, (CrwCnt) { .parked = 2, .crw_first = 2 });
-    uz_cq_assert_empty(p.a->scq, 5);
-    uz_cq_assert_empty(p.b->rcq, 1);
+    uz_post_recv(p->b, 0x7ef0, &r, 1);
+    uz_post_recv(p->b, 0x7ef1, &r, 1);
+    uz_post_recv(p->b, 0x7ef2, &r, 1);
+    uz_cq_wait_clock(p->b->rcq, &c, MS, 100);
+    expect_recv_imm(&c, 0x7ef0, p->b, len1, tag_of(0x5f0));
+    rq_done_imm(p->b, 0x7ef1, len2, tag_of(0x5f1));
+    uz_cq_wait(p->b->rcq, &c);
+    uz_cqe_expect(&c, 0x7ef2, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                  p->b->qpn);
+    g_assert_cmpuint(c.byte_len, ==, msg_len);
 }
 
 /*
@@ -788,21 +852,7 @@ static void case_ready_first(Env *e)
     uz_cq_assert_empty(p.a->scq, 5);
     g_assert_cmpuint(counter(e, 0, "rnr_naks_rcvd"), ==, rnr);
 
-    {
-        UzSge r = uz_mr_sge(p.dst, 8 * KIB, 1000);
-        struct uz_cqe c;
-
-        uz_post_recv(p.b, 0x7ef0, &r, 1);
-        uz_post_recv(p.b, 0x7ef1, &r, 1);
-        uz_post_recv(p.b, 0x7ef2, &r, 1);
-        uz_cq_wait_clock(p.b->rcq, &c, MS, 100);
-        expect_recv_imm(&c, 0x7ef0, p.b, sizeof(d1), tag_of(0x5f0));
-        rq_done_imm(p.b, 0x7ef1, sizeof(d2), tag_of(0x5f1));
-        uz_cq_wait(p.b->rcq, &c);
-        uz_cqe_expect(&c, 0x7ef2, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
-                      p.b->qpn);
-        g_assert_cmpuint(c.byte_len, ==, sizeof(msg));
-    }
+    ready_first_receives(&p, sizeof(d1), sizeof(d2), sizeof(msg));
     uz_sq_done(p.a, 0x5f0, UZ_WC_CRW, sizeof(d1));
     uz_sq_done(p.a, 0x5f1, UZ_WC_CRW, sizeof(d2));
     uz_sq_done(p.a, 0x5f2, UZ_WC_SEND, sizeof(msg));
@@ -2505,129 +2555,133 @@ static void case_flush_offers_forgotten(Env *e)
 #define LOSS_SLOT       (LOSS_MAX + 512)
 #define LOSS_STEP       (MS / 2)
 
-/*
- * fault-drop 0.05 on both NICs: 100 CRW/STCRW pairs, in batches of ten,
- * half CRW first and half STCRW first, up to 16 KiB each: every one
- * completes exactly once with its data; the transport retransmitted.
- */
-static void case_loss(Env *e)
+/* One batch of case_loss: LOSS_BATCH pairs, at slot k of src and dst. */
+typedef struct LossBatch {
+    int b;                      /* the batch's number */
+    uint64_t crw_ids[LOSS_BATCH], tags[LOSS_BATCH];
+    uint32_t lens[LOSS_BATCH];
+} LossBatch;
+
+/* Batch @lb's data, its lengths, tags and ids, and b's receive WQEs. */
+static void loss_prepare(Pair *p, LossBatch *lb, uint8_t *data)
 {
-    UzRcOpts rc = UZ_RC_OPTS_DEFAULT;
-    PairOpts o = { .src_len = LOSS_BATCH * LOSS_SLOT,
-                   .dst_len = LOSS_BATCH * LOSS_SLOT, .rc = &rc };
-    g_autofree uint8_t *data = g_malloc(LOSS_BATCH * LOSS_MAX);
-    Snap snap;
-    Pair p;
-    int b, k, nic;
+    int k;
 
-    rc.timeout = 8;                     /* about 1 ms */
-    pair_make(e, &p, &o);
-    snap_take(e, &snap);
-    for (nic = 0; nic < 2; nic++) {
-        fault_seed(e, nic, nic ? 4242 : 1717);
-        fault_set(e, nic, "fault-drop", 0.05);
+    uz_mr_fill(p->dst, 0, UZ_GUARD, LOSS_BATCH * LOSS_SLOT);
+    for (k = 0; k < LOSS_BATCH; k++) {
+        int i = lb->b * LOSS_BATCH + k;
+
+        lb->lens[k] = (i * 7919u + 13) % (LOSS_MAX + 1);
+        lb->tags[k] = tag_of(0x900 + i);
+        lb->crw_ids[k] = 0xc900 + i;
+        uz_pattern(data + k * LOSS_MAX, lb->lens[k], 0x900 + i);
+        uz_mr_write(p->src, k * LOSS_SLOT, data + k * LOSS_MAX, lb->lens[k]);
+        uz_post_recv(p->b, 0x7e900 + i, NULL, 0);
     }
-    for (b = 0; b < LOSS_PAIRS / LOSS_BATCH; b++) {
-        uint64_t crw_ids[LOSS_BATCH], tags[LOSS_BATCH];
-        uint32_t lens[LOSS_BATCH];
-        struct uz_cqe c[LOSS_BATCH];
-        bool seen[LOSS_BATCH] = { false };
-        int half = LOSS_BATCH / 2;
+}
 
-        uz_mr_fill(p.dst, 0, UZ_GUARD, LOSS_BATCH * LOSS_SLOT);
-        for (k = 0; k < LOSS_BATCH; k++) {
-            int i = b * LOSS_BATCH + k;
+/* a posts the CRWs of batch @lb from @from to before @to, and rings. */
+static void loss_post_crws(Pair *p, const LossBatch *lb, int from, int to)
+{
+    int k;
 
-            lens[k] = (i * 7919u + 13) % (LOSS_MAX + 1);
-            tags[k] = tag_of(0x900 + i);
-            crw_ids[k] = 0xc900 + i;
-            uz_pattern(data + k * LOSS_MAX, lens[k], 0x900 + i);
-            uz_mr_write(p.src, k * LOSS_SLOT, data + k * LOSS_MAX, lens[k]);
-            uz_post_recv(p.b, 0x7e900 + i, NULL, 0);
-        }
-        /* CRWs first for the first half: they park without the wire. */
-        for (k = 0; k < half; k++) {
-            UzSge s = uz_mr_sge(p.src, k * LOSS_SLOT, lens[k]);
-            UzWr w = crw_wr(crw_ids[k], tags[k], &s, 1);
+    for (k = from; k < to; k++) {
+        UzSge s = uz_mr_sge(p->src, k * LOSS_SLOT, lb->lens[k]);
+        UzWr w = crw_wr(lb->crw_ids[k], lb->tags[k], &s, 1);
 
-            uz_sq_post(p.a, &w);
-        }
-        uz_sq_ring(p.a);
-        uz_counter_wait(&e->n[0], "crw_parked",
-                        snap.c[0].parked + (b + 1) * half);
-        /* STCRWs first for the second half: acknowledged offers. */
-        for (k = half; k < LOSS_BATCH; k++) {
-            UzWr w = stcrw_wr(0x5c900 + b * LOSS_BATCH + k, tags[k], p.dst,
-                              k * LOSS_SLOT + 64, lens[k]);
-
-            uz_sq_post(p.b, &w);
-        }
-        uz_sq_ring(p.b);
-        for (k = half; k < LOSS_BATCH; k++) {
-            cq_wait_step(p.b->scq, &c[0], LOSS_STEP);
-            uz_expect_sq(&c[0], 0x5c900 + b * LOSS_BATCH + k, UZ_WC_STCRW,
-                         p.b, 0);
-        }
-        /* The other halves. */
-        for (k = 0; k < half; k++) {
-            UzWr w = stcrw_wr(0x5c900 + b * LOSS_BATCH + k, tags[k], p.dst,
-                              k * LOSS_SLOT + 64, lens[k]);
-
-            uz_sq_post(p.b, &w);
-        }
-        uz_sq_ring(p.b);
-        for (k = half; k < LOSS_BATCH; k++) {
-            UzSge s = uz_mr_sge(p.src, k * LOSS_SLOT, lens[k]);
-            UzWr w = crw_wr(crw_ids[k], tags[k], &s, 1);
-
-            uz_sq_post(p.a, &w);
-        }
-        uz_sq_ring(p.a);
-
-        cq_take_set(p.a->scq, crw_ids, LOSS_BATCH, c, LOSS_STEP);
-        for (k = 0; k < LOSS_BATCH; k++) {
-            uz_expect_sq(&c[k], crw_ids[k], UZ_WC_CRW, p.a, lens[k]);
-        }
-        for (k = 0; k < half; k++) {
-            cq_wait_step(p.b->scq, &c[0], LOSS_STEP);
-            uz_expect_sq(&c[0], 0x5c900 + b * LOSS_BATCH + k, UZ_WC_STCRW,
-                         p.b, 0);
-        }
-        for (k = 0; k < LOSS_BATCH; k++) {
-            int i;
-
-            cq_wait_step(p.b->rcq, &c[0], LOSS_STEP);
-            for (i = 0; i < LOSS_BATCH && (uint32_t)tags[i] != c[0].imm_data;
-                 i++) {
-                continue;
-            }
-            g_assert_cmpint(i, <, LOSS_BATCH);
-            g_assert(!seen[i]);
-            seen[i] = true;
-            expect_recv_imm(&c[0], 0x7e900 + b * LOSS_BATCH + k, p.b,
-                            lens[i], tags[i]);
-        }
-        for (k = 0; k < LOSS_BATCH; k++) {
-            uint64_t off = k * LOSS_SLOT;
-
-            uz_assert_mr_fill(p.dst, off, UZ_GUARD, 64, "before a target");
-            uz_assert_mr(p.dst, off + 64, data + k * LOSS_MAX, lens[k],
-                         "data over a lossy link");
-            uz_assert_mr_fill(p.dst, off + 64 + lens[k], UZ_GUARD,
-                              LOSS_SLOT - 64 - lens[k], "after a target");
-        }
+        uz_sq_post(p->a, &w);
     }
+    uz_sq_ring(p->a);
+}
+
+/* b posts the STCRWs of batch @lb from @from to before @to, and rings. */
+static void loss_post_stcrws(Pair *p, const LossBatch *lb, int from, int to)
+{
+    int k;
+
+    for (k = from; k < to; k++) {
+        UzWr w = stcrw_wr(0x5c900 + lb->b * LOSS_BATCH + k, lb->tags[k],
+                          p->dst, k * LOSS_SLOT + 64, lb->lens[k]);
+
+        uz_sq_post(p->b, &w);
+    }
+    uz_sq_ring(p->b);
+}
+
+/* b's STCRWs of batch @lb from @from to before @to complete, in order. */
+static void loss_stcrws_done(Pair *p, const LossBatch *lb, int from, int to)
+{
+    struct uz_cqe c;
+    int k;
+
+    for (k = from; k < to; k++) {
+        cq_wait_step(p->b->scq, &c, LOSS_STEP);
+        uz_expect_sq(&c, 0x5c900 + lb->b * LOSS_BATCH + k, UZ_WC_STCRW,
+                     p->b, 0);
+    }
+}
+
+/*
+ * Every CRW of batch @lb completes once, every STCRW, and every target
+ * receives its write once with its data (@data) and guard bytes.
+ */
+static void loss_check(Pair *p, const LossBatch *lb, const uint8_t *data)
+{
+    int half = LOSS_BATCH / 2;
+    bool seen[LOSS_BATCH] = { false };
+    struct uz_cqe c[LOSS_BATCH];
+    int k;
+
+    cq_take_set(p->a->scq, lb->crw_ids, LOSS_BATCH, c, LOSS_STEP);
+    for (k = 0; k < LOSS_BATCH; k++) {
+        uz_expect_sq(&c[k], lb->crw_ids[k], UZ_WC_CRW, p->a, lb->lens[k]);
+    }
+    loss_stcrws_done(p, lb, 0, half);
+    for (k = 0; k < LOSS_BATCH; k++) {
+        int i;
+
+        cq_wait_step(p->b->rcq, &c[0], LOSS_STEP);
+        for (i = 0; i < LOSS_BATCH && (uint32_t)lb->tags[i] != c[0].imm_data;
+             i++) {
+            continue;
+        }
+        g_assert_cmpint(i, <, LOSS_BATCH);
+        g_assert(!seen[i]);
+        seen[i] = true;
+        expect_recv_imm(&c[0], 0x7e900 + lb->b * LOSS_BATCH + k, p->b,
+                        lb->lens[i], lb->tags[i]);
+    }
+    for (k = 0; k < LOSS_BATCH; k++) {
+        uint64_t off = k * LOSS_SLOT;
+
+        uz_assert_mr_fill(p->dst, off, UZ_GUARD, 64, "before a target");
+        uz_assert_mr(p->dst, off + 64, data + k * LOSS_MAX, lb->lens[k],
+                     "data over a lossy link");
+        uz_assert_mr_fill(p->dst, off + 64 + lb->lens[k], UZ_GUARD,
+                          LOSS_SLOT - 64 - lb->lens[k], "after a target");
+    }
+}
+
+/*
+ * After the batches: stray retransmissions and duplicates settle, then
+ * nothing more comes; the counters tell of the CRWs, the drops and the
+ * retransmissions; the fault rules go.
+ */
+static void loss_settle(Env *e, Pair *p, const Snap *snap)
+{
+    int k, nic;
+
     /* Let stray retransmissions and duplicates settle, then: nothing. */
     for (k = 0; k < 20; k++) {
         qtest_clock_step(qts(e), 5 * MS);
         uz_poll_pause(&e->n[0].d);
     }
-    uz_cq_assert_empty(p.a->scq, 5);
-    uz_cq_assert_empty(p.b->scq, 1);
-    uz_cq_assert_empty(p.b->rcq, 1);
-    g_assert_cmpint(uz_qp_state(p.a), ==, UZ_QPS_RTS);
-    g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
-    snap_expect_a(e, &snap, (CrwCnt) {
+    uz_cq_assert_empty(p->a->scq, 5);
+    uz_cq_assert_empty(p->b->scq, 1);
+    uz_cq_assert_empty(p->b->rcq, 1);
+    g_assert_cmpint(uz_qp_state(p->a), ==, UZ_QPS_RTS);
+    g_assert_cmpint(uz_qp_state(p->b), ==, UZ_QPS_RTS);
+    snap_expect_a(e, snap, (CrwCnt) {
         .parked = LOSS_PAIRS / 2, .offers = LOSS_PAIRS / 2,
         .crw_first = LOSS_PAIRS / 2, .st_first = LOSS_PAIRS / 2,
     });
@@ -2643,6 +2697,48 @@ static void case_loss(Env *e)
     for (nic = 0; nic < 2; nic++) {
         fault_set(e, nic, "fault-drop", 0);
     }
+}
+
+/*
+ * fault-drop 0.05 on both NICs: 100 CRW/STCRW pairs, in batches of ten,
+ * half CRW first and half STCRW first, up to 16 KiB each: every one
+ * completes exactly once with its data; the transport retransmitted.
+ */
+static void case_loss(Env *e)
+{
+    UzRcOpts rc = UZ_RC_OPTS_DEFAULT;
+    PairOpts o = { .src_len = LOSS_BATCH * LOSS_SLOT,
+                   .dst_len = LOSS_BATCH * LOSS_SLOT, .rc = &rc };
+    g_autofree uint8_t *data = g_malloc(LOSS_BATCH * LOSS_MAX);
+    int half = LOSS_BATCH / 2;
+    LossBatch lb;
+    Snap snap;
+    Pair p;
+    int b, nic;
+
+    rc.timeout = 8;                     /* about 1 ms */
+    pair_make(e, &p, &o);
+    snap_take(e, &snap);
+    for (nic = 0; nic < 2; nic++) {
+        fault_seed(e, nic, nic ? 4242 : 1717);
+        fault_set(e, nic, "fault-drop", 0.05);
+    }
+    for (b = 0; b < LOSS_PAIRS / LOSS_BATCH; b++) {
+        lb.b = b;
+        loss_prepare(&p, &lb, data);
+        /* CRWs first for the first half: they park without the wire. */
+        loss_post_crws(&p, &lb, 0, half);
+        uz_counter_wait(&e->n[0], "crw_parked",
+                        snap.c[0].parked + (b + 1) * half);
+        /* STCRWs first for the second half: acknowledged offers. */
+        loss_post_stcrws(&p, &lb, half, LOSS_BATCH);
+        loss_stcrws_done(&p, &lb, half, LOSS_BATCH);
+        /* The other halves. */
+        loss_post_stcrws(&p, &lb, 0, half);
+        loss_post_crws(&p, &lb, half, LOSS_BATCH);
+        loss_check(&p, &lb, data);
+    }
+    loss_settle(e, &p, &snap);
 }
 
 /* ------------------------------------------------------------------ */

@@ -264,22 +264,139 @@ static void post_expect(UzQp *qp, const UzWr *wr, uint8_t status)
     g_assert_cmpint(c.status, ==, status);
 }
 
+/* WRITE: three packets land at MR offset 100, DM offset 612; READ back. */
+static void traffic_write_read(Pair *p, const Dm *dm, uint32_t key,
+                               uint8_t *data)
+{
+    UzSge s;
+    UzWr wr;
+
+    uz_pattern(data, MSG_LEN, 0xd2);
+    pair_write(p, key, 100, MSG_LEN, 0xd2, UZ_WC_STATUS_SUCCESS);
+    dm_assert(&p->n[1], dm, 612, data, MSG_LEN, "WRITE into DM");
+
+    /* READ it back into host memory. */
+    uz_mr_fill(p->ma, 0, 0, MSG_LEN);
+    s = uz_mr_sge(p->ma, 0, MSG_LEN);
+    wr = (UzWr) { .wr_id = 0xd3, .opcode = UZ_WR_RDMA_READ,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = 100, .rkey = key };
+    post_expect(p->qa, &wr, UZ_WC_STATUS_SUCCESS);
+    uz_assert_mr(p->ma, 0, data, MSG_LEN, "READ of DM");
+}
+
+/* Atomics at MR offset 4000. */
+static void traffic_atomics(Pair *p, const Dm *dm, uint32_t key)
+{
+    uint64_t v;
+    UzSge s;
+    UzWr wr;
+
+    v = cpu_to_le64(40);
+    dm_write(&p->n[1], dm, 4512, &v, 8);
+    s = uz_mr_sge(p->ma, 0, 8);
+    wr = (UzWr) { .wr_id = 0xd4, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = 4000, .rkey = key, .compare_add = 2 };
+    post_expect(p->qa, &wr, UZ_WC_STATUS_SUCCESS);
+    uz_mr_read(p->ma, 0, &v, 8);
+    g_assert_cmpuint(le64_to_cpu(v), ==, 40);
+    wr = (UzWr) { .wr_id = 0xd5, .opcode = UZ_WR_ATOMIC_CMP_SWP,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = 4000, .rkey = key, .compare_add = 42,
+                  .swap = 0x1122334455667788ull };
+    post_expect(p->qa, &wr, UZ_WC_STATUS_SUCCESS);
+    dm_read(&p->n[1], dm, 4512, &v, 8);
+    g_assert_cmphex(le64_to_cpu(v), ==, 0x1122334455667788ull);
+}
+
+/* A SEND received into DM at MR offset 5000 (DM 5512, second page). */
+static void traffic_send_into(Pair *p, const Dm *dm, uint32_t key,
+                              uint8_t *data)
+{
+    struct uz_cqe c;
+    UzSge s, r;
+    UzWr wr;
+
+    uz_pattern(data, 1500, 0xd6);
+    uz_mr_write(p->ma, 0, data, 1500);
+    r = (UzSge) { .addr = 5000, .length = 2000, .lkey = key };
+    uz_post_recv(p->qb, 0xd6, &r, 1);
+    s = uz_mr_sge(p->ma, 0, 1500);
+    wr = (UzWr) { .wr_id = 0xd7, .opcode = UZ_WR_SEND,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
+    post_expect(p->qa, &wr, UZ_WC_STATUS_SUCCESS);
+    uz_cq_wait(p->qb->rcq, &c);
+    uz_cqe_expect(&c, 0xd6, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, p->qb->qpn);
+    g_assert_cmpuint(c.byte_len, ==, 1500);
+    dm_assert(&p->n[1], dm, 5512, data, 1500, "SEND into DM");
+}
+
+/* A SEND from DM on node 0, two SGEs of one DM MR. */
+static void traffic_send_from(Pair *p, uint8_t *data)
+{
+    struct uz_cqe c;
+    uint32_t lkey;
+    UzSge two[2], r;
+    UzWr wr;
+    Dm dm0;
+
+    dm0 = dm_alloc(&p->n[0], 4096);
+    lkey = dm_mr(&p->n[0], &dm0, 0, 4096, UZ_ACCESS_LOCAL_WRITE);
+    uz_pattern(data, 2000, 0xd8);
+    dm_write(&p->n[0], &dm0, 0, data, 2000);
+    two[0] = (UzSge) { .addr = 1000, .length = 1000, .lkey = lkey };
+    two[1] = (UzSge) { .addr = 0, .length = 1000, .lkey = lkey };
+    r = uz_mr_sge(p->mb, 0, 4096);
+    uz_post_recv(p->qb, 0xd8, &r, 1);
+    wr = (UzWr) { .wr_id = 0xd9, .opcode = UZ_WR_SEND,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = two, .num_sge = 2 };
+    post_expect(p->qa, &wr, UZ_WC_STATUS_SUCCESS);
+    uz_cq_wait(p->qb->rcq, &c);
+    uz_cqe_expect(&c, 0xd8, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, p->qb->qpn);
+    g_assert_cmpuint(c.byte_len, ==, 2000);
+    uz_assert_mr(p->mb, 0, data + 1000, 1000, "first SGE from DM");
+    uz_assert_mr(p->mb, 1000, data, 1000, "second SGE from DM");
+}
+
+/* A type 2 window over part of the DM MR @key. */
+static void traffic_window(Pair *p, const Dm *dm, uint32_t key,
+                           uint8_t *data)
+{
+    struct uz_cmd_alloc_mw a = {
+        .pdn = cpu_to_le32(p->n[1].pdn), .type = UZ_MW_TYPE_2,
+        .key = 0x40,
+    };
+    struct uz_admin_cqe cqe;
+    uint32_t mw;
+    UzWr wr;
+
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_ALLOC_MW, &a, sizeof(a),
+                           &cqe), ==, UZ_CMD_OK);
+    mw = (le32_to_cpu(cqe.out0) & ~0xffu) | 0x41;
+    wr = (UzWr) { .wr_id = 0xda, .opcode = UZ_WR_BIND_MW,
+                  .flags = UZ_WQE_F_SIGNALED, .rkey = mw,
+                  .remote_addr = 6000, .reg_length = 1000,
+                  .reg_access = UZ_ACCESS_REMOTE_WRITE, .bind_mr_key = key };
+    post_expect(p->qb, &wr, UZ_WC_STATUS_SUCCESS);
+    uz_pattern(data, 600, 0xdb);
+    pair_write(p, mw, 6100, 600, 0xdb, UZ_WC_STATUS_SUCCESS);
+    dm_assert(&p->n[1], dm, 6612, data, 600, "WRITE through a window");
+}
+
 /*
  * Traffic through DM MRs, between host memory on one node and device
  * memory on the other: a three-packet WRITE into it, a READ of it, both
  * atomics on it, a SEND received into it and one sent from it, a WRITE
  * through a window over it; past the MR's end, a remote access error.
+ * All on one pair and one DM MR, in turn.
  */
 static void test_traffic(void)
 {
     g_autofree uint8_t *data = g_malloc(MSG_LEN);
     g_autofree uint8_t *got = g_malloc(MSG_LEN);
-    uint64_t v;
-    uint32_t key, lkey, mw;
-    struct uz_cqe c;
-    UzSge s, r;
-    UzWr wr;
-    Dm dm, dm0;
+    uint32_t key;
+    Dm dm;
     Pair p;
 
     pair_start(&p);
@@ -287,95 +404,11 @@ static void test_traffic(void)
     key = dm_mr(&p.n[1], &dm, 512, 7000,
                 UZ_ACCESS_ALL | UZ_ACCESS_MW_BIND);
 
-    /* WRITE: three packets land at MR offset 100, DM offset 612. */
-    uz_pattern(data, MSG_LEN, 0xd2);
-    pair_write(&p, key, 100, MSG_LEN, 0xd2, UZ_WC_STATUS_SUCCESS);
-    dm_assert(&p.n[1], &dm, 612, data, MSG_LEN, "WRITE into DM");
-
-    /* READ it back into host memory. */
-    uz_mr_fill(p.ma, 0, 0, MSG_LEN);
-    s = uz_mr_sge(p.ma, 0, MSG_LEN);
-    wr = (UzWr) { .wr_id = 0xd3, .opcode = UZ_WR_RDMA_READ,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                  .remote_addr = 100, .rkey = key };
-    post_expect(p.qa, &wr, UZ_WC_STATUS_SUCCESS);
-    uz_assert_mr(p.ma, 0, data, MSG_LEN, "READ of DM");
-
-    /* Atomics at MR offset 4000. */
-    v = cpu_to_le64(40);
-    dm_write(&p.n[1], &dm, 4512, &v, 8);
-    s = uz_mr_sge(p.ma, 0, 8);
-    wr = (UzWr) { .wr_id = 0xd4, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                  .remote_addr = 4000, .rkey = key, .compare_add = 2 };
-    post_expect(p.qa, &wr, UZ_WC_STATUS_SUCCESS);
-    uz_mr_read(p.ma, 0, &v, 8);
-    g_assert_cmpuint(le64_to_cpu(v), ==, 40);
-    wr = (UzWr) { .wr_id = 0xd5, .opcode = UZ_WR_ATOMIC_CMP_SWP,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                  .remote_addr = 4000, .rkey = key, .compare_add = 42,
-                  .swap = 0x1122334455667788ull };
-    post_expect(p.qa, &wr, UZ_WC_STATUS_SUCCESS);
-    dm_read(&p.n[1], &dm, 4512, &v, 8);
-    g_assert_cmphex(le64_to_cpu(v), ==, 0x1122334455667788ull);
-
-    /* A SEND received into DM at MR offset 5000 (DM 5512, second page). */
-    uz_pattern(data, 1500, 0xd6);
-    uz_mr_write(p.ma, 0, data, 1500);
-    r = (UzSge) { .addr = 5000, .length = 2000, .lkey = key };
-    uz_post_recv(p.qb, 0xd6, &r, 1);
-    s = uz_mr_sge(p.ma, 0, 1500);
-    wr = (UzWr) { .wr_id = 0xd7, .opcode = UZ_WR_SEND,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
-    post_expect(p.qa, &wr, UZ_WC_STATUS_SUCCESS);
-    uz_cq_wait(p.qb->rcq, &c);
-    uz_cqe_expect(&c, 0xd6, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, p.qb->qpn);
-    g_assert_cmpuint(c.byte_len, ==, 1500);
-    dm_assert(&p.n[1], &dm, 5512, data, 1500, "SEND into DM");
-
-    /* A SEND from DM on node 0, two SGEs of one DM MR. */
-    dm0 = dm_alloc(&p.n[0], 4096);
-    lkey = dm_mr(&p.n[0], &dm0, 0, 4096, UZ_ACCESS_LOCAL_WRITE);
-    uz_pattern(data, 2000, 0xd8);
-    dm_write(&p.n[0], &dm0, 0, data, 2000);
-    {
-        UzSge two[2] = {
-            { .addr = 1000, .length = 1000, .lkey = lkey },
-            { .addr = 0, .length = 1000, .lkey = lkey },
-        };
-
-        r = uz_mr_sge(p.mb, 0, 4096);
-        uz_post_recv(p.qb, 0xd8, &r, 1);
-        wr = (UzWr) { .wr_id = 0xd9, .opcode = UZ_WR_SEND,
-                      .flags = UZ_WQE_F_SIGNALED, .sge = two, .num_sge = 2 };
-        post_expect(p.qa, &wr, UZ_WC_STATUS_SUCCESS);
-    }
-    uz_cq_wait(p.qb->rcq, &c);
-    uz_cqe_expect(&c, 0xd8, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, p.qb->qpn);
-    g_assert_cmpuint(c.byte_len, ==, 2000);
-    uz_assert_mr(p.mb, 0, data + 1000, 1000, "first SGE from DM");
-    uz_assert_mr(p.mb, 1000, data, 1000, "second SGE from DM");
-
-    /* A type 2 window over part of the DM MR. */
-    {
-        struct uz_cmd_alloc_mw a = {
-            .pdn = cpu_to_le32(p.n[1].pdn), .type = UZ_MW_TYPE_2,
-            .key = 0x40,
-        };
-        struct uz_admin_cqe cqe;
-
-        g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_ALLOC_MW, &a, sizeof(a),
-                               &cqe), ==, UZ_CMD_OK);
-        mw = (le32_to_cpu(cqe.out0) & ~0xffu) | 0x41;
-    }
-    wr = (UzWr) { .wr_id = 0xda, .opcode = UZ_WR_BIND_MW,
-                  .flags = UZ_WQE_F_SIGNALED, .rkey = mw,
-                  .remote_addr = 6000, .reg_length = 1000,
-                  .reg_access = UZ_ACCESS_REMOTE_WRITE, .bind_mr_key = key };
-    post_expect(p.qb, &wr, UZ_WC_STATUS_SUCCESS);
-    uz_pattern(data, 600, 0xdb);
-    pair_write(&p, mw, 6100, 600, 0xdb, UZ_WC_STATUS_SUCCESS);
-    dm_assert(&p.n[1], &dm, 6612, data, 600, "WRITE through a window");
+    traffic_write_read(&p, &dm, key, data);
+    traffic_atomics(&p, &dm, key);
+    traffic_send_into(&p, &dm, key, data);
+    traffic_send_from(&p, data);
+    traffic_window(&p, &dm, key, data);
 
     /* Past the MR's end (7000): refused, nothing lands. */
     memset(got, 0, 64);

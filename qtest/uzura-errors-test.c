@@ -344,6 +344,23 @@ static void case_local_access(Env *e)
     check_bad_wr(e, &p, &wr, &x);
 }
 
+/* A SEND whose second SGE of three is the byte just past the MR. */
+static void check_bad_second_sge(Env *e, Pair *p)
+{
+    UzSge s[3] = {
+        uz_mr_sge(p->mr[0], 0, 16),
+        { uz_mr_va(p->mr[0], MR_LEN), 1, p->mr[0]->key },
+        uz_mr_sge(p->mr[0], 32, 16),
+    };
+    UzWr wr = { .wr_id = 0x1200, .opcode = UZ_WR_SEND,
+                .flags = UZ_WQE_F_SIGNALED, .sge = s, .num_sge = 3 };
+    Expect x = { .opcode = UZ_WC_SEND,
+                 .status = UZ_WC_STATUS_LOC_PROT_ERR,
+                 .verr = UZ_VERR_BOUNDS, .peer = PEER_RTS };
+
+    check_bad_wr(e, p, &wr, &x);
+}
+
 static void case_local_bounds(Env *e)
 {
     Pair p;
@@ -360,20 +377,7 @@ static void case_local_bounds(Env *e)
                        UZ_VERR_BOUNDS);
     /* Second SGE of three out of bounds. */
     pair_init(e, &p, NULL);
-    {
-        UzSge s[3] = {
-            uz_mr_sge(p.mr[0], 0, 16),
-            { uz_mr_va(p.mr[0], MR_LEN), 1, p.mr[0]->key },
-            uz_mr_sge(p.mr[0], 32, 16),
-        };
-        UzWr wr = { .wr_id = 0x1200, .opcode = UZ_WR_SEND,
-                    .flags = UZ_WQE_F_SIGNALED, .sge = s, .num_sge = 3 };
-        Expect x = { .opcode = UZ_WC_SEND,
-                     .status = UZ_WC_STATUS_LOC_PROT_ERR,
-                     .verr = UZ_VERR_BOUNDS, .peer = PEER_RTS };
-
-        check_bad_wr(e, &p, &wr, &x);
-    }
+    check_bad_second_sge(e, &p);
 }
 
 /*
@@ -1477,19 +1481,25 @@ static void fz_remote(Fuzz *f, uint64_t len, bool atomic, uint64_t *addr,
 /* An opcode the spec does not define: the WQE is malformed. */
 #define FZ_UNDEFINED_OP 0x0d
 
-/* Build a random send WQE into @slot; say what it is in @fw. */
-static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
-{
-    struct uz_send_wqe *w = (struct uz_send_wqe *)slot;
-    uint8_t *tail = (uint8_t *)(w + 1);
-    UzSge sge[20];
-    uint64_t raddr, msg = 0;
-    uint32_t rkey, inline_len = 0;
+/* A random send WQE as fz_wqe() builds it, in host order. */
+typedef struct FuzzBuild {
     uint8_t op, flags;
-    bool inl, atomic, too_long = false;
-    int k = fz_range(f, 0, 100), nsge = 0, i;
+    bool inl, atomic;
+    bool too_long;              /* more than 2^31 bytes */
+    uint32_t inline_len;
+    int nsge;
+    UzSge sge[20];
+    uint64_t msg;               /* message bytes */
+    uint64_t raddr;
+    uint32_t rkey;
+} FuzzBuild;
 
-    memset(slot, 0, UZ_SQ_WQE_SIZE);
+/* Mostly an opcode the fuzz test may send, else undefined or random. */
+static uint8_t fz_opcode(Fuzz *f)
+{
+    int k = fz_range(f, 0, 100);
+    uint8_t op;
+
     if (k < 86) {
         static const uint8_t ok[] = {
             UZ_WR_SEND, UZ_WR_SEND_IMM, UZ_WR_RDMA_WRITE,
@@ -1515,61 +1525,81 @@ static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
         op == UZ_WR_FLUSH || op == UZ_WR_ATOMIC_WRITE) {
         op = FZ_UNDEFINED_OP;
     }
-    atomic = uz_wr_is_atomic(op);
-    flags = UZ_WQE_F_SIGNALED;
+    return op;
+}
+
+/* Signalled; at times solicited or fenced, at times with reserved bits. */
+static uint8_t fz_flags(Fuzz *f)
+{
+    uint8_t flags = UZ_WQE_F_SIGNALED;
+
     if (fz_chance(f, 30)) {
         flags |= g_rand_int(f->r) & (UZ_WQE_F_SOLICITED | UZ_WQE_F_FENCE);
     }
     if (fz_chance(f, 10)) {
         flags |= g_rand_int(f->r) & 0xf0;   /* reserved: ignored */
     }
-    inl = fz_chance(f, 10);
+    return flags;
+}
 
-    if (inl) {
-        flags |= UZ_WQE_F_INLINE;
-        inline_len = fz_chance(f, 90) ? fz_range(f, 0, UZ_SQ_MAX_INLINE + 1)
-                                      : fz_range(f, 0, 1024);
-        for (i = 0; i < MIN(inline_len, UZ_SQ_MAX_INLINE); i++) {
-            tail[i] = g_rand_int(f->r);
-        }
-        nsge = fz_chance(f, 10) ? fz_range(f, 1, 21) : 0;
-        msg = inline_len;
+/* Random inline data at @tail, at times too long, at times with SGEs. */
+static void fz_inline(Fuzz *f, FuzzBuild *b, uint8_t *tail)
+{
+    int i;
+
+    b->flags |= UZ_WQE_F_INLINE;
+    b->inline_len = fz_chance(f, 90) ? fz_range(f, 0, UZ_SQ_MAX_INLINE + 1)
+                                     : fz_range(f, 0, 1024);
+    for (i = 0; i < MIN(b->inline_len, UZ_SQ_MAX_INLINE); i++) {
+        tail[i] = g_rand_int(f->r);
+    }
+    b->nsge = fz_chance(f, 10) ? fz_range(f, 1, 21) : 0;
+    b->msg = b->inline_len;
+}
+
+/* Random SGEs, at @tail as many as a WQE holds. */
+static void fz_sges(Fuzz *f, FuzzBuild *b, uint8_t *tail)
+{
+    int i;
+
+    if (b->atomic && fz_chance(f, 85)) {
+        b->nsge = 1;
+        b->sge[0] = (UzSge) { f->ma->iova + (fz_range(f, 0, MR_LEN) & ~7u),
+                              8, f->ma->key };
     } else {
-        if (atomic && fz_chance(f, 85)) {
-            nsge = 1;
-            sge[0] = (UzSge) { f->ma->iova + (fz_range(f, 0, MR_LEN) & ~7u),
-                               8, f->ma->key };
-        } else {
-            nsge = fz_chance(f, 85) ? fz_range(f, 0, 5) : fz_range(f, 0, 21);
-            for (i = 0; i < nsge; i++) {
-                sge[i] = fz_sge(f);
-            }
-        }
-        for (i = 0; i < nsge; i++) {
-            msg += sge[i].length;
-        }
-        /* 8.7: longer than 2^31 is LOC_LEN_ERR, not malformed. */
-        too_long = msg > (1ull << 31);
-        for (i = 0; i < MIN(nsge, UZ_SQ_MAX_SGE); i++) {
-            struct uz_sge s = {
-                .addr = cpu_to_le64(sge[i].addr),
-                .length = cpu_to_le32(sge[i].length),
-                .lkey = cpu_to_le32(sge[i].lkey),
-            };
-
-            memcpy(tail + i * sizeof(s), &s, sizeof(s));
+        b->nsge = fz_chance(f, 85) ? fz_range(f, 0, 5) : fz_range(f, 0, 21);
+        for (i = 0; i < b->nsge; i++) {
+            b->sge[i] = fz_sge(f);
         }
     }
-    fz_remote(f, atomic ? 8 : msg, atomic, &raddr, &rkey);
+    for (i = 0; i < b->nsge; i++) {
+        b->msg += b->sge[i].length;
+    }
+    /* 8.7: longer than 2^31 is LOC_LEN_ERR, not malformed. */
+    b->too_long = b->msg > (1ull << 31);
+    for (i = 0; i < MIN(b->nsge, UZ_SQ_MAX_SGE); i++) {
+        struct uz_sge s = {
+            .addr = cpu_to_le64(b->sge[i].addr),
+            .length = cpu_to_le32(b->sge[i].length),
+            .lkey = cpu_to_le32(b->sge[i].lkey),
+        };
 
+        memcpy(tail + i * sizeof(s), &s, sizeof(s));
+    }
+}
+
+/* The header of @b's WQE at @w, with @wr_id; the fields left random. */
+static void fz_header(Fuzz *f, struct uz_send_wqe *w, uint64_t wr_id,
+                      const FuzzBuild *b)
+{
     w->wr_id = cpu_to_le64(wr_id);
-    w->opcode = op;
-    w->flags = flags;
-    w->num_sge = nsge;
-    w->inline_len = cpu_to_le32(inline_len);
+    w->opcode = b->op;
+    w->flags = b->flags;
+    w->num_sge = b->nsge;
+    w->inline_len = cpu_to_le32(b->inline_len);
     w->imm_data = g_rand_int(f->r);
-    w->rkey = cpu_to_le32(rkey);
-    w->remote_addr = cpu_to_le64(raddr);
+    w->rkey = cpu_to_le32(b->rkey);
+    w->remote_addr = cpu_to_le64(b->raddr);
     w->atomic.compare_add = cpu_to_le64(fz_u64(f));
     w->atomic.swap = cpu_to_le64(fz_u64(f));
     if (fz_chance(f, 10)) {
@@ -1577,20 +1607,54 @@ static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
         w->reserved_448 = fz_u64(f);        /* reserved: ignored */
         w->reserved_8 = g_rand_int(f->r);
     }
+}
 
-    fw->opcode = op;
-    fw->len = atomic ? 8 : msg;
-    fw->malformed =
-        !(op <= UZ_WR_ATOMIC_FETCH_ADD && op != UZ_WR_SEND_INV) ||
-        nsge > 16 ||
-        (!inl && 64 + 16 * nsge > UZ_SQ_WQE_SIZE) ||
-        (inl && (nsge || inline_len > UZ_SQ_MAX_INLINE ||
-                 op == UZ_WR_RDMA_READ || atomic)) ||
-        (atomic && ((raddr & 7) || (!inl && (nsge != 1 ||
-                                              sge[0].length != 8))));
-    if (too_long) {
-        fw->malformed = false;
+/* Whether @b is certainly malformed (8.7). */
+static bool fz_malformed(const FuzzBuild *b)
+{
+    bool malformed =
+        !(b->op <= UZ_WR_ATOMIC_FETCH_ADD && b->op != UZ_WR_SEND_INV) ||
+        b->nsge > 16 ||
+        (!b->inl && 64 + 16 * b->nsge > UZ_SQ_WQE_SIZE) ||
+        (b->inl && (b->nsge || b->inline_len > UZ_SQ_MAX_INLINE ||
+                    b->op == UZ_WR_RDMA_READ || b->atomic)) ||
+        (b->atomic && ((b->raddr & 7) ||
+                       (!b->inl && (b->nsge != 1 ||
+                                    b->sge[0].length != 8))));
+
+    if (b->too_long) {
+        malformed = false;
     }
+    return malformed;
+}
+
+/*
+ * Build a random send WQE into @slot; say what it is in @fw.  The parts
+ * draw from f->r in this order, which makes the run: opcode, flags,
+ * inline data or SGEs, remote address, header.
+ */
+static void fz_wqe(Fuzz *f, uint64_t *slot, uint64_t wr_id, FuzzWqe *fw)
+{
+    struct uz_send_wqe *w = (struct uz_send_wqe *)slot;
+    uint8_t *tail = (uint8_t *)(w + 1);
+    FuzzBuild b = { 0 };
+
+    memset(slot, 0, UZ_SQ_WQE_SIZE);
+    b.op = fz_opcode(f);
+    b.atomic = uz_wr_is_atomic(b.op);
+    b.flags = fz_flags(f);
+    b.inl = fz_chance(f, 10);
+    if (b.inl) {
+        fz_inline(f, &b, tail);
+    } else {
+        fz_sges(f, &b, tail);
+    }
+    fz_remote(f, b.atomic ? 8 : b.msg, b.atomic, &b.raddr, &b.rkey);
+    fz_header(f, w, wr_id, &b);
+
+    fw->opcode = b.op;
+    fw->len = b.atomic ? 8 : b.msg;
+    fw->malformed = fz_malformed(&b);
 }
 
 /* Log the WQE in @slot: for the report of a failure. */
@@ -1720,6 +1784,107 @@ static void fz_reconnect(Fuzz *f)
     f->resets++;
 }
 
+/*
+ * No CQE for @idle polls, at CQE @got of the batch of @n in @slots.
+ * Nothing moves.  The hub loses no frame, so no WQE should need a
+ * timer; count it, report the first ones, and step the clock so that
+ * the run goes on.
+ */
+static void fz_stalled(Fuzz *f, const uint64_t *slots, int n, int got,
+                       int idle)
+{
+    UzQp *qa = f->qa;
+    int i;
+
+    if (idle == FUZZ_IDLE_POLLS && ++f->stalls <= 3) {
+        g_test_message("fuzz: stalled: wr_id 0x%" PRIx64 " (%d of %d "
+                       "CQEs); QP states %u %u; MR keys a 0x%x b 0x%x",
+                       f->wr_id + got, got, n, uz_qp_state(qa),
+                       uz_qp_state(f->qb), f->ma->key, f->mb->key);
+        for (i = 0; i < n; i++) {
+            fz_dump(slots + i * (UZ_SQ_WQE_SIZE / 8));
+        }
+    }
+    if (idle > FUZZ_IDLE_POLLS * 20) {
+        g_error("fuzz: wr_id 0x%" PRIx64 " never completes, even "
+                "with the clock", f->wr_id + got);
+    }
+    qtest_clock_step(qa->n->d.qts, 1000 * MS);
+}
+
+/*
+ * The CQE @e of the batch's WQE @w, its @got'th: as the WQE says, and
+ * only flushes after the batch's first error (*@first_err, which the
+ * first error CQE sets).
+ */
+static void fz_check_cqe(Fuzz *f, const FuzzWqe *w, const struct uz_cqe *e,
+                         int got, int *first_err)
+{
+    /* In SQ order, every WQE (all are signalled). */
+    g_assert_cmphex(e->wr_id, ==, f->wr_id + got);
+    g_assert_cmpint(e->qpn, ==, f->qa->qpn);
+    g_assert_cmphex(e->flags & ~UZ_CQE_PHASE, ==, 0);
+    f->status[e->status & 31]++;
+    if (*first_err >= 0) {
+        /* After an error completion, only flushes. */
+        g_assert_cmpint(e->status, ==, UZ_WC_STATUS_WR_FLUSH_ERR);
+    }
+    switch (e->status) {
+    case UZ_WC_STATUS_SUCCESS:
+        g_assert(!w->malformed);
+        g_assert(w->opcode <= UZ_WR_ATOMIC_FETCH_ADD &&
+                 w->opcode != UZ_WR_SEND_INV);
+        g_assert_cmphex(e->opcode, ==, uz_wc_opcode(w->opcode));
+        g_assert_cmpint(e->vendor_err, ==, 0);
+        if (w->opcode == UZ_WR_RDMA_READ || uz_wr_is_atomic(w->opcode)) {
+            g_assert_cmpint(e->byte_len, ==, w->len);
+        }
+        break;
+    case UZ_WC_STATUS_WR_FLUSH_ERR:
+        /* The first error of a batch is the QP's own. */
+        g_assert_cmpint(*first_err, >=, 0);
+        g_assert_cmphex(e->opcode, ==, uz_wc_opcode(w->opcode));
+        g_assert_cmpint(e->vendor_err, ==, 0);
+        break;
+    default:
+        *first_err = got;
+        if (w->malformed) {
+            g_assert_cmpint(e->status, ==, UZ_WC_STATUS_LOC_QP_OP_ERR);
+            g_assert_cmpint(e->vendor_err, ==, UZ_VERR_BAD_WQE);
+            f->malformed++;
+        }
+        if (e->status == UZ_WC_STATUS_LOC_PROT_ERR) {
+            g_assert(e->vendor_err >= UZ_VERR_BAD_LKEY &&
+                     e->vendor_err <= UZ_VERR_DMA &&
+                     e->vendor_err != UZ_VERR_BAD_RKEY);
+        }
+        break;
+    }
+}
+
+/*
+ * After a batch whose first error CQE was @first_err (or -1): the
+ * peer's CQEs taken, a QP in ERR connected again, the peer's receives
+ * topped up.
+ */
+static void fz_after_batch(Fuzz *f, int first_err)
+{
+    bool peer_err = fz_drain_peer(f);
+
+    if (first_err >= 0 || peer_err) {
+        bool a_err = uz_qp_state(f->qa) == UZ_QPS_ERR;
+        bool b_err = uz_qp_state(f->qb) == UZ_QPS_ERR;
+
+        /* An error completion on qa leaves it in ERR (8.11). */
+        g_assert(first_err < 0 || a_err);
+        f->qa_errs += a_err;
+        if (a_err || b_err) {
+            fz_reconnect(f);
+        }
+    }
+    fz_top_up(f);
+}
+
 static void fz_batch(Fuzz *f, int n)
 {
     uint64_t slots[FUZZ_BATCH * UZ_SQ_WQE_SIZE / 8];
@@ -1727,7 +1892,6 @@ static void fz_batch(Fuzz *f, int n)
     struct uz_cqe c[FUZZ_BATCH];
     UzQp *qa = f->qa;
     int got = 0, idle = 0, first_err = -1, k, i;
-    bool peer_err;
 
     for (i = 0; i < n; i++) {
         fz_wqe(f, slots + i * (UZ_SQ_WQE_SIZE / 8), f->wr_id + i, &fw[i]);
@@ -1742,91 +1906,16 @@ static void fz_batch(Fuzz *f, int n)
                 uz_poll_pause(&qa->n->d);
                 continue;
             }
-            /*
-             * Nothing moves.  The hub loses no frame, so no WQE should
-             * need a timer; count it, report the first ones, and step
-             * the clock so that the run goes on.
-             */
-            if (idle == FUZZ_IDLE_POLLS && ++f->stalls <= 3) {
-                g_test_message("fuzz: stalled: wr_id 0x%" PRIx64 " (%d of %d "
-                               "CQEs); QP states %u %u; MR keys a 0x%x b 0x%x",
-                               f->wr_id + got, got, n, uz_qp_state(qa),
-                               uz_qp_state(f->qb), f->ma->key, f->mb->key);
-                for (i = 0; i < n; i++) {
-                    fz_dump(slots + i * (UZ_SQ_WQE_SIZE / 8));
-                }
-            }
-            if (idle > FUZZ_IDLE_POLLS * 20) {
-                g_error("fuzz: wr_id 0x%" PRIx64 " never completes, even "
-                        "with the clock", f->wr_id + got);
-            }
-            qtest_clock_step(qa->n->d.qts, 1000 * MS);
+            fz_stalled(f, slots, n, got, idle);
             continue;
         }
         idle = 0;
         for (i = 0; i < k; i++, got++) {
-            const FuzzWqe *w = &fw[got];
-            const struct uz_cqe *e = &c[i];
-
-            /* In SQ order, every WQE (all are signalled). */
-            g_assert_cmphex(e->wr_id, ==, f->wr_id + got);
-            g_assert_cmpint(e->qpn, ==, qa->qpn);
-            g_assert_cmphex(e->flags & ~UZ_CQE_PHASE, ==, 0);
-            f->status[e->status & 31]++;
-            if (first_err >= 0) {
-                /* After an error completion, only flushes. */
-                g_assert_cmpint(e->status, ==, UZ_WC_STATUS_WR_FLUSH_ERR);
-            }
-            switch (e->status) {
-            case UZ_WC_STATUS_SUCCESS:
-                g_assert(!w->malformed);
-                g_assert(w->opcode <= UZ_WR_ATOMIC_FETCH_ADD &&
-                         w->opcode != UZ_WR_SEND_INV);
-                g_assert_cmphex(e->opcode, ==, uz_wc_opcode(w->opcode));
-                g_assert_cmpint(e->vendor_err, ==, 0);
-                if (w->opcode == UZ_WR_RDMA_READ ||
-                    uz_wr_is_atomic(w->opcode)) {
-                    g_assert_cmpint(e->byte_len, ==, w->len);
-                }
-                break;
-            case UZ_WC_STATUS_WR_FLUSH_ERR:
-                /* The first error of a batch is the QP's own. */
-                g_assert_cmpint(first_err, >=, 0);
-                g_assert_cmphex(e->opcode, ==, uz_wc_opcode(w->opcode));
-                g_assert_cmpint(e->vendor_err, ==, 0);
-                break;
-            default:
-                first_err = got;
-                if (w->malformed) {
-                    g_assert_cmpint(e->status, ==,
-                                    UZ_WC_STATUS_LOC_QP_OP_ERR);
-                    g_assert_cmpint(e->vendor_err, ==, UZ_VERR_BAD_WQE);
-                    f->malformed++;
-                }
-                if (e->status == UZ_WC_STATUS_LOC_PROT_ERR) {
-                    g_assert(e->vendor_err >= UZ_VERR_BAD_LKEY &&
-                             e->vendor_err <= UZ_VERR_DMA &&
-                             e->vendor_err != UZ_VERR_BAD_RKEY);
-                }
-                break;
-            }
+            fz_check_cqe(f, &fw[got], &c[i], got, &first_err);
         }
     }
     f->wr_id += n;
-
-    peer_err = fz_drain_peer(f);
-    if (first_err >= 0 || peer_err) {
-        bool a_err = uz_qp_state(qa) == UZ_QPS_ERR;
-        bool b_err = uz_qp_state(f->qb) == UZ_QPS_ERR;
-
-        /* An error completion on qa leaves it in ERR (8.11). */
-        g_assert(first_err < 0 || a_err);
-        f->qa_errs += a_err;
-        if (a_err || b_err) {
-            fz_reconnect(f);
-        }
-    }
-    fz_top_up(f);
+    fz_after_batch(f, first_err);
 }
 
 static void case_fuzz(Env *e)

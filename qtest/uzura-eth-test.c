@@ -131,6 +131,22 @@ static void test_rx_exhaustion(void)
     uz_machine_stop(&m);
 }
 
+/*
+ * Destroying the EQ under its rings is refused; a second TX ring is
+ * refused too.
+ */
+static void eq_held_by_rings(UzEth *e)
+{
+    struct uz_admin_cmd cmd = { .opcode = UZ_CMD_DESTROY_EQ };
+
+    cmd.destroy.handle = cpu_to_le32(e->eq.eqn);
+    g_assert_cmpint(uz_admin(&e->d, &cmd, NULL), ==, UZ_CMD_BUSY);
+    cmd.opcode = UZ_CMD_CREATE_ETH_TXQ;
+    cmd.create_eth_queue.ring_addr = cpu_to_le64(e->tx_ring);
+    cmd.create_eth_queue.log_depth = 4;
+    g_assert_cmpint(uz_admin(&e->d, &cmd, NULL), ==, UZ_CMD_EXISTS);
+}
+
 static void test_errors(void)
 {
     UzMachine m;
@@ -191,17 +207,7 @@ static void test_errors(void)
     uz_ring(&a.d, a.tx_db, a.tx_pi + 17);
     g_assert_cmpint(uz_rd(&a.d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_VALUE);
 
-    /* Destroying the EQ under its rings is refused. */
-    {
-        struct uz_admin_cmd cmd = { .opcode = UZ_CMD_DESTROY_EQ };
-
-        cmd.destroy.handle = cpu_to_le32(a.eq.eqn);
-        g_assert_cmpint(uz_admin(&a.d, &cmd, NULL), ==, UZ_CMD_BUSY);
-        cmd.opcode = UZ_CMD_CREATE_ETH_TXQ;
-        cmd.create_eth_queue.ring_addr = cpu_to_le64(a.tx_ring);
-        cmd.create_eth_queue.log_depth = 4;
-        g_assert_cmpint(uz_admin(&a.d, &cmd, NULL), ==, UZ_CMD_EXISTS);
-    }
+    eq_held_by_rings(&a);
 
     log = uz_machine_log(&m);
     g_assert(strstr(log, "TX frame at descriptor 0 (1519 bytes) dropped"));

@@ -622,6 +622,105 @@ static void test_msix_doorbell(void)
 #define RD_PAGES            (RD_LEN / UZ_PAGE_SIZE)
 #define RD_POOL             3
 
+/* The two pairs and the memory of test_resp_error_deferred. */
+typedef struct Deferred {
+    Env e;
+    UzQp *qa, *qb, *qc, *qd;
+    UzMr *src;                  /* NIC 1: the READs' source */
+    UzMr *sink;                 /* NIC 0: where the READs land */
+    UzMr *ma, *md;
+    uint8_t pool[RD_POOL][UZ_PAGE_SIZE];    /* the source's pages */
+} Deferred;
+
+/*
+ * The READs' source on NIC 1: RD_PAGES + RD_NUM pages of an MR whose
+ * page list cycles through the RD_POOL pages of pool.
+ */
+static void deferred_source(Deferred *d)
+{
+    UzNode *b = &d->e.n[1];
+    uint32_t src_pages = RD_PAGES + RD_NUM, k, i;
+    g_autofree uint64_t *pages = g_new(uint64_t, src_pages);
+    uint64_t pool_gpa[RD_POOL];
+
+    for (i = 0; i < RD_POOL; i++) {
+        uz_pattern(d->pool[i], UZ_PAGE_SIZE, 0x200 + i);
+        pool_gpa[i] = uz_alloc_pages(b, 1);
+        qtest_memwrite(b->d.qts, pool_gpa[i], d->pool[i], UZ_PAGE_SIZE);
+    }
+    for (k = 0; k < src_pages; k++) {
+        pages[k] = pool_gpa[k % RD_POOL];
+    }
+    d->src = uz_mr_reg_list(b, b->pdn, 0x7000000,
+                            (uint64_t)src_pages * UZ_PAGE_SIZE, UZ_PAGE_SHIFT,
+                            pages, src_pages,
+                            UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_READ);
+}
+
+/*
+ * qa's READs, its WRITE with a bad rkey and its SEND; qc's SEND and qd's
+ * receive for it: all in place, none rung for.
+ */
+static void deferred_post(Deferred *d)
+{
+    UzSge s[RD_NUM + 2], sc, rd;
+    UzWr wr;
+    uint32_t i;
+
+    /* READ i: from page i of the source into part i of the sink. */
+    for (i = 0; i < RD_NUM; i++) {
+        s[i] = uz_mr_sge(d->sink, (uint64_t)i * RD_LEN, RD_LEN);
+        wr = (UzWr) {
+            .wr_id = 0x2000 + i, .opcode = UZ_WR_RDMA_READ,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &s[i], .num_sge = 1,
+            .remote_addr = uz_mr_va(d->src, i * UZ_PAGE_SIZE),
+            .rkey = d->src->key,
+        };
+        uz_sq_post(d->qa, &wr);
+    }
+    s[RD_NUM] = uz_mr_sge(d->ma, 0, 64);
+    wr = (UzWr) {
+        .wr_id = 0x2010, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s[RD_NUM], .num_sge = 1,
+        .remote_addr = uz_mr_va(d->src, 0), .rkey = d->src->key ^ 0x80,
+    };
+    uz_sq_post(d->qa, &wr);
+    s[RD_NUM + 1] = uz_mr_sge(d->ma, 0, 16);
+    wr = (UzWr) {
+        .wr_id = 0x2011, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s[RD_NUM + 1], .num_sge = 1,
+    };
+    uz_sq_post(d->qa, &wr);
+    /* The other pair's SEND, in place. */
+    rd = uz_mr_sge(d->md, 0, 64);
+    uz_post_recv(d->qd, 0x2d00, &rd, 1);
+    sc = uz_mr_sge(d->ma, 64, 64);
+    wr = (UzWr) {
+        .wr_id = 0x2c00, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &sc, .num_sge = 1,
+    };
+    uz_sq_post(d->qc, &wr);
+}
+
+/* The sink is one block, its pages listed last first: the READs' data. */
+static void deferred_check_sink(Deferred *d)
+{
+    UzNode *a = &d->e.n[0];
+    UzMr *sink = d->sink;
+    g_autofree uint8_t *got = g_malloc((size_t)RD_NUM * RD_LEN);
+    uint32_t k;
+
+    for (k = 0; k < RD_NUM * RD_LEN; k += 65536) {
+        qtest_memread(a->d.qts, sink->pages[sink->npages - 1] + k, got + k,
+                      65536);
+    }
+    for (k = 0; k < sink->npages; k++) {
+        uz_assert_bytes(got + (size_t)(sink->npages - 1 - k) * UZ_PAGE_SIZE,
+                        d->pool[(k / RD_PAGES + k % RD_PAGES) % RD_POOL],
+                        UZ_PAGE_SIZE, "READ data");
+    }
+}
+
 /*
  * Defect 2: an error in the responder while READ answers were owed sent
  * them all at once: megabytes of answers and then the NAK within one
@@ -637,112 +736,50 @@ static void test_msix_doorbell(void)
  */
 static void test_resp_error_deferred(void)
 {
-    Env e;
-    UzNode *a = &e.n[0], *b = &e.n[1];
+    Deferred d;
+    UzNode *a = &d.e.n[0], *b = &d.e.n[1];
     UzRcOpts o = UZ_RC_OPTS_DEFAULT;
-    uint32_t src_pages = RD_PAGES + RD_NUM, k, i;
-    g_autofree uint64_t *pages = g_new(uint64_t, src_pages);
-    g_autofree uint8_t *got = NULL;
-    uint8_t pool[RD_POOL][UZ_PAGE_SIZE];
-    uint64_t pool_gpa[RD_POOL];
-    UzQp *qa, *qb, *qc, *qd;
-    UzMr *src, *sink, *ma, *md;
-    UzSge s[RD_NUM + 2], sc, rd;
     struct uz_cqe c;
-    UzWr wr;
+    uint32_t i;
 
-    env_start(&e, 2, false);
+    env_start(&d.e, 2, false);
     o.path_mtu = UZ_MTU_256;
-    qa = uz_qp_create(a, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    qb = uz_qp_create(b, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    uz_rc_connect(qa, qb, &o);
-    qc = uz_qp_create(a, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    qd = uz_qp_create(b, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    uz_rc_connect(qc, qd, NULL);
-
-    for (i = 0; i < RD_POOL; i++) {
-        uz_pattern(pool[i], UZ_PAGE_SIZE, 0x200 + i);
-        pool_gpa[i] = uz_alloc_pages(b, 1);
-        qtest_memwrite(b->d.qts, pool_gpa[i], pool[i], UZ_PAGE_SIZE);
-    }
-    for (k = 0; k < src_pages; k++) {
-        pages[k] = pool_gpa[k % RD_POOL];
-    }
-    src = uz_mr_reg_list(b, b->pdn, 0x7000000,
-                         (uint64_t)src_pages * UZ_PAGE_SIZE, UZ_PAGE_SHIFT,
-                         pages, src_pages,
-                         UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_READ);
-    sink = uz_mr_reg(a, RD_NUM * RD_LEN, UZ_ACCESS_ALL);
-    ma = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
-    md = uz_mr_reg(b, 4096, UZ_ACCESS_ALL);
-
-    /* READ i: from page i of the source into part i of the sink. */
-    for (i = 0; i < RD_NUM; i++) {
-        s[i] = uz_mr_sge(sink, (uint64_t)i * RD_LEN, RD_LEN);
-        wr = (UzWr) {
-            .wr_id = 0x2000 + i, .opcode = UZ_WR_RDMA_READ,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &s[i], .num_sge = 1,
-            .remote_addr = uz_mr_va(src, i * UZ_PAGE_SIZE), .rkey = src->key,
-        };
-        uz_sq_post(qa, &wr);
-    }
-    s[RD_NUM] = uz_mr_sge(ma, 0, 64);
-    wr = (UzWr) {
-        .wr_id = 0x2010, .opcode = UZ_WR_RDMA_WRITE,
-        .flags = UZ_WQE_F_SIGNALED, .sge = &s[RD_NUM], .num_sge = 1,
-        .remote_addr = uz_mr_va(src, 0), .rkey = src->key ^ 0x80,
-    };
-    uz_sq_post(qa, &wr);
-    s[RD_NUM + 1] = uz_mr_sge(ma, 0, 16);
-    wr = (UzWr) {
-        .wr_id = 0x2011, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
-        .sge = &s[RD_NUM + 1], .num_sge = 1,
-    };
-    uz_sq_post(qa, &wr);
-    /* The other pair's SEND, in place. */
-    rd = uz_mr_sge(md, 0, 64);
-    uz_post_recv(qd, 0x2d00, &rd, 1);
-    sc = uz_mr_sge(ma, 64, 64);
-    wr = (UzWr) {
-        .wr_id = 0x2c00, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
-        .sge = &sc, .num_sge = 1,
-    };
-    uz_sq_post(qc, &wr);
+    d.qa = uz_qp_create(a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    d.qb = uz_qp_create(b, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    uz_rc_connect(d.qa, d.qb, &o);
+    d.qc = uz_qp_create(a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    d.qd = uz_qp_create(b, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    uz_rc_connect(d.qc, d.qd, NULL);
+    deferred_source(&d);
+    d.sink = uz_mr_reg(a, RD_NUM * RD_LEN, UZ_ACCESS_ALL);
+    d.ma = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
+    d.md = uz_mr_reg(b, 4096, UZ_ACCESS_ALL);
+    deferred_post(&d);
 
     /*
      * qa's requests reach NIC 1 within the first store, qc's SEND within
      * the second, right after.
      */
-    uz_sq_ring(qa);
-    uz_sq_ring(qc);
+    uz_sq_ring(d.qa);
+    uz_sq_ring(d.qc);
 
     for (i = 0; i < RD_NUM; i++) {
-        uz_sq_done(qa, 0x2000 + i, UZ_WC_RDMA_READ, RD_LEN);
+        uz_sq_done(d.qa, 0x2000 + i, UZ_WC_RDMA_READ, RD_LEN);
     }
-    uz_sq_err(qa, 0x2010, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_REM_ACCESS_ERR, 0);
+    uz_sq_err(d.qa, 0x2010, UZ_WC_RDMA_WRITE,
+              UZ_WC_STATUS_REM_ACCESS_ERR, 0);
     /* qc's SEND completed before: its CQE is there now. */
-    g_assert(uz_cq_poll(qc->scq, &c));
-    uz_expect_sq(&c, 0x2c00, UZ_WC_SEND, qc, 64);
-    uz_rq_done(qd, 0x2d00, UZ_WC_RECV, 64, 0, 0);
+    g_assert(uz_cq_poll(d.qc->scq, &c));
+    uz_expect_sq(&c, 0x2c00, UZ_WC_SEND, d.qc, 64);
+    uz_rq_done(d.qd, 0x2d00, UZ_WC_RECV, 64, 0, 0);
 
-    uz_sq_err(qa, 0x2011, UZ_WC_SEND, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
-    uz_cq_assert_empty(qa->scq, 5);
-    g_assert_cmpint(uz_qp_state(qa), ==, UZ_QPS_ERR);
-    g_assert_cmpint(uz_qp_state(qb), ==, UZ_QPS_ERR);
-    g_assert_cmpint(uz_qp_state(qc), ==, UZ_QPS_RTS);
-
-    /* The sink is one block, its pages listed last first. */
-    got = g_malloc((size_t)RD_NUM * RD_LEN);
-    for (k = 0; k < RD_NUM * RD_LEN; k += 65536) {
-        qtest_memread(a->d.qts, sink->pages[sink->npages - 1] + k, got + k,
-                      65536);
-    }
-    for (k = 0; k < sink->npages; k++) {
-        uz_assert_bytes(got + (size_t)(sink->npages - 1 - k) * UZ_PAGE_SIZE,
-                        pool[(k / RD_PAGES + k % RD_PAGES) % RD_POOL],
-                        UZ_PAGE_SIZE, "READ data");
-    }
-    env_stop(&e);
+    uz_sq_err(d.qa, 0x2011, UZ_WC_SEND, UZ_WC_STATUS_WR_FLUSH_ERR, 0);
+    uz_cq_assert_empty(d.qa->scq, 5);
+    g_assert_cmpint(uz_qp_state(d.qa), ==, UZ_QPS_ERR);
+    g_assert_cmpint(uz_qp_state(d.qb), ==, UZ_QPS_ERR);
+    g_assert_cmpint(uz_qp_state(d.qc), ==, UZ_QPS_RTS);
+    deferred_check_sink(&d);
+    env_stop(&d.e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1144,6 +1181,91 @@ static void test_dma_mr_user(void)
 /* ------------------------------------------------------------------ */
 
 /*
+ * A UD QP (or with @gsi the GSI QP) on each NIC: a message too long for
+ * the first receive WQE is dropped and counted, the next that fits takes
+ * that WQE, and the large one fits the second.
+ */
+static void ud_too_long_rq(Env *e, bool gsi, const uint8_t *big,
+                           size_t big_len, const uint8_t *small,
+                           size_t small_len)
+{
+    UzNode *a = &e->n[0], *b = &e->n[1];
+    uint8_t type = gsi ? UZ_QPT_GSI : UZ_QPT_UD;
+    uint32_t qkey = gsi ? UZ_GSI_QKEY : QKEY;
+    uint64_t id = 0x8000 + 0x100 * gsi;
+    UzQp *qs = uz_qp_create(a, type, NULL, NULL, NULL, 0);
+    UzQp *qr = uz_qp_create(b, type, NULL, NULL, NULL, 0);
+    UzMr *ms = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
+    UzMr *mr = uz_mr_reg(b, 8192, UZ_ACCESS_ALL);
+    uint32_t ahn = uz_ah_create(a, 1);
+    UzSge r0 = uz_mr_sge(mr, 0, GRH_LEN + small_len);
+    UzSge r1 = uz_mr_sge(mr, 4096, GRH_LEN + 1024);
+    struct uz_cqe c;
+    uint64_t too;
+
+    uz_ud_up(qs, qkey, 0);
+    uz_ud_up(qr, qkey, 0);
+    uz_post_recv(qr, id + 1, &r0, 1);
+    uz_post_recv(qr, id + 2, &r1, 1);
+
+    too = uz_counter(&e->m, 1, "rx_ud_too_long");
+    ud_send(qs, ms, ahn, qr->qpn, qkey, big, big_len, id + 0x11);
+    g_assert_cmpuint(uz_counter_wait(b, "rx_ud_too_long", too + 1), ==,
+                     too + 1);
+    uz_cq_assert_empty(qr->rcq, 10);
+    g_assert_cmpint(uz_qp_state(qr), ==, UZ_QPS_RTS);
+
+    /* The next that fits takes the first WQE ... */
+    ud_send(qs, ms, ahn, qr->qpn, qkey, small, small_len, id + 0x12);
+    uz_cq_wait(qr->rcq, &c);
+    uz_expect_rq(&c, id + 1, UZ_WC_RECV, qr->qpn,
+                 GRH_LEN + small_len, UZ_WC_F_GRH | UZ_WC_F_IPV4,
+                 0, qs->qpn);
+    uz_assert_mr(mr, GRH_LEN, small, small_len, "UD payload");
+    /* ... and the large one fits the second. */
+    ud_send(qs, ms, ahn, qr->qpn, qkey, big, big_len, id + 0x13);
+    uz_cq_wait(qr->rcq, &c);
+    uz_expect_rq(&c, id + 2, UZ_WC_RECV, qr->qpn,
+                 GRH_LEN + big_len, UZ_WC_F_GRH | UZ_WC_F_IPV4,
+                 0, qs->qpn);
+    uz_assert_mr(mr, 4096 + GRH_LEN, big, big_len, "UD payload");
+    g_assert_cmpuint(uz_counter(&e->m, 1, "rx_ud_too_long"), ==, too + 1);
+    g_assert_cmpint(uz_qp_state(qr), ==, UZ_QPS_RTS);
+}
+
+/*
+ * With an SRQ the kept WQE is the QP's, taken from the SRQ: when the
+ * QP fails it completes with a flush error, like an RQ's would.
+ */
+static void ud_too_long_srq(Env *e, const uint8_t *big, size_t big_len,
+                            size_t small_len)
+{
+    UzNode *a = &e->n[0], *b = &e->n[1];
+    UzSrq *srq = uz_srq_create(b, 4, 0);
+    UzQp *qs = uz_qp_create(a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    UzQp *qr = uz_qp_create(b, UZ_QPT_UD, NULL, NULL, srq, 0);
+    UzMr *ms = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
+    UzMr *mr = uz_mr_reg(b, 4096, UZ_ACCESS_ALL);
+    uint32_t ahn = uz_ah_create(a, 1);
+    UzSge r0 = uz_mr_sge(mr, 0, GRH_LEN + small_len);
+    struct uz_cqe c;
+    uint64_t too;
+
+    uz_ud_up(qs, QKEY, 0);
+    uz_ud_up(qr, QKEY, 0);
+    uz_srq_post(srq, 0x8301, &r0, 1);
+    too = uz_counter(&e->m, 1, "rx_ud_too_long");
+    ud_send(qs, ms, ahn, qr->qpn, QKEY, big, big_len, 0x8311);
+    uz_counter_wait(b, "rx_ud_too_long", too + 1);
+    uz_cq_assert_empty(qr->rcq, 10);
+    uz_qp_set_state(qr, UZ_QPS_ERR);
+    uz_cq_wait(qr->rcq, &c);
+    uz_cqe_expect(&c, 0x8301, UZ_WC_RECV, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
+                  qr->qpn);
+    uz_cq_assert_empty(qr->rcq, 10);
+}
+
+/*
  * Defect 8: a UD or GSI message larger than the receive WQE completed
  * the WQE with LOC_LEN_ERR and moved the QP to the error state: any host
  * on the link could stop QP1, which serves every process's RDMA CM, with
@@ -1155,84 +1277,14 @@ static void test_dma_mr_user(void)
 static void test_ud_too_long(void)
 {
     Env e;
-    UzNode *a = &e.n[0], *b = &e.n[1];
     uint8_t big[200], small[64];
-    uint64_t too;
-    int gsi;
 
     env_start(&e, 2, false);
     uz_pattern(big, sizeof(big), 8);
     uz_pattern(small, sizeof(small), 9);
-    for (gsi = 0; gsi < 2; gsi++) {
-        uint8_t type = gsi ? UZ_QPT_GSI : UZ_QPT_UD;
-        uint32_t qkey = gsi ? UZ_GSI_QKEY : QKEY;
-        uint64_t id = 0x8000 + 0x100 * gsi;
-        UzQp *qs = uz_qp_create(a, type, NULL, NULL, NULL, 0);
-        UzQp *qr = uz_qp_create(b, type, NULL, NULL, NULL, 0);
-        UzMr *ms = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
-        UzMr *mr = uz_mr_reg(b, 8192, UZ_ACCESS_ALL);
-        uint32_t ahn = uz_ah_create(a, 1);
-        UzSge r0 = uz_mr_sge(mr, 0, GRH_LEN + sizeof(small));
-        UzSge r1 = uz_mr_sge(mr, 4096, GRH_LEN + 1024);
-        struct uz_cqe c;
-
-        uz_ud_up(qs, qkey, 0);
-        uz_ud_up(qr, qkey, 0);
-        uz_post_recv(qr, id + 1, &r0, 1);
-        uz_post_recv(qr, id + 2, &r1, 1);
-
-        too = uz_counter(&e.m, 1, "rx_ud_too_long");
-        ud_send(qs, ms, ahn, qr->qpn, qkey, big, sizeof(big), id + 0x11);
-        g_assert_cmpuint(uz_counter_wait(b, "rx_ud_too_long", too + 1), ==,
-                         too + 1);
-        uz_cq_assert_empty(qr->rcq, 10);
-        g_assert_cmpint(uz_qp_state(qr), ==, UZ_QPS_RTS);
-
-        /* The next that fits takes the first WQE ... */
-        ud_send(qs, ms, ahn, qr->qpn, qkey, small, sizeof(small), id + 0x12);
-        uz_cq_wait(qr->rcq, &c);
-        uz_expect_rq(&c, id + 1, UZ_WC_RECV, qr->qpn,
-                     GRH_LEN + sizeof(small), UZ_WC_F_GRH | UZ_WC_F_IPV4,
-                     0, qs->qpn);
-        uz_assert_mr(mr, GRH_LEN, small, sizeof(small), "UD payload");
-        /* ... and the large one fits the second. */
-        ud_send(qs, ms, ahn, qr->qpn, qkey, big, sizeof(big), id + 0x13);
-        uz_cq_wait(qr->rcq, &c);
-        uz_expect_rq(&c, id + 2, UZ_WC_RECV, qr->qpn,
-                     GRH_LEN + sizeof(big), UZ_WC_F_GRH | UZ_WC_F_IPV4,
-                     0, qs->qpn);
-        uz_assert_mr(mr, 4096 + GRH_LEN, big, sizeof(big), "UD payload");
-        g_assert_cmpuint(uz_counter(&e.m, 1, "rx_ud_too_long"), ==, too + 1);
-        g_assert_cmpint(uz_qp_state(qr), ==, UZ_QPS_RTS);
-    }
-
-    /*
-     * With an SRQ the kept WQE is the QP's, taken from the SRQ: when the
-     * QP fails it completes with a flush error, like an RQ's would.
-     */
-    {
-        UzSrq *srq = uz_srq_create(b, 4, 0);
-        UzQp *qs = uz_qp_create(a, UZ_QPT_UD, NULL, NULL, NULL, 0);
-        UzQp *qr = uz_qp_create(b, UZ_QPT_UD, NULL, NULL, srq, 0);
-        UzMr *ms = uz_mr_reg(a, 4096, UZ_ACCESS_ALL);
-        UzMr *mr = uz_mr_reg(b, 4096, UZ_ACCESS_ALL);
-        uint32_t ahn = uz_ah_create(a, 1);
-        UzSge r0 = uz_mr_sge(mr, 0, GRH_LEN + sizeof(small));
-        struct uz_cqe c;
-
-        uz_ud_up(qs, QKEY, 0);
-        uz_ud_up(qr, QKEY, 0);
-        uz_srq_post(srq, 0x8301, &r0, 1);
-        too = uz_counter(&e.m, 1, "rx_ud_too_long");
-        ud_send(qs, ms, ahn, qr->qpn, QKEY, big, sizeof(big), 0x8311);
-        uz_counter_wait(b, "rx_ud_too_long", too + 1);
-        uz_cq_assert_empty(qr->rcq, 10);
-        uz_qp_set_state(qr, UZ_QPS_ERR);
-        uz_cq_wait(qr->rcq, &c);
-        uz_cqe_expect(&c, 0x8301, UZ_WC_RECV, UZ_WC_STATUS_WR_FLUSH_ERR, 0,
-                      qr->qpn);
-        uz_cq_assert_empty(qr->rcq, 10);
-    }
+    ud_too_long_rq(&e, false, big, sizeof(big), small, sizeof(small));
+    ud_too_long_rq(&e, true, big, sizeof(big), small, sizeof(small));
+    ud_too_long_srq(&e, big, sizeof(big), sizeof(small));
     env_stop(&e);
 }
 

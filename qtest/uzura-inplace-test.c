@@ -165,6 +165,22 @@ static void test_many_pieces(void)
     env_stop(&e);
 }
 
+/* The pair's QP qa WRITEs 3000 bytes of a pattern into mb. */
+static void pair_still_writes(Env *e)
+{
+    UzSge s = uz_mr_sge(e->ma, 0, 3000);
+    g_autofree uint8_t *data = sges_pattern(&e->n[0], &s, 1, 3000, 9);
+    UzWr wr = {
+        .wr_id = 0x6100, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = uz_mr_va(e->mb, 0), .rkey = e->mb->key,
+    };
+
+    uz_post_send(e->qa, &wr);
+    uz_sq_done(e->qa, wr.wr_id, UZ_WC_RDMA_WRITE, 3000);
+    uz_assert_mr(e->mb, 0, data, 3000, "WRITE after");
+}
+
 /*
  * An SGE over the device's own doorbell BAR, behind a page of RAM in the
  * same packet: RAM is mapped, the BAR is not RAM and the device's DMA
@@ -202,19 +218,7 @@ static void test_mmio_sge(void)
         uz_assert_mr_fill(e.mb, 0, 0x5a, 8192, "untouched");
     }
     /* The pair's own QPs are untouched and still carry a WRITE. */
-    {
-        UzSge s = uz_mr_sge(e.ma, 0, 3000);
-        g_autofree uint8_t *data = sges_pattern(&e.n[0], &s, 1, 3000, 9);
-        UzWr wr = {
-            .wr_id = 0x6100, .opcode = UZ_WR_RDMA_WRITE,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-            .remote_addr = uz_mr_va(e.mb, 0), .rkey = e.mb->key,
-        };
-
-        uz_post_send(e.qa, &wr);
-        uz_sq_done(e.qa, wr.wr_id, UZ_WC_RDMA_WRITE, 3000);
-        uz_assert_mr(e.mb, 0, data, 3000, "WRITE after");
-    }
+    pair_still_writes(&e);
     env_stop(&e);
 }
 

@@ -716,30 +716,21 @@ static void test_many(void)
 #define BURST_LEN       (BURST_SLOT - 16)
 #define BURST_SEND      16
 
-static void test_fifo_full(void)
-{
+/* The QPs and memory of test_fifo_full. */
+typedef struct Burst {
     Loop t;
-    UzQp *q[BURST_QPS];
-    UzCq *scq, *rcq;
-    UzMr *mr, *rmr;
-    uint8_t next[BURST_QPS] = { 0 };
-    uint8_t msg[BURST_SEND];
-    struct uz_cqe c;
-    uint64_t dropped;
-    int i, got;
-
-    loop_start(&t);
-    scq = uz_cq_create(&t.a, 10);
-    rcq = uz_cq_create(&t.a, 10);
+    UzQp *q[BURST_QPS];         /* each talking to itself */
+    UzCq *scq, *rcq;            /* shared by all */
     /* Slot i: QP i's source; slot BURST_QPS + i: its WRITE's target. */
-    mr = uz_mr_reg(&t.a, 2 * BURST_QPS * BURST_SLOT, UZ_ACCESS_ALL);
-    rmr = uz_mr_reg(&t.a, BURST_QPS * 64, UZ_ACCESS_ALL);
-    uz_mr_fill(mr, BURST_QPS * BURST_SLOT, UZ_GUARD, BURST_QPS * BURST_SLOT);
-    uz_mr_fill(rmr, 0, UZ_GUARD, BURST_QPS * 64);
-    for (i = 0; i < BURST_QPS; i++) {
-        q[i] = rc_self(&t.a, scq, rcq);
-        uz_mr_fill(mr, (uint64_t)i * BURST_SLOT, i + 1, BURST_SLOT);
-    }
+    UzMr *mr;
+    UzMr *rmr;                  /* 64 bytes for each QP's receive */
+} Burst;
+
+/* Each QP posts its SEND and its WRITE of 32 packets, and rings. */
+static void burst_post(Burst *u)
+{
+    UzMr *mr = u->mr;
+    int i;
 
     for (i = 0; i < BURST_QPS; i++) {
         UzSge s = uz_mr_sge(mr, (uint64_t)i * BURST_SLOT, BURST_SEND);
@@ -756,68 +747,110 @@ static void test_fifo_full(void)
             .rkey = mr->key,
         };
 
-        uz_sq_post(q[i], &send);
-        uz_sq_post(q[i], &write);
-        uz_sq_ring(q[i]);
+        uz_sq_post(u->q[i], &send);
+        uz_sq_post(u->q[i], &write);
+        uz_sq_ring(u->q[i]);
     }
-    /* Every QP is RNR NAKed, and all wait for the clock. */
-    uz_counter_wait(&t.a, "rnr_naks_rcvd", BURST_QPS);
-    wait_loop_quiet(&t);
-    uz_cq_assert_empty(scq, 1);
-    g_assert_cmpuint(loop_counter(&t, "loop_dropped"), ==, 0);
+}
 
-    for (i = 0; i < BURST_QPS; i++) {
-        UzSge r = uz_mr_sge(rmr, i * 64, 64);
+/* Per QP, the SEND completes and then the WRITE; every receive too. */
+static void burst_completions(Burst *u)
+{
+    uint8_t next[BURST_QPS] = { 0 };
+    struct uz_cqe c;
+    int got;
 
-        uz_post_recv(q[i], 0x7ec00000ull + i, &r, 1);
-    }
-    qtest_clock_step(t.m.qs->qts, 1000 * 1000);
-
-    /* Per QP, the SEND completes and then the WRITE. */
     for (got = 0; got < 2 * BURST_QPS; got++) {
         uint32_t qi;
 
-        uz_cq_wait_clock(scq, &c, 100 * 1000 * 1000, 100);
+        uz_cq_wait_clock(u->scq, &c, 100 * 1000 * 1000, 100);
         qi = c.wr_id >> 8;
         g_assert_cmpuint(qi, <, BURST_QPS);
         g_assert_cmpuint(c.wr_id & 0xff, ==, next[qi]);
         uz_expect_sq(&c, c.wr_id, next[qi] ? UZ_WC_RDMA_WRITE : UZ_WC_SEND,
-                     q[qi], next[qi] ? BURST_LEN : BURST_SEND);
+                     u->q[qi], next[qi] ? BURST_LEN : BURST_SEND);
         next[qi]++;
     }
     for (got = 0; got < BURST_QPS; got++) {
         uint32_t qi;
 
-        uz_cq_wait_clock(rcq, &c, 100 * 1000 * 1000, 100);
+        uz_cq_wait_clock(u->rcq, &c, 100 * 1000 * 1000, 100);
         qi = c.wr_id - 0x7ec00000ull;
         g_assert_cmpuint(qi, <, BURST_QPS);
-        uz_expect_rq(&c, c.wr_id, UZ_WC_RECV, q[qi]->qpn, BURST_SEND, 0, 0,
+        uz_expect_rq(&c, c.wr_id, UZ_WC_RECV, u->q[qi]->qpn, BURST_SEND, 0, 0,
                      0);
     }
-    uz_cq_assert_empty(scq, 10);
-    uz_cq_assert_empty(rcq, 1);
+    uz_cq_assert_empty(u->scq, 10);
+    uz_cq_assert_empty(u->rcq, 1);
+}
 
-    dropped = loop_counter(&t, "loop_dropped");
-    g_test_message("%" PRIu64 " looped frames dropped, %" PRIu64
-                   " retransmitted", dropped,
-                   loop_counter(&t, "retransmits"));
-    g_assert_cmpuint(dropped, >, 0);
+/* Every SEND's and every WRITE's data, with the guard bytes around. */
+static void burst_check_data(Burst *u)
+{
+    uint8_t msg[BURST_SEND];
+    int i;
+
     for (i = 0; i < BURST_QPS; i++) {
         uint64_t slot = (uint64_t)(BURST_QPS + i) * BURST_SLOT;
 
         memset(msg, i + 1, sizeof(msg));
-        uz_assert_mr(rmr, i * 64, msg, sizeof(msg), "a SEND's data");
-        uz_assert_mr_fill(rmr, i * 64 + BURST_SEND, UZ_GUARD, 64 - BURST_SEND,
-                          "after a SEND's data");
-        uz_assert_mr_fill(mr, slot, UZ_GUARD, 8, "before a WRITE's target");
-        uz_assert_mr_fill(mr, slot + 8, i + 1, BURST_LEN, "a WRITE's data");
-        uz_assert_mr_fill(mr, slot + 8 + BURST_LEN, UZ_GUARD, 8,
+        uz_assert_mr(u->rmr, i * 64, msg, sizeof(msg), "a SEND's data");
+        uz_assert_mr_fill(u->rmr, i * 64 + BURST_SEND, UZ_GUARD,
+                          64 - BURST_SEND, "after a SEND's data");
+        uz_assert_mr_fill(u->mr, slot, UZ_GUARD, 8, "before a WRITE's target");
+        uz_assert_mr_fill(u->mr, slot + 8, i + 1, BURST_LEN,
+                          "a WRITE's data");
+        uz_assert_mr_fill(u->mr, slot + 8 + BURST_LEN, UZ_GUARD, 8,
                           "after a WRITE's target");
     }
-    assert_wire_quiet(t.sock, &t.a.d);
-    g_assert_cmpuint(loop_counter(&t, "roce_tx_dropped"), ==, 0);
-    g_assert_cmpuint(loop_counter(&t, "fault_drops"), ==, 0);
-    loop_stop(&t);
+}
+
+static void test_fifo_full(void)
+{
+    Burst u;
+    Loop *t = &u.t;
+    uint64_t dropped;
+    int i;
+
+    loop_start(t);
+    u.scq = uz_cq_create(&t->a, 10);
+    u.rcq = uz_cq_create(&t->a, 10);
+    /* Slot i: QP i's source; slot BURST_QPS + i: its WRITE's target. */
+    u.mr = uz_mr_reg(&t->a, 2 * BURST_QPS * BURST_SLOT, UZ_ACCESS_ALL);
+    u.rmr = uz_mr_reg(&t->a, BURST_QPS * 64, UZ_ACCESS_ALL);
+    uz_mr_fill(u.mr, BURST_QPS * BURST_SLOT, UZ_GUARD,
+               BURST_QPS * BURST_SLOT);
+    uz_mr_fill(u.rmr, 0, UZ_GUARD, BURST_QPS * 64);
+    for (i = 0; i < BURST_QPS; i++) {
+        u.q[i] = rc_self(&t->a, u.scq, u.rcq);
+        uz_mr_fill(u.mr, (uint64_t)i * BURST_SLOT, i + 1, BURST_SLOT);
+    }
+
+    burst_post(&u);
+    /* Every QP is RNR NAKed, and all wait for the clock. */
+    uz_counter_wait(&t->a, "rnr_naks_rcvd", BURST_QPS);
+    wait_loop_quiet(t);
+    uz_cq_assert_empty(u.scq, 1);
+    g_assert_cmpuint(loop_counter(t, "loop_dropped"), ==, 0);
+
+    for (i = 0; i < BURST_QPS; i++) {
+        UzSge r = uz_mr_sge(u.rmr, i * 64, 64);
+
+        uz_post_recv(u.q[i], 0x7ec00000ull + i, &r, 1);
+    }
+    qtest_clock_step(t->m.qs->qts, 1000 * 1000);
+    burst_completions(&u);
+
+    dropped = loop_counter(t, "loop_dropped");
+    g_test_message("%" PRIu64 " looped frames dropped, %" PRIu64
+                   " retransmitted", dropped,
+                   loop_counter(t, "retransmits"));
+    g_assert_cmpuint(dropped, >, 0);
+    burst_check_data(&u);
+    assert_wire_quiet(t->sock, &t->a.d);
+    g_assert_cmpuint(loop_counter(t, "roce_tx_dropped"), ==, 0);
+    g_assert_cmpuint(loop_counter(t, "fault_drops"), ==, 0);
+    loop_stop(t);
 }
 
 /* ------------------------------------------------------------------ */

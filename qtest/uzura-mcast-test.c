@@ -234,6 +234,26 @@ static void test_attach(void)
 }
 
 /*
+ * 8 bytes from @a0 to the group's address @ahn but a single QP's number
+ * @qpn, with Q_Key QKEY + 1: the send completes.
+ */
+static void send_to_group_qpn(UzQp *a0, UzMr *ma0, uint32_t ahn,
+                              uint32_t qpn)
+{
+    UzSge s = uz_mr_sge(ma0, 0, 8);
+    UzWr wr = {
+        .wr_id = 0x5eff, .opcode = UZ_WR_SEND,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .ahn = ahn, .remote_qpn = qpn, .remote_qkey = QKEY + 1,
+    };
+    struct uz_cqe c;
+
+    uz_post_send(a0, &wr);
+    uz_cq_wait(a0->scq, &c);
+    uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, a0, 8);
+}
+
+/*
  * One send reaches the attached QPs of both NICs, the sender's own
  * included, and nothing else; a wrong Q_Key or a missing receive WQE
  * loses that member's copy only; a detached QP gets no more.
@@ -306,19 +326,7 @@ static void test_traffic(void)
     /* A group address with a single QP's number reaches no QP. */
     mc_post_recv(b1, mb1, 4);
     mc_post_recv(a1, ma1, 4);
-    {
-        UzSge s = uz_mr_sge(ma0, 0, 8);
-        UzWr wr = {
-            .wr_id = 0x5eff, .opcode = UZ_WR_SEND,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-            .ahn = ahn, .remote_qpn = b1->qpn, .remote_qkey = QKEY + 1,
-        };
-        struct uz_cqe c;
-
-        uz_post_send(a0, &wr);
-        uz_cq_wait(a0->scq, &c);
-        uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, a0, 8);
-    }
+    send_to_group_qpn(a0, ma0, ahn, b1->qpn);
     g_assert_cmpuint(uz_counter_wait(&t.n[1], "rx_no_qp", 1), ==, 1);
     g_assert_cmpuint(uz_counter_wait(&t.n[0], "rx_no_qp", 1), ==, 1);
     uz_cq_assert_empty(b1->rcq, 20);

@@ -137,6 +137,49 @@ static void write_lands(Pair *p, UzQp *qa, uint32_t key, uint64_t off,
     uz_assert_mr(p->mb, off, data, len, "through the window");
 }
 
+/* A FETCH_ADD from @qa through @key at @va fails REM_ACCESS_ERR. */
+static void atomic_refused(UzQp *qa, UzMr *ma, uint64_t va, uint32_t key)
+{
+    UzSge s = uz_mr_sge(ma, 0, 8);
+    UzWr wr = {
+        .wr_id = 0xa7, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = va, .rkey = key, .compare_add = 1,
+    };
+    struct uz_cqe c;
+
+    uz_post_send(qa, &wr);
+    uz_cq_wait_clock(qa->scq, &c, STEP_NS, 100);
+    g_assert_cmpint(c.status, ==, UZ_WC_STATUS_REM_ACCESS_ERR);
+}
+
+/*
+ * Type 1 window @mw bound to other MRs in turn: the first may go, the
+ * second not, until a bind of length 0 unbinds it.
+ */
+static void type1_other_mrs(Pair *p, uint32_t mw)
+{
+    UzMr *mr2 = uz_mr_reg(&p->n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
+                                          UZ_ACCESS_MW_BIND);
+    UzMr *mr3 = uz_mr_reg(&p->n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
+                                          UZ_ACCESS_MW_BIND);
+    uint32_t k2;
+
+    k2 = bind_ok(p->qb, mw, 0x14, mr2, 0, 4096, RW);
+    g_assert_cmpint(obj_cmd(&p->n[1], UZ_CMD_DEREG_MR, mr2->key), ==,
+                    UZ_CMD_BUSY);
+    k2 = bind_ok(p->qb, mw, 0x15, mr3, 4096, 4096, RW);
+    g_assert_cmpint(obj_cmd(&p->n[1], UZ_CMD_DEREG_MR, mr2->key), ==,
+                    UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&p->n[1], UZ_CMD_DEREG_MR, mr3->key), ==,
+                    UZ_CMD_BUSY);
+    /* A type 1 window is not invalidated by a SEND either. */
+    send_inv_fails(p, k2, UZ_VERR_MR_STATE);
+    bind_ok(p->qb, mw, 0x16, mr3, 0, 0, 0);
+    g_assert_cmpint(obj_cmd(&p->n[1], UZ_CMD_DEREG_MR, mr3->key), ==,
+                    UZ_CMD_OK);
+}
+
 /*
  * Type 1: bound over a range of an MR that grants no remote right itself,
  * the window lets WRITE and READ in, from any QP of its PD, within its
@@ -170,20 +213,7 @@ static void test_type1(void)
     refused(&p, k1, uz_mr_va(mr, WIN_OFF - 1));
     refused(&p, k1, uz_mr_va(mr, WIN_OFF + WIN_LEN - 63));
     pair_fresh_qps(&p, &a2, &b2);
-    {
-        UzSge s = uz_mr_sge(p.ma, 0, 8);
-        UzWr wr = {
-            .wr_id = 0xa7, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-            .remote_addr = uz_mr_va(mr, WIN_OFF), .rkey = k1,
-            .compare_add = 1,
-        };
-        struct uz_cqe c;
-
-        uz_post_send(a2, &wr);
-        uz_cq_wait_clock(a2->scq, &c, STEP_NS, 100);
-        g_assert_cmpint(c.status, ==, UZ_WC_STATUS_REM_ACCESS_ERR);
-    }
+    atomic_refused(a2, p.ma, uz_mr_va(mr, WIN_OFF), k1);
 
     /* Bound with windows: the MR neither goes nor changes. */
     g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr->key), ==,
@@ -202,27 +232,7 @@ static void test_type1(void)
     rdma_via(a2, p.ma, UZ_WR_RDMA_READ, k2, uz_mr_va(mr, 0), 4096,
              UZ_WC_STATUS_SUCCESS);
 
-    /* Bound to another MR: the first may go, the second not. */
-    {
-        UzMr *mr2 = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
-                                             UZ_ACCESS_MW_BIND);
-        UzMr *mr3 = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
-                                             UZ_ACCESS_MW_BIND);
-
-        k2 = bind_ok(p.qb, mw, 0x14, mr2, 0, 4096, RW);
-        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr2->key), ==,
-                        UZ_CMD_BUSY);
-        k2 = bind_ok(p.qb, mw, 0x15, mr3, 4096, 4096, RW);
-        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr2->key), ==,
-                        UZ_CMD_OK);
-        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr3->key), ==,
-                        UZ_CMD_BUSY);
-        /* A type 1 window is not invalidated by a SEND either. */
-        send_inv_fails(&p, k2, UZ_VERR_MR_STATE);
-        bind_ok(p.qb, mw, 0x16, mr3, 0, 0, 0);
-        g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr3->key), ==,
-                        UZ_CMD_OK);
-    }
+    type1_other_mrs(&p, mw);
 
     /* Length 0 unbinds: nothing gets in, and the MR may go. */
     bind_ok(p.qb, mw, 0x13, mr, 0, 0, 0);
@@ -303,116 +313,152 @@ static void test_type2(void)
     pair_stop(&p);
 }
 
+/* The windows and MRs test_bad's binds name. */
+typedef struct MwBad {
+    uint32_t pd2;               /* a second PD of uz1 */
+    uint32_t mw1, mw2;          /* type 1 and type 2, in the pair's PD */
+    uint32_t mw_pd2;            /* type 1, in pd2 */
+    UzMr *nobind;               /* no MW_BIND */
+    UzMr *ro;                   /* MW_BIND without local write */
+    UzMr *mr_pd2;               /* in pd2 */
+} MwBad;
+
+/* Each bad bind fails its QP with MW_BIND_ERR and its detail. */
+static void bad_binds(Pair *p, const MwBad *m)
+{
+    UzWr wr;
+
+    /* The window's key names nothing; a window of another PD. */
+    wr = bind_wr(0xfff00, 1, p->mb, 0, 4096, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_RKEY);
+    wr = bind_wr(m->mw_pd2, 2, p->mb, 0, 4096, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
+    /* A type 2 window bound over nothing. */
+    wr = bind_wr(m->mw2, 0x0c, p->mb, 0, 0, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
+    /* A local right; the MR's key a window's, stale, of another PD. */
+    wr = bind_wr(m->mw1, 3, p->mb, 0, 4096, RW | UZ_ACCESS_LOCAL_WRITE);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
+    wr = bind_wr(m->mw1, 4, p->mb, 0, 4096, RW);
+    wr.bind_mr_key = m->mw2;
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
+    wr.bind_mr_key = p->mb->key ^ 0x40;
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
+    wr = bind_wr(m->mw1, 5, m->mr_pd2, 0, 4096, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
+    /* An MR without MW_BIND; remote write over one without local write. */
+    wr = bind_wr(m->mw1, 6, m->nobind, 0, 4096, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
+    wr = bind_wr(m->mw1, 7, m->ro, 0, 4096, UZ_ACCESS_REMOTE_WRITE);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
+    /* Past the MR's end; a length that wraps. */
+    wr = bind_wr(m->mw1, 8, p->mb, 65536 - 4096, 4097, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
+    wr = bind_wr(m->mw1, 9, p->mb, 4096, ~0ull - 100, RW);
+    pair_local_fails(p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
+}
+
+/*
+ * LOCAL_INV of a type 1 window; of a type 2 one by a stale key.  Both
+ * fail and unbind nothing.  Returns the key of the type 2 window, bound.
+ */
+static uint32_t bad_local_inv(Pair *p, const MwBad *m)
+{
+    UzQp *a2, *b2;
+    uint32_t k;
+    UzWr wr;
+
+    k = bind_ok(p->qb, m->mw1, 0x31, p->mb, 0, 4096, RW);
+    wr = (UzWr) { .wr_id = 0x1b1, .opcode = UZ_WR_LOCAL_INV,
+                  .flags = UZ_WQE_F_SIGNALED, .imm = k };
+    pair_local_fails(p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
+    pair_fresh_qps(p, &a2, &b2);
+    write_lands(p, a2, k, 0, 64, 7);
+    k = bind_ok(p->qb, m->mw2, 0x32, p->mb, 0, 4096, RW);
+    wr.imm = k ^ 1;
+    pair_local_fails(p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
+    write_lands(p, p->qa, k, 0, 64, 8);
+    return k;
+}
+
+/* A window's key @k as an lkey, on a fresh QP: a local protection error. */
+static void bad_key_as_lkey(Pair *p, uint32_t k)
+{
+    UzSge s = { .addr = uz_mr_va(p->mb, 0), .length = 64, .lkey = k };
+    UzQp *a2, *b2;
+    UzWr wr;
+
+    pair_fresh_qps(p, &a2, &b2);
+    wr = (UzWr) { .wr_id = 0x1b2, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                  .remote_addr = uz_mr_va(p->ma, 0), .rkey = p->ma->key };
+    uz_post_send(b2, &wr);
+    uz_sq_err(b2, 0x1b2, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_LOC_PROT_ERR,
+              UZ_VERR_BAD_LKEY);
+}
+
+/* Commands: a bad type or PD; MR commands on window @k and back. */
+static void bad_commands(Pair *p, uint32_t k)
+{
+    struct uz_cmd_invalidate_xlat c = {
+        .key = cpu_to_le32(k), .uctx = cpu_to_le32(p->n[1].uctx),
+    };
+    uint8_t status;
+
+    mw_alloc_try(&p->n[1], p->n[1].pdn, 3, 1, &status);
+    g_assert_cmpint(status, ==, UZ_CMD_BAD_PARAM);
+    mw_alloc_try(&p->n[1], p->n[1].pdn, 0, 1, &status);
+    g_assert_cmpint(status, ==, UZ_CMD_BAD_PARAM);
+    mw_alloc_try(&p->n[1], 0xffff, UZ_MW_TYPE_1, 1, &status);
+    g_assert_cmpint(status, ==, UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(obj_cmd(&p->n[1], UZ_CMD_DEREG_MR, k), ==,
+                    UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(obj_cmd(&p->n[1], UZ_CMD_DEALLOC_MW, p->mb->key), ==,
+                    UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_INVALIDATE_XLAT, &c,
+                           sizeof(c), NULL), ==, UZ_CMD_BAD_HANDLE);
+}
+
 /*
  * Bad binds and invalidations fail the QP that posts them with the
  * status and detail of 8.10.3; the window stays as it was.  A window's
- * key is never an lkey, nor a key the MR commands take.
+ * key is never an lkey, nor a key the MR commands take.  The steps use
+ * the same windows in turn, and the end checks what they left.
  */
 static void test_bad(void)
 {
-    uint32_t mw1, mw2, mw_pd2, pd2, k;
-    UzMr *nobind, *ro, *mr_pd2;
-    uint8_t status;
-    UzQp *a2, *b2;
-    UzWr wr;
+    MwBad m;
+    uint32_t k;
     Pair p;
 
     pair_start_bindable(&p);
-    pd2 = uz_pd_alloc(&p.n[1]);
-    mw1 = mw_alloc(&p.n[1], p.n[1].pdn, UZ_MW_TYPE_1);
-    mw2 = mw_alloc(&p.n[1], p.n[1].pdn, UZ_MW_TYPE_2);
-    mw_pd2 = mw_alloc(&p.n[1], pd2, UZ_MW_TYPE_1);
-    nobind = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
-                                      UZ_ACCESS_REMOTE_WRITE);
-    ro = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_MW_BIND);
-    mr_pd2 = uz_mr_reg_pd(&p.n[1], pd2, 8192,
-                          UZ_ACCESS_ALL | UZ_ACCESS_MW_BIND);
+    m.pd2 = uz_pd_alloc(&p.n[1]);
+    m.mw1 = mw_alloc(&p.n[1], p.n[1].pdn, UZ_MW_TYPE_1);
+    m.mw2 = mw_alloc(&p.n[1], p.n[1].pdn, UZ_MW_TYPE_2);
+    m.mw_pd2 = mw_alloc(&p.n[1], m.pd2, UZ_MW_TYPE_1);
+    m.nobind = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_LOCAL_WRITE |
+                                        UZ_ACCESS_REMOTE_WRITE);
+    m.ro = uz_mr_reg(&p.n[1], 8192, UZ_ACCESS_MW_BIND);
+    m.mr_pd2 = uz_mr_reg_pd(&p.n[1], m.pd2, 8192,
+                            UZ_ACCESS_ALL | UZ_ACCESS_MW_BIND);
 
-    /* The window's key names nothing; a window of another PD. */
-    wr = bind_wr(0xfff00, 1, p.mb, 0, 4096, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_RKEY);
-    wr = bind_wr(mw_pd2, 2, p.mb, 0, 4096, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
-    /* A type 2 window bound over nothing. */
-    wr = bind_wr(mw2, 0x0c, p.mb, 0, 0, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
-    /* A local right; the MR's key a window's, stale, of another PD. */
-    wr = bind_wr(mw1, 3, p.mb, 0, 4096, RW | UZ_ACCESS_LOCAL_WRITE);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_WQE);
-    wr = bind_wr(mw1, 4, p.mb, 0, 4096, RW);
-    wr.bind_mr_key = mw2;
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
-    wr.bind_mr_key = p.mb->key ^ 0x40;
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BAD_LKEY);
-    wr = bind_wr(mw1, 5, mr_pd2, 0, 4096, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_PD);
-    /* An MR without MW_BIND; remote write over one without local write. */
-    wr = bind_wr(mw1, 6, nobind, 0, 4096, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
-    wr = bind_wr(mw1, 7, ro, 0, 4096, UZ_ACCESS_REMOTE_WRITE);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_ACCESS);
-    /* Past the MR's end; a length that wraps. */
-    wr = bind_wr(mw1, 8, p.mb, 65536 - 4096, 4097, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
-    wr = bind_wr(mw1, 9, p.mb, 4096, ~0ull - 100, RW);
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_MW_BIND_ERR, UZ_VERR_BOUNDS);
-
+    bad_binds(&p, &m);
     /* None bound anything: both keys still reach nothing. */
-    refused(&p, (mw1 & ~0xffu) | 4, uz_mr_va(p.mb, 0));
-    refused(&p, (mw1 & ~0xffu) | 9, uz_mr_va(p.mb, 4096));
+    refused(&p, (m.mw1 & ~0xffu) | 4, uz_mr_va(p.mb, 0));
+    refused(&p, (m.mw1 & ~0xffu) | 9, uz_mr_va(p.mb, 4096));
+    k = bad_local_inv(&p, &m);
+    bad_key_as_lkey(&p, k);
+    bad_commands(&p, k);
 
-    /* LOCAL_INV of a type 1 window; of a type 2 one by a stale key. */
-    k = bind_ok(p.qb, mw1, 0x31, p.mb, 0, 4096, RW);
-    wr = (UzWr) { .wr_id = 0x1b1, .opcode = UZ_WR_LOCAL_INV,
-                  .flags = UZ_WQE_F_SIGNALED, .imm = k };
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_MR_STATE);
-    pair_fresh_qps(&p, &a2, &b2);
-    write_lands(&p, a2, k, 0, 64, 7);
-    k = bind_ok(p.qb, mw2, 0x32, p.mb, 0, 4096, RW);
-    wr.imm = k ^ 1;
-    pair_local_fails(&p, &wr, UZ_WC_STATUS_LOC_PROT_ERR, UZ_VERR_BAD_RKEY);
-    write_lands(&p, p.qa, k, 0, 64, 8);
-
-    /* A window's key as an lkey: a local protection error. */
-    pair_fresh_qps(&p, &a2, &b2);
-    {
-        UzSge s = { .addr = uz_mr_va(p.mb, 0), .length = 64, .lkey = k };
-
-        wr = (UzWr) { .wr_id = 0x1b2, .opcode = UZ_WR_RDMA_WRITE,
-                      .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                      .remote_addr = uz_mr_va(p.ma, 0), .rkey = p.ma->key };
-        uz_post_send(b2, &wr);
-        uz_sq_err(b2, 0x1b2, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_LOC_PROT_ERR,
-                  UZ_VERR_BAD_LKEY);
-    }
-
-    /* Commands: a bad type or PD; MR commands on windows and back. */
-    mw_alloc_try(&p.n[1], p.n[1].pdn, 3, 1, &status);
-    g_assert_cmpint(status, ==, UZ_CMD_BAD_PARAM);
-    mw_alloc_try(&p.n[1], p.n[1].pdn, 0, 1, &status);
-    g_assert_cmpint(status, ==, UZ_CMD_BAD_PARAM);
-    mw_alloc_try(&p.n[1], 0xffff, UZ_MW_TYPE_1, 1, &status);
-    g_assert_cmpint(status, ==, UZ_CMD_BAD_HANDLE);
-    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, k), ==,
-                    UZ_CMD_BAD_HANDLE);
-    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_MW, p.mb->key), ==,
-                    UZ_CMD_BAD_HANDLE);
-    {
-        struct uz_cmd_invalidate_xlat c = {
-            .key = cpu_to_le32(k), .uctx = cpu_to_le32(p.n[1].uctx),
-        };
-
-        g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_INVALIDATE_XLAT, &c,
-                               sizeof(c), NULL), ==, UZ_CMD_BAD_HANDLE);
-    }
     /* The PD with a window in it does not go. */
-    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, mr_pd2->key), ==,
+    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEREG_MR, m.mr_pd2->key), ==,
                     UZ_CMD_OK);
-    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_PD, pd2), ==,
+    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_PD, m.pd2), ==,
                     UZ_CMD_BUSY);
-    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_MW, mw_pd2), ==,
+    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_MW, m.mw_pd2), ==,
                     UZ_CMD_OK);
-    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_PD, pd2), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&p.n[1], UZ_CMD_DEALLOC_PD, m.pd2), ==,
+                    UZ_CMD_OK);
 
     /* After all that, the first pair and the type 2 window still work. */
     exchange(&p, UZ_WR_RDMA_WRITE, 3000);

@@ -112,6 +112,49 @@ static void odp_case(uint8_t op, int node, uint32_t len, uint32_t seed)
 }
 
 /*
+ * A SEND into an ODP receive buffer on an SRQ (where a WQE once taken
+ * is gone): one receive WQE, not one a try.  @f: no faults yet.
+ */
+static void responder_srq(Pair *p, Faults *f)
+{
+    UzSrq *srq = uz_srq_create(&p->n[1], 4, 0);
+    UzRcOpts o = UZ_RC_OPTS_DEFAULT;
+    g_autofree uint8_t *data = g_malloc(3 * 4096);
+    g_autofree uint8_t *got = g_malloc(3 * 4096);
+    UzSge s, r;
+    UzWr wr;
+    UzQp *b;
+    struct uz_cqe c;
+
+    f->mr = uz_mr_reg_odp(&p->n[1], PAGES);
+    p->qa = uz_qp_create(&p->n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
+    b = uz_qp_create(&p->n[1], UZ_QPT_RC, NULL, NULL, srq, 0);
+    uz_rc_connect(p->qa, b, &o);
+    r = uz_mr_sge(f->mr, 0, 3 * 4096);
+    uz_srq_post(srq, 0x0e01, &r, 1);
+    r = uz_mr_sge(p->mb, 0, 4096);
+    uz_srq_post(srq, 0x0e02, &r, 1);
+    uz_pattern(data, 3 * 4096, 3);
+    uz_mr_write(p->ma, 0, data, 3 * 4096);
+    s = uz_mr_sge(p->ma, 0, 3 * 4096);
+    wr = (UzWr) { .wr_id = 0x0d03, .opcode = UZ_WR_SEND,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
+    uz_post_send(p->qa, &wr);
+    wait_serving(b->rcq, &c, f);
+    uz_cqe_expect(&c, 0x0e01, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, b->qpn);
+    g_assert_cmpint(f->seen, ==, 3);
+    uz_mr_read(f->mr, 0, got, 3 * 4096);
+    g_assert(!memcmp(got, data, 3 * 4096));
+    /* The second WQE is still there for the next message. */
+    s = uz_mr_sge(p->ma, 0, 100);
+    wr.wr_id = 0x0d04;
+    wr.sge = &s;
+    uz_post_send(p->qa, &wr);
+    wait_serving(b->rcq, &c, f);
+    uz_cqe_expect(&c, 0x0e02, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0, b->qpn);
+}
+
+/*
  * A peer's WRITE and SEND into an ODP MR: each absent page is an RNR NAK
  * and one fault; once served, the message lands whole.
  */
@@ -132,52 +175,11 @@ static void test_responder(void)
     g_assert_cmpint(f.seen, ==, PAGES);
     pair_stop(&p);
 
-    /*
-     * A SEND into an ODP receive buffer on an SRQ (where a WQE once taken
-     * is gone): one receive WQE, not one a try.
-     */
+    /* A SEND into an ODP buffer on an SRQ, on a machine of its own. */
     memset(&f, 0, sizeof(f));
     f.bad_page = -1;
     pair_start(&p);
-    {
-        UzSrq *srq = uz_srq_create(&p.n[1], 4, 0);
-        UzRcOpts o = UZ_RC_OPTS_DEFAULT;
-        g_autofree uint8_t *data = g_malloc(3 * 4096);
-        g_autofree uint8_t *got = g_malloc(3 * 4096);
-        UzSge s, r;
-        UzWr wr;
-        UzQp *b;
-        struct uz_cqe c;
-
-        f.mr = uz_mr_reg_odp(&p.n[1], PAGES);
-        p.qa = uz_qp_create(&p.n[0], UZ_QPT_RC, NULL, NULL, NULL, 0);
-        b = uz_qp_create(&p.n[1], UZ_QPT_RC, NULL, NULL, srq, 0);
-        uz_rc_connect(p.qa, b, &o);
-        r = uz_mr_sge(f.mr, 0, 3 * 4096);
-        uz_srq_post(srq, 0x0e01, &r, 1);
-        r = uz_mr_sge(p.mb, 0, 4096);
-        uz_srq_post(srq, 0x0e02, &r, 1);
-        uz_pattern(data, 3 * 4096, 3);
-        uz_mr_write(p.ma, 0, data, 3 * 4096);
-        s = uz_mr_sge(p.ma, 0, 3 * 4096);
-        wr = (UzWr) { .wr_id = 0x0d03, .opcode = UZ_WR_SEND,
-                      .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1 };
-        uz_post_send(p.qa, &wr);
-        wait_serving(b->rcq, &c, &f);
-        uz_cqe_expect(&c, 0x0e01, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
-                      b->qpn);
-        g_assert_cmpint(f.seen, ==, 3);
-        uz_mr_read(f.mr, 0, got, 3 * 4096);
-        g_assert(!memcmp(got, data, 3 * 4096));
-        /* The second WQE is still there for the next message. */
-        s = uz_mr_sge(p.ma, 0, 100);
-        wr.wr_id = 0x0d04;
-        wr.sge = &s;
-        uz_post_send(p.qa, &wr);
-        wait_serving(b->rcq, &c, &f);
-        uz_cqe_expect(&c, 0x0e02, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
-                      b->qpn);
-    }
+    responder_srq(&p, &f);
     pair_stop(&p);
 }
 
@@ -203,6 +205,7 @@ static void test_slow_and_gone(void)
 {
     Faults f = { .bad_page = -1 };
     g_autofree uint8_t *data = g_malloc(4096);
+    struct uz_cmd_obj d;
     UzSge s;
     UzWr wr;
     Pair p;
@@ -245,15 +248,12 @@ static void test_slow_and_gone(void)
                   .remote_addr = uz_mr_va(p.mb, 0), .rkey = p.mb->key };
     uz_post_send(p.qa, &wr);
     uz_event_wait(&p.n[0], &p.n[0].async_eq, UZ_EQE_PAGE_FAULT, f.mr->key);
-    {
-        struct uz_cmd_obj d = {
-            .handle = cpu_to_le32(f.mr->key),
-            .uctx = cpu_to_le32(p.n[0].uctx),
-        };
-
-        g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_DEREG_MR, &d, sizeof(d),
-                               NULL), ==, UZ_CMD_OK);
-    }
+    d = (struct uz_cmd_obj) {
+        .handle = cpu_to_le32(f.mr->key),
+        .uctx = cpu_to_le32(p.n[0].uctx),
+    };
+    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_DEREG_MR, &d, sizeof(d), NULL),
+                    ==, UZ_CMD_OK);
     uz_sq_err(p.qa, 0x5106, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_LOC_PROT_ERR,
               UZ_VERR_BAD_LKEY);
     pair_stop(&p);
@@ -268,7 +268,9 @@ static void test_bad(void)
 {
     Faults f = { .bad_page = 1 };
     struct uz_cmd_reg_mr c = { 0 };
+    struct uz_cmd_rereg_mr rr;
     struct uz_cqe cqe;
+    UzMr stale;
     UzSge s;
     UzWr wr;
     Pair p;
@@ -306,22 +308,16 @@ static void test_bad(void)
     c.flags = UZ_MR_F_ODP | UZ_MR_F_FAST;
     g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REG_MR, &c, sizeof(c), NULL), ==,
                     UZ_CMD_BAD_PARAM);
-    {
-        struct uz_cmd_rereg_mr rr = {
-            .change = UZ_REREG_ACCESS, .access = cpu_to_le32(UZ_ACCESS_ALL),
-            .uctx = cpu_to_le32(p.n[0].uctx), .key = cpu_to_le32(f.mr->key),
-        };
-
-        g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REREG_MR, &rr, sizeof(rr),
-                               NULL), ==, UZ_CMD_BAD_PARAM);
-    }
+    rr = (struct uz_cmd_rereg_mr) {
+        .change = UZ_REREG_ACCESS, .access = cpu_to_le32(UZ_ACCESS_ALL),
+        .uctx = cpu_to_le32(p.n[0].uctx), .key = cpu_to_le32(f.mr->key),
+    };
+    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_REREG_MR, &rr, sizeof(rr), NULL),
+                    ==, UZ_CMD_BAD_PARAM);
     g_assert_cmpint(uz_page_resume(p.ma), ==, UZ_CMD_BAD_HANDLE);
-    {
-        UzMr stale = *f.mr;
-
-        stale.key ^= 1;
-        g_assert_cmpint(uz_page_resume(&stale), ==, UZ_CMD_BAD_HANDLE);
-    }
+    stale = *f.mr;
+    stale.key ^= 1;
+    g_assert_cmpint(uz_page_resume(&stale), ==, UZ_CMD_BAD_HANDLE);
     pair_stop(&p);
 }
 
@@ -663,6 +659,7 @@ static void test_implicit(void)
     g_autofree uint8_t *data = g_malloc(MSG_LEN);
     g_autofree uint8_t *got = g_malloc(MSG_LEN);
     uint64_t faults = 0;
+    struct uz_cmd_rereg_mr rr;
     uint32_t key;
     Imr m;
     Pair p;
@@ -725,15 +722,12 @@ static void test_implicit(void)
                                 UZ_IMR_ENTRIES, UZ_MR_F_IMPLICIT,
                                 0xfff00000000ull, &key), ==,
                     UZ_CMD_BAD_ADDR);
-    {
-        struct uz_cmd_rereg_mr rr = {
-            .change = UZ_REREG_ACCESS, .access = cpu_to_le32(UZ_ACCESS_ALL),
-            .key = cpu_to_le32(m.key),
-        };
-
-        g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &rr, sizeof(rr),
-                               NULL), ==, UZ_CMD_BAD_PARAM);
-    }
+    rr = (struct uz_cmd_rereg_mr) {
+        .change = UZ_REREG_ACCESS, .access = cpu_to_le32(UZ_ACCESS_ALL),
+        .key = cpu_to_le32(m.key),
+    };
+    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &rr, sizeof(rr), NULL),
+                    ==, UZ_CMD_BAD_PARAM);
     pair_stop(&p);
 }
 

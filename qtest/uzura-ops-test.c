@@ -277,7 +277,7 @@ static void test_rc_sgl(void)
     Ops t;
     UzQp *qa, *qb;
     UzMr *ma1, *ma2, *mb1, *mb2;
-    UzSge s[3], r[4];
+    UzSge s[3], r[4], many[UZ_SQ_MAX_SGE];
     uint8_t data[UZ_SQ_MAX_INLINE];
     UzWr wr;
     int i;
@@ -318,15 +318,11 @@ static void test_rc_sgl(void)
     sgl_case(&t, qa, qb, s, 3, r, 4, mb1, mb2, 5, false);
 
     /* Twelve send SGEs, the most a WQE of 256 bytes holds. */
-    {
-        UzSge many[UZ_SQ_MAX_SGE];
-
-        for (i = 0; i < UZ_SQ_MAX_SGE; i++) {
-            many[i] = uz_mr_sge(i % 2 ? ma2 : ma1, 4000 + i * 617, 97 + i);
-        }
-        r[0] = uz_mr_sge(mb1, 3, 4000);
-        sgl_case(&t, qa, qb, many, UZ_SQ_MAX_SGE, r, 1, mb1, mb2, 6, false);
+    for (i = 0; i < UZ_SQ_MAX_SGE; i++) {
+        many[i] = uz_mr_sge(i % 2 ? ma2 : ma1, 4000 + i * 617, 97 + i);
     }
+    r[0] = uz_mr_sge(mb1, 3, 4000);
+    sgl_case(&t, qa, qb, many, UZ_SQ_MAX_SGE, r, 1, mb1, mb2, 6, false);
 
     inline_case(&t, qa, qb, mb1, 0, UZ_WR_SEND);
     inline_case(&t, qa, qb, mb1, 100, UZ_WR_SEND);
@@ -489,6 +485,45 @@ static void atomic_case(UzQp *qa, UzMr *ma, UzMr *mb, uint64_t roff,
     uz_assert_mr_fill(mb, roff + 8, UZ_GUARD, 8, "after the atomic target");
 }
 
+/* Several in one go on one word: each sees the previous result. */
+static void atomic_chain(UzQp *qa, UzMr *ma, UzMr *mb)
+{
+    uint64_t v = cpu_to_le64(1000), got;
+    UzSge s[4];
+    UzWr wr;
+    int i;
+
+    uz_mr_write(mb, 64, &v, 8);
+    for (i = 0; i < 4; i++) {
+        s[i] = uz_mr_sge(ma, 256 + 8 * i, 8);
+        wr = (UzWr) {
+            .wr_id = 0x40 + i,
+            .opcode = i == 2 ? UZ_WR_ATOMIC_CMP_SWP :
+                               UZ_WR_ATOMIC_FETCH_ADD,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &s[i], .num_sge = 1,
+            .remote_addr = uz_mr_va(mb, 64), .rkey = mb->key,
+            .compare_add = i == 2 ? 1030 : 10 + i, .swap = 5000,
+        };
+        uz_sq_post(qa, &wr);
+    }
+    uz_sq_ring(qa);
+    for (i = 0; i < 4; i++) {
+        uz_sq_done(qa, 0x40 + i, i == 2 ? UZ_WC_COMP_SWAP : UZ_WC_FETCH_ADD,
+                   8);
+    }
+    /* 1000 +10 -> 1010 +11 -> 1021; cmp 1030 fails; +13 -> 1034. */
+    uz_mr_read(ma, 256, &got, 8);
+    g_assert_cmpuint(le64_to_cpu(got), ==, 1000);
+    uz_mr_read(ma, 264, &got, 8);
+    g_assert_cmpuint(le64_to_cpu(got), ==, 1010);
+    uz_mr_read(ma, 272, &got, 8);
+    g_assert_cmpuint(le64_to_cpu(got), ==, 1021);
+    uz_mr_read(ma, 280, &got, 8);
+    g_assert_cmpuint(le64_to_cpu(got), ==, 1021);
+    uz_mr_read(mb, 64, &got, 8);
+    g_assert_cmpuint(le64_to_cpu(got), ==, 1034);
+}
+
 static void test_rc_atomic(void)
 {
     Ops t;
@@ -515,43 +550,7 @@ static void test_rc_atomic(void)
                 0xffffffffffffff00ull, 0x101, 0, 0x1, 5);
     atomic_case(qa, ma, mb, 16, UZ_WR_ATOMIC_FETCH_ADD, v1, 0, 0, v1, 6);
 
-    /* Several in one go on one word: each sees the previous result. */
-    {
-        uint64_t v = cpu_to_le64(1000), got;
-        UzSge s[4];
-        UzWr wr;
-        int i;
-
-        uz_mr_write(mb, 64, &v, 8);
-        for (i = 0; i < 4; i++) {
-            s[i] = uz_mr_sge(ma, 256 + 8 * i, 8);
-            wr = (UzWr) {
-                .wr_id = 0x40 + i,
-                .opcode = i == 2 ? UZ_WR_ATOMIC_CMP_SWP :
-                                   UZ_WR_ATOMIC_FETCH_ADD,
-                .flags = UZ_WQE_F_SIGNALED, .sge = &s[i], .num_sge = 1,
-                .remote_addr = uz_mr_va(mb, 64), .rkey = mb->key,
-                .compare_add = i == 2 ? 1030 : 10 + i, .swap = 5000,
-            };
-            uz_sq_post(qa, &wr);
-        }
-        uz_sq_ring(qa);
-        for (i = 0; i < 4; i++) {
-            uz_sq_done(qa, 0x40 + i, i == 2 ? UZ_WC_COMP_SWAP : UZ_WC_FETCH_ADD,
-                       8);
-        }
-        /* 1000 +10 -> 1010 +11 -> 1021; cmp 1030 fails; +13 -> 1034. */
-        uz_mr_read(ma, 256, &got, 8);
-        g_assert_cmpuint(le64_to_cpu(got), ==, 1000);
-        uz_mr_read(ma, 264, &got, 8);
-        g_assert_cmpuint(le64_to_cpu(got), ==, 1010);
-        uz_mr_read(ma, 272, &got, 8);
-        g_assert_cmpuint(le64_to_cpu(got), ==, 1021);
-        uz_mr_read(ma, 280, &got, 8);
-        g_assert_cmpuint(le64_to_cpu(got), ==, 1021);
-        uz_mr_read(mb, 64, &got, 8);
-        g_assert_cmpuint(le64_to_cpu(got), ==, 1034);
-    }
+    atomic_chain(qa, ma, mb);
     uz_cq_assert_empty(qa->scq, 10);
     uz_cq_assert_empty(qb->rcq, 1);
     ops_stop(&t);
@@ -561,30 +560,27 @@ static void test_rc_atomic(void)
 /* 6. Signalling and fences                                           */
 /* ------------------------------------------------------------------ */
 
-static void test_signalling(void)
-{
+/* The two QP pairs and the memory of test_signalling's steps. */
+typedef struct Sig {
     Ops t;
-    UzQp *qa, *qb, *qs, *qsb;
+    UzQp *qa, *qb;              /* a plain pair */
+    UzQp *qs, *qsb;             /* qs with UZ_QPF_SIG_ALL */
     UzMr *ma, *mb;
-    uint8_t buf[4096];
-    g_autofree uint8_t *old = g_malloc(65536);
-    g_autofree uint8_t *new = g_malloc(65536);
+    uint8_t buf[4096];          /* pattern 6, at 0 of ma */
+} Sig;
+
+/*
+ * 63 unsignalled WRITEs and one signalled, twice: only the signalled
+ * ones complete, and the second batch finds the whole ring free.
+ */
+static void sig_unsignalled_writes(Sig *g)
+{
+    UzQp *qa = g->qa;
+    UzMr *ma = g->ma, *mb = g->mb;
     UzSge s[64];
     UzWr wr;
     int round, i;
 
-    ops_start(&t);
-    rc_pair(&t, &qa, &qb, 0);
-    rc_pair(&t, &qs, &qsb, UZ_QPF_SIG_ALL);
-    ma = uz_mr_reg(&t.a, 256 * 1024, UZ_ACCESS_ALL);
-    mb = uz_mr_reg(&t.b, 256 * 1024, UZ_ACCESS_ALL);
-    uz_pattern(buf, sizeof(buf), 6);
-    uz_mr_write(ma, 0, buf, sizeof(buf));
-
-    /*
-     * 63 unsignalled WRITEs and one signalled, twice: only the signalled
-     * ones complete, and the second batch finds the whole ring free.
-     */
     for (round = 0; round < 2; round++) {
         uz_mr_fill(mb, 0, UZ_GUARD, 64 * 64);
         for (i = 0; i < 64; i++) {
@@ -601,12 +597,21 @@ static void test_signalling(void)
         uz_sq_done(qa, 0x600 + round * 64 + 63, UZ_WC_RDMA_WRITE, 64);
         uz_cq_assert_empty(qa->scq, 20);
         for (i = 0; i < 64; i++) {
-            uz_assert_mr(mb, i * 64, buf + i * 13 + round, 64,
+            uz_assert_mr(mb, i * 64, g->buf + i * 13 + round, 64,
                          "unsignalled write");
         }
     }
+}
 
-    /* Unsignalled SENDs: no send CQE, but every receive completes. */
+/* Unsignalled SENDs: no send CQE, but every receive completes. */
+static void sig_unsignalled_sends(Sig *g)
+{
+    UzQp *qa = g->qa, *qb = g->qb;
+    UzMr *ma = g->ma, *mb = g->mb;
+    UzSge s[3];
+    UzWr wr;
+    int i;
+
     for (i = 0; i < 3; i++) {
         UzSge r = uz_mr_sge(mb, 8192 + i * 256, 256);
 
@@ -625,11 +630,21 @@ static void test_signalling(void)
     uz_sq_done(qa, 0x692, UZ_WC_SEND, 102);
     for (i = 0; i < 3; i++) {
         uz_rq_done(qb, 0x6a0 + i, UZ_WC_RECV, 100 + i, 0, 0);
-        uz_assert_mr(mb, 8192 + i * 256, buf + 100 * i, 100 + i, "sent data");
+        uz_assert_mr(mb, 8192 + i * 256, g->buf + 100 * i, 100 + i,
+                     "sent data");
     }
     uz_cq_assert_empty(qa->scq, 20);
+}
 
-    /* UZ_QPF_SIG_ALL: WQEs without UZ_WQE_F_SIGNALED complete too. */
+/* UZ_QPF_SIG_ALL: WQEs without UZ_WQE_F_SIGNALED complete too. */
+static void sig_all(Sig *g)
+{
+    UzQp *qs = g->qs;
+    UzMr *ma = g->ma, *mb = g->mb;
+    UzSge s[4];
+    UzWr wr;
+    int i;
+
     for (i = 0; i < 4; i++) {
         s[i] = uz_mr_sge(ma, 7 * i, 32);
         wr = (UzWr) {
@@ -643,16 +658,25 @@ static void test_signalling(void)
     uz_sq_ring(qs);
     for (i = 0; i < 4; i++) {
         uz_sq_done(qs, 0x6c0 + i, UZ_WC_RDMA_WRITE, 32);
-        uz_assert_mr(mb, 16384 + 32 * i, buf + 7 * i, 32, "SIG_ALL write");
+        uz_assert_mr(mb, 16384 + 32 * i, g->buf + 7 * i, 32,
+                     "SIG_ALL write");
     }
     uz_cq_assert_empty(qs->scq, 20);
+}
 
-    /*
-     * A fenced WRITE after a READ of the same remote buffer: the READ
-     * sees the old data, the WRITE completes after it and its data stays.
-     */
-    uz_pattern(old, 65536, 61);
-    uz_pattern(new, 65536, 62);
+/*
+ * A fenced WRITE after a READ of the same remote buffer: the READ
+ * sees the old data, the WRITE completes after it and its data stays.
+ * @new is left at 65536 of ma.
+ */
+static void sig_fence_after_read(Sig *g, const uint8_t *old,
+                                 const uint8_t *new)
+{
+    UzQp *qa = g->qa;
+    UzMr *ma = g->ma, *mb = g->mb;
+    UzSge s[2];
+    UzWr wr;
+
     uz_mr_write(mb, 65536, old, 65536);
     uz_mr_write(ma, 65536, new, 65536);
     uz_mr_fill(ma, 131072, UZ_GUARD, 65536);
@@ -676,8 +700,21 @@ static void test_signalling(void)
     uz_sq_done(qa, 0x6f1, UZ_WC_RDMA_WRITE, 65536);
     uz_assert_mr(ma, 131072, old, 65536, "READ before the fenced WRITE");
     uz_assert_mr(mb, 65536, new, 65536, "fenced WRITE");
+}
 
-    /* A fenced signalled WRITE behind unsignalled READs and an atomic. */
+/*
+ * A fenced signalled WRITE behind unsignalled READs and an atomic; it
+ * sends @new, still at 65536 of ma from sig_fence_after_read().
+ */
+static void sig_fence_after_reads(Sig *g, const uint8_t *old,
+                                  const uint8_t *new)
+{
+    UzQp *qa = g->qa;
+    UzMr *ma = g->ma, *mb = g->mb;
+    UzSge s[6];
+    UzWr wr;
+    int i;
+
     uz_mr_write(mb, 65536, old, 65536);
     uz_mr_fill(ma, 131072, UZ_GUARD, 65536);
     for (i = 0; i < 4; i++) {
@@ -711,7 +748,34 @@ static void test_signalling(void)
     uz_cq_assert_empty(qa->scq, 20);
     uz_assert_mr(ma, 131072, old, 65536, "READs before the fenced WRITE");
     uz_assert_mr(mb, 65536, new, 65536, "second fenced WRITE");
-    ops_stop(&t);
+}
+
+/*
+ * The steps run on the same QPs one after another: the later ones post
+ * where the 128 WRITEs of the first left the rings.
+ */
+static void test_signalling(void)
+{
+    Sig g;
+    g_autofree uint8_t *old = g_malloc(65536);
+    g_autofree uint8_t *new = g_malloc(65536);
+
+    ops_start(&g.t);
+    rc_pair(&g.t, &g.qa, &g.qb, 0);
+    rc_pair(&g.t, &g.qs, &g.qsb, UZ_QPF_SIG_ALL);
+    g.ma = uz_mr_reg(&g.t.a, 256 * 1024, UZ_ACCESS_ALL);
+    g.mb = uz_mr_reg(&g.t.b, 256 * 1024, UZ_ACCESS_ALL);
+    uz_pattern(g.buf, sizeof(g.buf), 6);
+    uz_mr_write(g.ma, 0, g.buf, sizeof(g.buf));
+
+    sig_unsignalled_writes(&g);
+    sig_unsignalled_sends(&g);
+    sig_all(&g);
+    uz_pattern(old, 65536, 61);
+    uz_pattern(new, 65536, 62);
+    sig_fence_after_read(&g, old, new);
+    sig_fence_after_reads(&g, old, new);
+    ops_stop(&g.t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -939,124 +1003,143 @@ static void qkey_drop(Ops *t, UdSide *a, UdSide *b, UzQp *sender,
                      before + 1);
 }
 
-static void test_ud(void)
-{
+/* A machine with a UD QP on each NIC, for each of the UD cases. */
+typedef struct Ud {
     Ops t;
-    UdSide a, b, ga, gb;
-    UzQp *qa2;
-    UzCq *gcq;
+    UdSide a, b;
+} Ud;
+
+static void ud_start(Ud *u)
+{
+    Ops *t = &u->t;
+
+    ops_start(t);
+    u->a = (UdSide) { .n = &t->a };
+    u->b = (UdSide) { .n = &t->b };
+    u->a.qp = uz_qp_create(&t->a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    u->b.qp = uz_qp_create(&t->b, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    uz_ud_up(u->a.qp, QKEY, 0x100);
+    uz_ud_up(u->b.qp, QKEY, 0x200);
+    u->a.mr = uz_mr_reg(&t->a, 8192, UZ_ACCESS_ALL);
+    u->b.mr = uz_mr_reg(&t->b, 8192, UZ_ACCESS_ALL);
+    u->a.ahn = uz_ah_create(&t->a, 1);
+    u->b.ahn = uz_ah_create(&t->b, 0);
+}
+
+/* Both ways, with and without immediate, up to the MTU. */
+static void ud_case_xfer(Ud *u)
+{
+    UdSide *a = &u->a, *b = &u->b;
+
+    ud_xfer(a, b, b->qp->qpn, QKEY, 100, false, 1);
+    ud_xfer(a, b, b->qp->qpn, QKEY, 100, true, 2);
+    ud_xfer(a, b, b->qp->qpn, QKEY, 0, false, 3);
+    ud_xfer(a, b, b->qp->qpn, QKEY, 1, true, 4);
+    ud_xfer(a, b, b->qp->qpn, QKEY, 1023, false, 5);
+    ud_xfer(a, b, b->qp->qpn, QKEY, 1024, true, 6);
+    ud_xfer(b, a, a->qp->qpn, QKEY, 333, false, 7);
+    ud_xfer(b, a, a->qp->qpn, QKEY, 1024, true, 8);
+}
+
+/* A receive SGE list that splits the GRH area and the payload. */
+static void ud_case_split_sge(Ud *u)
+{
+    UdSide *a = &u->a, *b = &u->b;
+    uint8_t data[300], got[40 + 300];
+    UzSge rs[3] = {
+        uz_mr_sge(b->mr, 0, 24), uz_mr_sge(b->mr, 100, 30),
+        uz_mr_sge(b->mr, 200, 1000),
+    };
     struct uz_cqe c;
-    uint64_t tx_before;
     UzSge ss;
     UzWr wr;
 
-    ops_start(&t);
-    a = (UdSide) { .n = &t.a };
-    b = (UdSide) { .n = &t.b };
-    a.qp = uz_qp_create(&t.a, UZ_QPT_UD, NULL, NULL, NULL, 0);
-    b.qp = uz_qp_create(&t.b, UZ_QPT_UD, NULL, NULL, NULL, 0);
-    uz_ud_up(a.qp, QKEY, 0x100);
-    uz_ud_up(b.qp, QKEY, 0x200);
-    a.mr = uz_mr_reg(&t.a, 8192, UZ_ACCESS_ALL);
-    b.mr = uz_mr_reg(&t.b, 8192, UZ_ACCESS_ALL);
-    a.ahn = uz_ah_create(&t.a, 1);
-    b.ahn = uz_ah_create(&t.b, 0);
+    ss = uz_mr_sge(a->mr, 5, sizeof(data));
+    uz_pattern(data, sizeof(data), 9);
+    uz_mr_write(a->mr, 5, data, sizeof(data));
+    uz_mr_fill(b->mr, 0, UZ_GUARD, 2048);
+    uz_post_recv(b->qp, 0xe009, rs, 3);
+    wr = (UzWr) {
+        .wr_id = 0xd009, .opcode = UZ_WR_SEND_IMM,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &ss, .num_sge = 1,
+        .imm = 0x99, .ahn = a->ahn, .remote_qpn = b->qp->qpn,
+        .remote_qkey = QKEY,
+    };
+    uz_post_send(a->qp, &wr);
+    uz_cq_wait(a->qp->scq, &c);
+    uz_expect_sq(&c, 0xd009, UZ_WC_SEND, a->qp, sizeof(data));
+    uz_cq_wait(b->qp->rcq, &c);
+    uz_expect_rq(&c, 0xe009, UZ_WC_RECV, b->qp->qpn, sizeof(got),
+                 UZ_WC_F_GRH | UZ_WC_F_IPV4 | UZ_WC_F_IMM, 0x99, a->qp->qpn);
+    rs[2].length = sizeof(got) - 24 - 30;
+    uz_sges_read(&u->t.b, rs, 3, got);
+    check_grh(got, 0, 1, 20 + 8 + 12 + 8 + 4 + sizeof(data) + 4);
+    uz_assert_bytes(got + 40, data, sizeof(data), "split UD payload");
+    uz_assert_mr_fill(b->mr, 24, UZ_GUARD, 100 - 24, "between receive SGEs");
+    uz_assert_mr_fill(b->mr, 130, UZ_GUARD, 200 - 130,
+                      "between receive SGEs");
+    uz_assert_mr_fill(b->mr, 200 + rs[2].length, UZ_GUARD, 1000,
+                      "after the split UD payload");
+}
 
-    /* Both ways, with and without immediate, up to the MTU. */
-    ud_xfer(&a, &b, b.qp->qpn, QKEY, 100, false, 1);
-    ud_xfer(&a, &b, b.qp->qpn, QKEY, 100, true, 2);
-    ud_xfer(&a, &b, b.qp->qpn, QKEY, 0, false, 3);
-    ud_xfer(&a, &b, b.qp->qpn, QKEY, 1, true, 4);
-    ud_xfer(&a, &b, b.qp->qpn, QKEY, 1023, false, 5);
-    ud_xfer(&a, &b, b.qp->qpn, QKEY, 1024, true, 6);
-    ud_xfer(&b, &a, a.qp->qpn, QKEY, 333, false, 7);
-    ud_xfer(&b, &a, a.qp->qpn, QKEY, 1024, true, 8);
+/*
+ * The address vector in the WQE (UZ_WQE_F_AV), as the kernel sends:
+ * the AH number is ignored, the AV after the header is used, and
+ * the SGE and inline data follow it.
+ */
+static void ud_case_av(Ud *u)
+{
+    UdSide *a = &u->a, *b = &u->b;
+    struct uz_av av = { .hop_limit = 64 };
+    uint8_t data[100], got[40 + 100];
+    UzSge rs = uz_mr_sge(b->mr, 0, sizeof(got));
+    struct uz_cqe c;
+    UzSge ss;
+    UzWr wr;
 
-    /* A receive SGE list that splits the GRH area and the payload. */
-    {
-        uint8_t data[300], got[40 + 300];
-        UzSge rs[3] = {
-            uz_mr_sge(b.mr, 0, 24), uz_mr_sge(b.mr, 100, 30),
-            uz_mr_sge(b.mr, 200, 1000),
-        };
-
-        ss = uz_mr_sge(a.mr, 5, sizeof(data));
-        uz_pattern(data, sizeof(data), 9);
-        uz_mr_write(a.mr, 5, data, sizeof(data));
-        uz_mr_fill(b.mr, 0, UZ_GUARD, 2048);
-        uz_post_recv(b.qp, 0xe009, rs, 3);
+    uz_node_mac(1, av.dmac);
+    uz_node_gid(1, av.dgid);
+    uz_node_gid(0, av.sgid);
+    uz_pattern(data, sizeof(data), 10);
+    uz_mr_write(a->mr, 5, data, sizeof(data));
+    for (int k = 0; k < 2; k++) {
+        ss = uz_mr_sge(a->mr, 5, sizeof(data));
         wr = (UzWr) {
-            .wr_id = 0xd009, .opcode = UZ_WR_SEND_IMM,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &ss, .num_sge = 1,
-            .imm = 0x99, .ahn = a.ahn, .remote_qpn = b.qp->qpn,
-            .remote_qkey = QKEY,
+            .wr_id = 0xd00a + k, .opcode = UZ_WR_SEND,
+            .flags = UZ_WQE_F_SIGNALED, .ahn = 0x7fffff, .av = &av,
+            .remote_qpn = b->qp->qpn, .remote_qkey = QKEY,
         };
-        uz_post_send(a.qp, &wr);
-        uz_cq_wait(a.qp->scq, &c);
-        uz_expect_sq(&c, 0xd009, UZ_WC_SEND, a.qp, sizeof(data));
-        uz_cq_wait(b.qp->rcq, &c);
-        uz_expect_rq(&c, 0xe009, UZ_WC_RECV, b.qp->qpn, sizeof(got),
-                     UZ_WC_F_GRH | UZ_WC_F_IPV4 | UZ_WC_F_IMM, 0x99, a.qp->qpn);
-        rs[2].length = sizeof(got) - 24 - 30;
-        uz_sges_read(&t.b, rs, 3, got);
-        check_grh(got, 0, 1, 20 + 8 + 12 + 8 + 4 + sizeof(data) + 4);
-        uz_assert_bytes(got + 40, data, sizeof(data), "split UD payload");
-        uz_assert_mr_fill(b.mr, 24, UZ_GUARD, 100 - 24, "between receive SGEs");
-        uz_assert_mr_fill(b.mr, 130, UZ_GUARD, 200 - 130,
-                          "between receive SGEs");
-        uz_assert_mr_fill(b.mr, 200 + rs[2].length, UZ_GUARD, 1000,
-                          "after the split UD payload");
-    }
-
-    /*
-     * The address vector in the WQE (UZ_WQE_F_AV), as the kernel sends:
-     * the AH number is ignored, the AV after the header is used, and
-     * the SGE and inline data follow it.
-     */
-    {
-        struct uz_av av = { .hop_limit = 64 };
-        uint8_t data[100], got[40 + 100];
-        UzSge rs = uz_mr_sge(b.mr, 0, sizeof(got));
-
-        uz_node_mac(1, av.dmac);
-        uz_node_gid(1, av.dgid);
-        uz_node_gid(0, av.sgid);
-        uz_pattern(data, sizeof(data), 10);
-        uz_mr_write(a.mr, 5, data, sizeof(data));
-        for (int k = 0; k < 2; k++) {
-            ss = uz_mr_sge(a.mr, 5, sizeof(data));
-            wr = (UzWr) {
-                .wr_id = 0xd00a + k, .opcode = UZ_WR_SEND,
-                .flags = UZ_WQE_F_SIGNALED, .ahn = 0x7fffff, .av = &av,
-                .remote_qpn = b.qp->qpn, .remote_qkey = QKEY,
-            };
-            if (k) {
-                wr.flags |= UZ_WQE_F_INLINE;
-                wr.inline_data = data;
-                wr.inline_len = sizeof(data);
-            } else {
-                wr.sge = &ss;
-                wr.num_sge = 1;
-            }
-            uz_mr_fill(b.mr, 0, UZ_GUARD, sizeof(got));
-            uz_post_recv(b.qp, 0xe00a + k, &rs, 1);
-            uz_post_send(a.qp, &wr);
-            uz_cq_wait(a.qp->scq, &c);
-            uz_expect_sq(&c, 0xd00a + k, UZ_WC_SEND, a.qp, sizeof(data));
-            uz_cq_wait(b.qp->rcq, &c);
-            uz_expect_rq(&c, 0xe00a + k, UZ_WC_RECV, b.qp->qpn, sizeof(got),
-                         UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, a.qp->qpn);
-            uz_mr_read(b.mr, 0, got, sizeof(got));
-            uz_assert_bytes(got + 40, data, sizeof(data), "UD payload, AV");
+        if (k) {
+            wr.flags |= UZ_WQE_F_INLINE;
+            wr.inline_data = data;
+            wr.inline_len = sizeof(data);
+        } else {
+            wr.sge = &ss;
+            wr.num_sge = 1;
         }
+        uz_mr_fill(b->mr, 0, UZ_GUARD, sizeof(got));
+        uz_post_recv(b->qp, 0xe00a + k, &rs, 1);
+        uz_post_send(a->qp, &wr);
+        uz_cq_wait(a->qp->scq, &c);
+        uz_expect_sq(&c, 0xd00a + k, UZ_WC_SEND, a->qp, sizeof(data));
+        uz_cq_wait(b->qp->rcq, &c);
+        uz_expect_rq(&c, 0xe00a + k, UZ_WC_RECV, b->qp->qpn, sizeof(got),
+                     UZ_WC_F_GRH | UZ_WC_F_IPV4, 0, a->qp->qpn);
+        uz_mr_read(b->mr, 0, got, sizeof(got));
+        uz_assert_bytes(got + 40, data, sizeof(data), "UD payload, AV");
     }
+}
 
-    /* The GSI QPs: QP1 on both NICs, Q_Key 0x80010000. */
-    ga = a;
-    gb = b;
-    gcq = uz_cq_create(&t.a, UZ_CQ_LOG_DEPTH);
-    ga.qp = uz_qp_create(&t.a, UZ_QPT_GSI, gcq, gcq, NULL, 0);
-    gb.qp = uz_qp_create(&t.b, UZ_QPT_GSI, NULL, NULL, NULL, 0);
+/* The GSI QPs: QP1 on both NICs, Q_Key 0x80010000. */
+static void ud_case_gsi(Ud *u)
+{
+    Ops *t = &u->t;
+    UdSide ga = u->a, gb = u->b;
+    UzCq *gcq;
+
+    gcq = uz_cq_create(&t->a, UZ_CQ_LOG_DEPTH);
+    ga.qp = uz_qp_create(&t->a, UZ_QPT_GSI, gcq, gcq, NULL, 0);
+    gb.qp = uz_qp_create(&t->b, UZ_QPT_GSI, NULL, NULL, NULL, 0);
     g_assert_cmpuint(ga.qp->qpn, ==, 1);
     g_assert_cmpuint(gb.qp->qpn, ==, 1);
     uz_ud_up(ga.qp, UZ_GSI_QKEY, 0);
@@ -1065,37 +1148,78 @@ static void test_ud(void)
     ud_xfer(&ga, &gb, 1, UZ_GSI_QKEY, 256, true, 11);
     ud_xfer(&gb, &ga, 1, UZ_GSI_QKEY, 1000, false, 12);
     ud_xfer(&gb, &ga, 1, UZ_GSI_QKEY, 17, true, 13);
+}
 
-    /* A wrong Q_Key is dropped and counted; the WQE waits for a good one. */
-    qkey_drop(&t, &a, &b, a.qp, QKEY ^ 0x10, 0x10);
-    qkey_drop(&t, &a, &b, a.qp, 0x7fffffffu, 0x20);
+/* A wrong Q_Key is dropped and counted; the WQE waits for a good one. */
+static void ud_case_qkey(Ud *u)
+{
+    Ops *t = &u->t;
+    UdSide *a = &u->a, *b = &u->b;
+    UzQp *qa2;
+
+    qkey_drop(t, a, b, a->qp, QKEY ^ 0x10, 0x10);
+    qkey_drop(t, a, b, a->qp, 0x7fffffffu, 0x20);
 
     /* Bit 31 of the WQE's Q_Key: the sender QP's own Q_Key is sent. */
-    ud_xfer(&a, &b, b.qp->qpn, 0x80000000u, 200, false, 20);
-    ud_xfer(&a, &b, b.qp->qpn, 0xdeadbeefu, 200, true, 21);
+    ud_xfer(a, b, b->qp->qpn, 0x80000000u, 200, false, 20);
+    ud_xfer(a, b, b->qp->qpn, 0xdeadbeefu, 200, true, 21);
     /* ... which, for a sender whose own Q_Key differs, does not match. */
-    qa2 = uz_qp_create(&t.a, UZ_QPT_UD, NULL, NULL, NULL, 0);
+    qa2 = uz_qp_create(&t->a, UZ_QPT_UD, NULL, NULL, NULL, 0);
     uz_ud_up(qa2, QKEY + 1, 0x300);
-    qkey_drop(&t, &a, &b, qa2, 0x80000000u | QKEY, 0x30);
+    qkey_drop(t, a, b, qa2, 0x80000000u | QKEY, 0x30);
+}
 
-    /* Longer than the MTU: LOC_LEN_ERR, nothing sent, the QP in ERR. */
-    tx_before = uz_counter(&t.m, 0, "tx_pkts_ud");
-    ss = uz_mr_sge(a.mr, 0, 1025);
+/* Longer than the MTU: LOC_LEN_ERR, nothing sent, the QP in ERR. */
+static void ud_case_too_long(Ud *u)
+{
+    Ops *t = &u->t;
+    UdSide *a = &u->a, *b = &u->b;
+    struct uz_cqe c;
+    uint64_t tx_before;
+    UzSge ss;
+    UzWr wr;
+
+    tx_before = uz_counter(&t->m, 0, "tx_pkts_ud");
+    ss = uz_mr_sge(a->mr, 0, 1025);
     wr = (UzWr) {
         .wr_id = 0xf20, .opcode = UZ_WR_SEND, .flags = UZ_WQE_F_SIGNALED,
-        .sge = &ss, .num_sge = 1, .ahn = a.ahn, .remote_qpn = b.qp->qpn,
+        .sge = &ss, .num_sge = 1, .ahn = a->ahn, .remote_qpn = b->qp->qpn,
         .remote_qkey = QKEY,
     };
-    uz_post_send(a.qp, &wr);
-    uz_cq_wait(a.qp->scq, &c);
+    uz_post_send(a->qp, &wr);
+    uz_cq_wait(a->qp->scq, &c);
     uz_cqe_expect(&c, 0xf20, UZ_WC_SEND, UZ_WC_STATUS_LOC_LEN_ERR,
-                  UZ_VERR_NONE, a.qp->qpn);
+                  UZ_VERR_NONE, a->qp->qpn);
     g_assert_cmphex(c.wc_flags, ==, 0);
     g_assert_cmpuint(c.src_qp, ==, 0);
-    g_assert_cmpuint(uz_counter(&t.m, 0, "tx_pkts_ud"), ==, tx_before);
-    uz_cq_assert_empty(b.qp->rcq, 50);
-    uz_qp_failed(a.qp, 0);
-    ops_stop(&t);
+    g_assert_cmpuint(uz_counter(&t->m, 0, "tx_pkts_ud"), ==, tx_before);
+    uz_cq_assert_empty(b->qp->rcq, 50);
+    uz_qp_failed(a->qp, 0);
+}
+
+typedef struct UdCase {
+    const char *name;
+    void (*fn)(Ud *u);
+} UdCase;
+
+/* Each case on a machine of its own: none uses what another left. */
+static const UdCase ud_cases[] = {
+    { "xfer", ud_case_xfer },
+    { "split-sge", ud_case_split_sge },
+    { "av", ud_case_av },
+    { "gsi", ud_case_gsi },
+    { "qkey", ud_case_qkey },
+    { "too-long", ud_case_too_long },
+};
+
+static void test_ud(gconstpointer data)
+{
+    const UdCase *c = data;
+    Ud u;
+
+    ud_start(&u);
+    c->fn(&u);
+    ops_stop(&u.t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1118,63 +1242,56 @@ static void send_plain(UzQp *qa, UzMr *ma, uint32_t len, uint32_t seed,
     uz_post_send(qa, &wr);
 }
 
-static void test_srq(void)
-{
+/* Two RC pairs whose receivers share one SRQ and one receive CQ. */
+typedef struct SrqPairs {
     Ops t;
-    UzQp *qa1, *qa2, *qb1, *qb2, *qa3, *qb3;
-    UzSrq *srq, *srq2;
+    UzQp *qa1, *qa2, *qb1, *qb2;
+    UzSrq *srq;                 /* 24 WQEs posted, at 1024 * i + 3 of mb */
     UzCq *rcq;
     UzMr *ma1, *ma2, *mb;
+} SrqPairs;
+
+/* Alternately, one at a time: the SRQ's WQEs in order. */
+static void srq_in_order(SrqPairs *s)
+{
+    struct uz_cqe c;
+    uint8_t data[600];
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        UzQp *qa = i % 2 ? s->qa2 : s->qa1;
+        UzQp *qb = i % 2 ? s->qb2 : s->qb1;
+        uint32_t len = 100 + i * 50;
+
+        send_plain(qa, i % 2 ? s->ma2 : s->ma1, len, 300 + i, 0x900 + i);
+        uz_sq_done(qa, 0x900 + i, UZ_WC_SEND, len);
+        uz_cq_wait(s->rcq, &c);
+        uz_expect_rq(&c, 0x5000 + i, UZ_WC_RECV, qb->qpn, len, 0, 0, 0);
+        uz_pattern(data, len, 300 + i);
+        uz_assert_mr(s->mb, i * 1024 + 3, data, len, "SRQ receive");
+        uz_assert_mr_fill(s->mb, i * 1024 + 3 + len, UZ_GUARD,
+                          1024 - 3 - len, "after an SRQ receive");
+    }
+}
+
+/* Both at once: each CQE names the QP that received into that WQE. */
+static void srq_both_at_once(SrqPairs *s)
+{
+    UzQp *qb1 = s->qb1, *qb2 = s->qb2;
     struct uz_cqe c;
     uint8_t data[600];
     int i, k;
 
-    ops_start(&t);
-    srq = uz_srq_create(&t.b, 5, 0);
-    rcq = uz_cq_create(&t.b, UZ_CQ_LOG_DEPTH);
-    qa1 = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    qa2 = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    qb1 = uz_qp_create(&t.b, UZ_QPT_RC, NULL, rcq, srq, 0);
-    qb2 = uz_qp_create(&t.b, UZ_QPT_RC, NULL, rcq, srq, 0);
-    uz_rc_connect(qa1, qb1, NULL);
-    uz_rc_connect(qa2, qb2, NULL);
-    ma1 = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
-    ma2 = uz_mr_reg(&t.a, 4096, UZ_ACCESS_ALL);
-    mb = uz_mr_reg(&t.b, 32 * 1024, UZ_ACCESS_ALL);
-    uz_mr_fill(mb, 0, UZ_GUARD, 32 * 1024);
-    for (i = 0; i < 24; i++) {
-        UzSge r = uz_mr_sge(mb, i * 1024 + 3, 600);
-
-        uz_srq_post(srq, 0x5000 + i, &r, 1);
-    }
-
-    /* Alternately, one at a time: the SRQ's WQEs in order. */
-    for (i = 0; i < 8; i++) {
-        UzQp *qa = i % 2 ? qa2 : qa1;
-        UzQp *qb = i % 2 ? qb2 : qb1;
-        uint32_t len = 100 + i * 50;
-
-        send_plain(qa, i % 2 ? ma2 : ma1, len, 300 + i, 0x900 + i);
-        uz_sq_done(qa, 0x900 + i, UZ_WC_SEND, len);
-        uz_cq_wait(rcq, &c);
-        uz_expect_rq(&c, 0x5000 + i, UZ_WC_RECV, qb->qpn, len, 0, 0, 0);
-        uz_pattern(data, len, 300 + i);
-        uz_assert_mr(mb, i * 1024 + 3, data, len, "SRQ receive");
-        uz_assert_mr_fill(mb, i * 1024 + 3 + len, UZ_GUARD, 1024 - 3 - len,
-                          "after an SRQ receive");
-    }
-
-    /* Both at once: each CQE names the QP that received into that WQE. */
     for (k = 0; k < 8; k++) {
         bool seen[2] = { false, false };
 
-        send_plain(qa1, ma1, 200, 400 + 2 * k, 0xa00 + 2 * k);
-        send_plain(qa2, ma2, 300, 401 + 2 * k, 0xa01 + 2 * k);
+        send_plain(s->qa1, s->ma1, 200, 400 + 2 * k, 0xa00 + 2 * k);
+        send_plain(s->qa2, s->ma2, 300, 401 + 2 * k, 0xa01 + 2 * k);
         for (i = 0; i < 2; i++) {
             uint64_t idx;
             int who;
 
-            uz_cq_wait(rcq, &c);
+            uz_cq_wait(s->rcq, &c);
             idx = c.wr_id - 0x5000;
             g_assert_cmpuint(idx, ==, 8 + 2 * k + i);
             g_assert(c.qpn == qb1->qpn || c.qpn == qb2->qpn);
@@ -1184,23 +1301,34 @@ static void test_srq(void)
             uz_expect_rq(&c, c.wr_id, UZ_WC_RECV, who ? qb2->qpn : qb1->qpn,
                          who ? 300 : 200, 0, 0, 0);
             uz_pattern(data, who ? 300 : 200, 400 + 2 * k + who);
-            uz_assert_mr(mb, idx * 1024 + 3, data, who ? 300 : 200,
+            uz_assert_mr(s->mb, idx * 1024 + 3, data, who ? 300 : 200,
                          "concurrent SRQ receive");
         }
-        uz_sq_done(qa1, 0xa00 + 2 * k, UZ_WC_SEND, 200);
-        uz_sq_done(qa2, 0xa01 + 2 * k, UZ_WC_SEND, 300);
+        uz_sq_done(s->qa1, 0xa00 + 2 * k, UZ_WC_SEND, 200);
+        uz_sq_done(s->qa2, 0xa01 + 2 * k, UZ_WC_SEND, 300);
     }
-    uz_cq_assert_empty(rcq, 20);
+    uz_cq_assert_empty(s->rcq, 20);
     uz_cq_assert_empty(qb1->scq, 1);
+}
 
-    /* The limit: 8 posted, limit 4; the event when fewer than 4 remain. */
-    srq2 = uz_srq_create(&t.b, 4, 4);
-    qa3 = uz_qp_create(&t.a, UZ_QPT_RC, NULL, NULL, NULL, 0);
-    qb3 = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, srq2, 0);
+/*
+ * The limit, on a second SRQ of another pair: 8 posted, limit 4; the
+ * event when fewer than 4 remain.
+ */
+static void srq_limit(SrqPairs *s)
+{
+    Ops *t = &s->t;
+    UzQp *qa3, *qb3;
+    UzSrq *srq2;
+    int i;
+
+    srq2 = uz_srq_create(&t->b, 4, 4);
+    qa3 = uz_qp_create(&t->a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    qb3 = uz_qp_create(&t->b, UZ_QPT_RC, NULL, NULL, srq2, 0);
     uz_rc_connect(qa3, qb3, NULL);
-    uz_eq_drain(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT);
+    uz_eq_drain(&t->b, &t->b.async_eq, UZ_EQE_SRQ_LIMIT);
     for (i = 0; i < 8; i++) {
-        UzSge r = uz_mr_sge(mb, i * 1024, 600);
+        UzSge r = uz_mr_sge(s->mb, i * 1024, 600);
 
         uz_srq_post(srq2, 0x6000 + i, &r, 1);
     }
@@ -1211,22 +1339,54 @@ static void test_srq(void)
         if (i == 6) {
             /* Re-arm; no event for the WQEs already below the limit. */
             g_assert_cmpint(uz_srq_modify(srq2, 4), ==, UZ_CMD_OK);
-            g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq,
+            g_assert_cmpint(uz_events_count(&t->b, &t->b.async_eq,
                                             UZ_EQE_SRQ_LIMIT, srq2->srqn, 50),
                             ==, 0);
         }
-        send_plain(qa3, ma1, 64, 500 + i, 0xb00 + i);
+        send_plain(qa3, s->ma1, 64, 500 + i, 0xb00 + i);
         uz_sq_done(qa3, 0xb00 + i, UZ_WC_SEND, 64);
         uz_rq_done(qb3, 0x6000 + i, UZ_WC_RECV, 64, 0, 0);
         g_test_message("SRQ limit 4, %d posted: %d event(s) expected",
                        remaining, want);
-        g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
-                                        srq2->srqn, 50), ==, want);
+        g_assert_cmpint(uz_events_count(&t->b, &t->b.async_eq,
+                                        UZ_EQE_SRQ_LIMIT, srq2->srqn, 50),
+                        ==, want);
     }
+}
+
+static void test_srq(void)
+{
+    SrqPairs s;
+    Ops *t = &s.t;
+    int i;
+
+    ops_start(t);
+    s.srq = uz_srq_create(&t->b, 5, 0);
+    s.rcq = uz_cq_create(&t->b, UZ_CQ_LOG_DEPTH);
+    s.qa1 = uz_qp_create(&t->a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    s.qa2 = uz_qp_create(&t->a, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    s.qb1 = uz_qp_create(&t->b, UZ_QPT_RC, NULL, s.rcq, s.srq, 0);
+    s.qb2 = uz_qp_create(&t->b, UZ_QPT_RC, NULL, s.rcq, s.srq, 0);
+    uz_rc_connect(s.qa1, s.qb1, NULL);
+    uz_rc_connect(s.qa2, s.qb2, NULL);
+    s.ma1 = uz_mr_reg(&t->a, 4096, UZ_ACCESS_ALL);
+    s.ma2 = uz_mr_reg(&t->a, 4096, UZ_ACCESS_ALL);
+    s.mb = uz_mr_reg(&t->b, 32 * 1024, UZ_ACCESS_ALL);
+    uz_mr_fill(s.mb, 0, UZ_GUARD, 32 * 1024);
+    for (i = 0; i < 24; i++) {
+        UzSge r = uz_mr_sge(s.mb, i * 1024 + 3, 600);
+
+        uz_srq_post(s.srq, 0x5000 + i, &r, 1);
+    }
+
+    /* The second step takes the WQEs the first left, from the ninth on. */
+    srq_in_order(&s);
+    srq_both_at_once(&s);
+    srq_limit(&s);
     /* The first SRQ never had a limit. */
-    g_assert_cmpint(uz_events_count(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT,
-                                    srq->srqn, 10), ==, 0);
-    ops_stop(&t);
+    g_assert_cmpint(uz_events_count(&t->b, &t->b.async_eq, UZ_EQE_SRQ_LIMIT,
+                                    s.srq->srqn, 10), ==, 0);
+    ops_stop(t);
 }
 
 /*
@@ -1271,12 +1431,33 @@ static uint8_t srq_resize(UzSrq *srq, uint32_t log_depth, uint32_t uctx,
     return srq_resize_limit(srq, log_depth, uctx, copy, -1);
 }
 
+/* A depth past 2^16, an unknown flag, a ring that is no RAM. */
+static void srq_resize_refused(Ops *t, UzSrq *srq)
+{
+    struct uz_cmd_resize_srq c = {
+        .srqn = cpu_to_le32(srq->srqn), .uctx = cpu_to_le32(srq->uctx),
+        .ring_addr = cpu_to_le64(srq->ring), .log_depth = 17,
+    };
+
+    g_assert_cmpint(uz_cmd(&t->b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_PARAM);
+    c.log_depth = 4;
+    c.flags = 2;
+    g_assert_cmpint(uz_cmd(&t->b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_PARAM);
+    c.flags = 0;
+    c.ring_addr = cpu_to_le64(t->b.d.db.addr);
+    g_assert_cmpint(uz_cmd(&t->b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_ADDR);
+}
+
 static void test_srq_resize(void)
 {
     Ops t;
     UzQp *qa, *qb;
     UzSrq *srq;
     UzMr *ma, *mb;
+    UzSge last;
     uint8_t data[64];
     int i;
 
@@ -1303,24 +1484,7 @@ static void test_srq_resize(void)
                     UZ_CMD_BAD_PARAM);
     g_assert_cmpint(srq_resize(srq, 4, srq->uctx + 1, true), ==,
                     UZ_CMD_BAD_HANDLE);
-    {
-        /* A depth past 2^16, an unknown flag, a ring that is no RAM. */
-        struct uz_cmd_resize_srq c = {
-            .srqn = cpu_to_le32(srq->srqn), .uctx = cpu_to_le32(srq->uctx),
-            .ring_addr = cpu_to_le64(srq->ring), .log_depth = 17,
-        };
-
-        g_assert_cmpint(uz_cmd(&t.b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
-                        ==, UZ_CMD_BAD_PARAM);
-        c.log_depth = 4;
-        c.flags = 2;
-        g_assert_cmpint(uz_cmd(&t.b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
-                        ==, UZ_CMD_BAD_PARAM);
-        c.flags = 0;
-        c.ring_addr = cpu_to_le64(t.b.d.db.addr);
-        g_assert_cmpint(uz_cmd(&t.b, UZ_CMD_RESIZE_SRQ, &c, sizeof(c), NULL),
-                        ==, UZ_CMD_BAD_ADDR);
-    }
+    srq_resize_refused(&t, srq);
 
     /* Grown to 16: the three come out of the new ring, 13 more fill it. */
     g_assert_cmpint(srq_resize(srq, 4, srq->uctx, true), ==, UZ_CMD_OK);
@@ -1350,11 +1514,8 @@ static void test_srq_resize(void)
                     UZ_CMD_OK);
     /* The limit of 1 is armed: taking the only WQE raises the event. */
     uz_eq_drain(&t.b, &t.b.async_eq, UZ_EQE_SRQ_LIMIT);
-    {
-        UzSge r = uz_mr_sge(mb, 0, 64);
-
-        uz_srq_post(srq, 0x7100, &r, 1);
-    }
+    last = uz_mr_sge(mb, 0, 64);
+    uz_srq_post(srq, 0x7100, &last, 1);
     send_plain(qa, ma, 64, 800, 0xd00);
     uz_sq_done(qa, 0xd00, UZ_WC_SEND, 64);
     uz_rq_done(qb, 0x7100, UZ_WC_RECV, 64, 0, 0);
@@ -1370,58 +1531,23 @@ static void test_srq_resize(void)
 #define RACE_N      200
 #define RACE_BATCH  50
 
-static void test_races(void)
-{
+/* Two RC pairs between the NICs, on the same memory. */
+typedef struct Races {
     Ops t;
     UzQp *qa[2], *qb[2];
     UzMr *ma, *mb, *mr_read, *mw;
-    const uint64_t initial = 0xffffffffff000000ull;
-    uint64_t addend[RACE_N], orig[RACE_N];
-    uint64_t v, cur, sum = 0;
+} Races;
+
+/* The originals chain from the initial value to the final one. */
+static void races_check_chain(UzMr *ma, const uint64_t *addend,
+                              uint64_t initial, uint64_t sum)
+{
+    uint64_t orig[RACE_N];
     g_autoptr(GHashTable) by_orig = g_hash_table_new(g_int64_hash,
                                                      g_int64_equal);
-    g_autofree uint8_t *pat = g_malloc(65536);
-    int i, r, p;
+    uint64_t v, cur;
+    int i;
 
-    ops_start(&t);
-    for (i = 0; i < 2; i++) {
-        /* Small send CQs: their rings wrap several times. */
-        UzCq *scq = uz_cq_create(&t.a, 5);
-
-        qa[i] = uz_qp_create(&t.a, UZ_QPT_RC, scq, NULL, NULL, 0);
-        qb[i] = uz_qp_create(&t.b, UZ_QPT_RC, NULL, NULL, NULL, 0);
-        uz_rc_connect(qa[i], qb[i], NULL);
-    }
-    ma = uz_mr_reg(&t.a, 8 * RACE_N + 4096, UZ_ACCESS_ALL);
-    mb = uz_mr_reg(&t.b, 128 * 1024, UZ_ACCESS_ALL);
-    mr_read = uz_mr_reg(&t.a, 8 * 65536, UZ_ACCESS_ALL);
-    mw = uz_mr_reg(&t.a, 4 * 65536, UZ_ACCESS_ALL);
-    v = cpu_to_le64(initial);
-    uz_mr_write(mb, 4096, &v, 8);
-
-    for (r = 0; r < RACE_N / RACE_BATCH; r++) {
-        for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
-            UzSge s = uz_mr_sge(ma, 8 * i, 8);
-            UzWr wr;
-
-            addend[i] = 1 + (i * 7919u) % 1000 + ((uint64_t)(i % 7) << 33);
-            sum += addend[i];
-            wr = (UzWr) {
-                .wr_id = 0xfa000 + i, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
-                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
-                .remote_addr = uz_mr_va(mb, 4096), .rkey = mb->key,
-                .compare_add = addend[i],
-            };
-            uz_post_send(qa[i % 2], &wr);
-        }
-        for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
-            uz_sq_done(qa[i % 2], 0xfa000 + i, UZ_WC_FETCH_ADD, 8);
-        }
-    }
-    uz_mr_read(mb, 4096, &v, 8);
-    g_assert_cmphex(le64_to_cpu(v), ==, initial + sum);
-
-    /* The originals chain from the initial value to the final one. */
     for (i = 0; i < RACE_N; i++) {
         uz_mr_read(ma, 8 * i, &v, 8);
         orig[i] = le64_to_cpu(v);
@@ -1440,13 +1566,58 @@ static void test_races(void)
         cur += addend[GPOINTER_TO_INT(idx) - 1];
     }
     g_assert_cmphex(cur, ==, initial + sum);
+}
 
-    /*
-     * READs on one pair racing WRITEs from the other to the same bytes:
-     * all posted, then all waited for.
-     */
+/*
+ * RACE_N FETCH_ADDs on one word, by turns from the two QPs, in batches:
+ * the word ends at the sum, each original comes back once.
+ */
+static void races_fetch_add(Races *ra)
+{
+    const uint64_t initial = 0xffffffffff000000ull;
+    UzMr *ma = ra->ma, *mb = ra->mb;
+    uint64_t addend[RACE_N];
+    uint64_t v, sum = 0;
+    int i, r;
+
+    v = cpu_to_le64(initial);
+    uz_mr_write(mb, 4096, &v, 8);
+    for (r = 0; r < RACE_N / RACE_BATCH; r++) {
+        for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
+            UzSge s = uz_mr_sge(ma, 8 * i, 8);
+            UzWr wr;
+
+            addend[i] = 1 + (i * 7919u) % 1000 + ((uint64_t)(i % 7) << 33);
+            sum += addend[i];
+            wr = (UzWr) {
+                .wr_id = 0xfa000 + i, .opcode = UZ_WR_ATOMIC_FETCH_ADD,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+                .remote_addr = uz_mr_va(mb, 4096), .rkey = mb->key,
+                .compare_add = addend[i],
+            };
+            uz_post_send(ra->qa[i % 2], &wr);
+        }
+        for (i = r * RACE_BATCH; i < (r + 1) * RACE_BATCH; i++) {
+            uz_sq_done(ra->qa[i % 2], 0xfa000 + i, UZ_WC_FETCH_ADD, 8);
+        }
+    }
+    uz_mr_read(mb, 4096, &v, 8);
+    g_assert_cmphex(le64_to_cpu(v), ==, initial + sum);
+    races_check_chain(ma, addend, initial, sum);
+}
+
+/*
+ * READs on one pair racing WRITEs from the other to the same bytes:
+ * all posted, then all waited for.
+ */
+static void races_read_write(Races *ra)
+{
+    UzMr *mb = ra->mb, *mr_read = ra->mr_read, *mw = ra->mw;
+    g_autofree uint8_t *pat = g_malloc(65536);
+    int r, p;
+
     for (r = 0; r < 4; r++) {
-        UzQp *qr = qa[r % 2], *qw = qa[(r + 1) % 2];
+        UzQp *qr = ra->qa[r % 2], *qw = ra->qa[(r + 1) % 2];
 
         for (p = 0; p < 4; p++) {
             uz_pattern(pat, 65536, 1000 + r * 4 + p);
@@ -1482,11 +1653,39 @@ static void test_races(void)
         /* The WRITEs of one QP land in order: the last one stays. */
         uz_assert_mr(mb, 65536, pat, 65536, "last WRITE");
     }
+}
+
+/*
+ * One test: the READs and WRITEs follow the atomics on the same QPs,
+ * whose small send CQs the atomics have wrapped several times.
+ */
+static void test_races(void)
+{
+    Races ra;
+    Ops *t = &ra.t;
+    int i;
+
+    ops_start(t);
     for (i = 0; i < 2; i++) {
-        uz_cq_assert_empty(qa[i]->scq, 5);
-        uz_cq_assert_empty(qb[i]->rcq, 1);
+        /* Small send CQs: their rings wrap several times. */
+        UzCq *scq = uz_cq_create(&t->a, 5);
+
+        ra.qa[i] = uz_qp_create(&t->a, UZ_QPT_RC, scq, NULL, NULL, 0);
+        ra.qb[i] = uz_qp_create(&t->b, UZ_QPT_RC, NULL, NULL, NULL, 0);
+        uz_rc_connect(ra.qa[i], ra.qb[i], NULL);
     }
-    ops_stop(&t);
+    ra.ma = uz_mr_reg(&t->a, 8 * RACE_N + 4096, UZ_ACCESS_ALL);
+    ra.mb = uz_mr_reg(&t->b, 128 * 1024, UZ_ACCESS_ALL);
+    ra.mr_read = uz_mr_reg(&t->a, 8 * 65536, UZ_ACCESS_ALL);
+    ra.mw = uz_mr_reg(&t->a, 4 * 65536, UZ_ACCESS_ALL);
+
+    races_fetch_add(&ra);
+    races_read_write(&ra);
+    for (i = 0; i < 2; i++) {
+        uz_cq_assert_empty(ra.qa[i]->scq, 5);
+        uz_cq_assert_empty(ra.qb[i]->rcq, 1);
+    }
+    ops_stop(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1682,6 +1881,8 @@ static void test_many_qps(void)
 
 int main(int argc, char **argv)
 {
+    int i;
+
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/ops/rc-send", test_rc_send);
     qtest_add_func("/uzura/ops/cq-pages", test_cq_pages);
@@ -1691,7 +1892,12 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/ops/rc-atomic", test_rc_atomic);
     qtest_add_func("/uzura/ops/signalling", test_signalling);
     qtest_add_func("/uzura/ops/solicited", test_solicited);
-    qtest_add_func("/uzura/ops/ud", test_ud);
+    for (i = 0; i < ARRAY_SIZE(ud_cases); i++) {
+        g_autofree char *path = g_strdup_printf("/uzura/ops/ud/%s",
+                                                ud_cases[i].name);
+
+        qtest_add_data_func(path, &ud_cases[i], test_ud);
+    }
     qtest_add_func("/uzura/ops/srq", test_srq);
     qtest_add_func("/uzura/ops/srq-resize", test_srq_resize);
     qtest_add_func("/uzura/ops/races", test_races);

@@ -242,6 +242,33 @@ static void test_loop(void)
 }
 
 /*
+ * A VLAN rule of @c's: tag 7 matches, tag 8 and no tag do not; @c has a
+ * receive WQE posted.
+ */
+static void match_vlan(Raw *a, Raw *c)
+{
+    struct uz_flow_spec s = spec_eth();
+    uint8_t f[FRAME_MAX], g2[6];
+    uint32_t len;
+
+    s.vlan_tci = cpu_to_be16(7);
+    s.vlan_tci_mask = cpu_to_be16(0x0fff);
+    memset(s.smac_mask, 0, 6);
+    s.dmac[5] = 0xa8;
+    flow(c, &s);
+    memcpy(g2, group_mac, 6);
+    g2[5] = 0xa8;
+    len = frame_build(f, g2, 8, false, UZ_FLOW_L4_UDP, 1);
+    raw_send(a, f, len, UZ_WC_STATUS_SUCCESS);
+    len = frame_build(f, g2, 0, false, UZ_FLOW_L4_UDP, 1);
+    raw_send(a, f, len, UZ_WC_STATUS_SUCCESS);
+    raw_none(c);
+    len = frame_build(f, g2, 7, false, UZ_FLOW_L4_UDP, 1);
+    raw_send(a, f, len, UZ_WC_STATUS_SUCCESS);
+    raw_got(c, f, len);
+}
+
+/*
  * Each field of a rule: IPv4 and IPv6 addresses and protocol, UDP and
  * TCP ports, the VLAN tag.  A frame two rules of one QP match arrives
  * once; two QPs' rules matching one frame both get it.
@@ -315,49 +342,136 @@ static void test_match(void)
     raw_none(&b);
     raw_none(&c);
 
-    /* A VLAN rule: tag 7 matches, tag 8 and no tag do not. */
-    s = spec_eth();
-    s.vlan_tci = cpu_to_be16(7);
-    s.vlan_tci_mask = cpu_to_be16(0x0fff);
-    memset(s.smac_mask, 0, 6);
-    s.dmac[5] = 0xa8;
-    flow(&c, &s);
-    {
-        uint8_t g2[6];
-
-        memcpy(g2, group_mac, 6);
-        g2[5] = 0xa8;
-        len = frame_build(f, g2, 8, false, UZ_FLOW_L4_UDP, 1);
-        raw_send(&a, f, len, UZ_WC_STATUS_SUCCESS);
-        len = frame_build(f, g2, 0, false, UZ_FLOW_L4_UDP, 1);
-        raw_send(&a, f, len, UZ_WC_STATUS_SUCCESS);
-        raw_none(&c);
-        len = frame_build(f, g2, 7, false, UZ_FLOW_L4_UDP, 1);
-        raw_send(&a, f, len, UZ_WC_STATUS_SUCCESS);
-        raw_got(&c, f, len);
-    }
+    match_vlan(&a, &c);
     pair_stop(&p);
+}
+
+/*
+ * 13 bytes is no frame; MTU 1500 + 18 is the largest there is; a raw
+ * QP sends nothing but SENDs.  Each failure takes @a to ERR, and a
+ * fresh @a replaces it.
+ */
+static void bad_sends(Pair *p, Raw *a)
+{
+    uint8_t f[FRAME_MAX] = { 0 };
+    g_autofree uint8_t *big = g_malloc0(1600);
+    UzSge sg;
+    UzWr wr;
+
+    raw_send(a, f, 13, UZ_WC_STATUS_LOC_LEN_ERR);
+    g_assert_cmpint(uz_qp_state(a->qp), ==, UZ_QPS_ERR);
+    raw_up(a, &p->n[0]);
+    memcpy(big, group_mac, 6);
+    uz_mr_write(a->mr, 8192, big, 1519);
+    sg = uz_mr_sge(a->mr, 8192, 1519);
+    wr = (UzWr) { .wr_id = 0x77, .opcode = UZ_WR_SEND,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &sg, .num_sge = 1 };
+    uz_post_send(a->qp, &wr);
+    uz_sq_err(a->qp, 0x77, UZ_WC_SEND, UZ_WC_STATUS_LOC_LEN_ERR, 0);
+    raw_up(a, &p->n[0]);
+    wr = (UzWr) { .wr_id = 0x78, .opcode = UZ_WR_RDMA_WRITE,
+                  .flags = UZ_WQE_F_SIGNALED, .sge = &sg, .num_sge = 1,
+                  .rkey = a->mr->key };
+    sg.length = 64;
+    uz_post_send(a->qp, &wr);
+    uz_sq_err(a->qp, 0x78, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_LOC_QP_OP_ERR,
+              UZ_VERR_BAD_WQE);
+    raw_up(a, &p->n[0]);
+}
+
+/*
+ * Rules: an RC QP, another context, bad fields, an unreadable spec; a
+ * QP with a rule does not go, nor does another context destroy the
+ * rule.  Returns that rule of @b's, which stays.
+ */
+static uint32_t bad_rules(Pair *p, Raw *b)
+{
+    struct uz_flow_spec s = spec_eth();
+    struct uz_cmd_create_flow cf = {
+        .spec_addr = cpu_to_le64(0xfff0000000ull),
+    };
+    struct uz_cmd_obj co = { 0 };
+    uint32_t id;
+
+    g_assert_cmpint(flow_try(&(Raw) { .n = &p->n[0], .qp = p->qa }, &s, &id),
+                    ==, UZ_CMD_BAD_HANDLE);
+    s.ip_ver = 5;
+    g_assert_cmpint(flow_try(b, &s, &id), ==, UZ_CMD_BAD_PARAM);
+    s = spec_eth();
+    s.l4 = 1;
+    g_assert_cmpint(flow_try(b, &s, &id), ==, UZ_CMD_BAD_PARAM);
+    s = spec_eth();
+    s.reserved[19] = 1;
+    g_assert_cmpint(flow_try(b, &s, &id), ==, UZ_CMD_BAD_PARAM);
+    cf.qpn = cpu_to_le32(b->qp->qpn);
+    g_assert_cmpint(uz_cmd(&p->n[0], UZ_CMD_CREATE_FLOW, &cf, sizeof(cf),
+                           NULL), ==, UZ_CMD_BAD_ADDR);
+    cf.uctx = cpu_to_le32(3);
+    g_assert_cmpint(uz_cmd(&p->n[0], UZ_CMD_CREATE_FLOW, &cf, sizeof(cf),
+                           NULL), ==, UZ_CMD_BAD_HANDLE);
+    s = spec_eth();
+    id = flow(b, &s);
+    co.handle = cpu_to_le32(b->qp->qpn);
+    g_assert_cmpint(uz_cmd(&p->n[0], UZ_CMD_DESTROY_QP, &co, sizeof(co),
+                           NULL), ==, UZ_CMD_BUSY);
+    co.handle = cpu_to_le32(id);
+    co.uctx = cpu_to_le32(1);
+    g_assert_cmpint(uz_cmd(&p->n[0], UZ_CMD_DESTROY_FLOW, &co, sizeof(co),
+                           NULL), ==, UZ_CMD_BAD_HANDLE);
+    return id;
+}
+
+/* Too small a WQE: dropped, and the WQE takes the next frame. */
+static void bad_small_wqe(Raw *a, Raw *b)
+{
+    uint8_t f[FRAME_MAX] = { 0 };
+    uint32_t len;
+
+    len = frame_build(f, group_mac, 0, false, UZ_FLOW_L4_UDP, 5678);
+    raw_recv(b, len - 1);
+    raw_send(a, f, len, UZ_WC_STATUS_SUCCESS);
+    raw_none(b);
+    len = frame_build(f, group_mac, 0, false, UZ_FLOW_L4_UDP, 5);
+    len -= 10;
+    raw_send(a, f, len, UZ_WC_STATUS_SUCCESS);
+    raw_got(b, f, len);
+    g_assert_cmpint(uz_qp_state(b->qp), ==, UZ_QPS_RTS);
+}
+
+/* A UD datagram for a raw QP's number on uz1 is no one's. */
+static void bad_ud_for_raw(Pair *p)
+{
+    uint64_t no_qp = uz_counter(&p->m, 1, "rx_no_qp");
+    UzQp *ud = uz_qp_create(&p->n[0], UZ_QPT_UD, NULL, NULL, NULL, 0);
+    UzMr *m = uz_mr_reg(&p->n[0], 4096, UZ_ACCESS_LOCAL_WRITE);
+    UzSge us = uz_mr_sge(m, 0, 64);
+    UzWr uw = { .wr_id = 0x99, .opcode = UZ_WR_SEND,
+                .flags = UZ_WQE_F_SIGNALED, .sge = &us, .num_sge = 1,
+                .ahn = uz_ah_create(&p->n[0], 1),
+                .remote_qkey = 0x11 };
+    Raw rb;
+
+    raw_up(&rb, &p->n[1]);
+    raw_recv(&rb, FRAME_MAX);
+    uw.remote_qpn = rb.qp->qpn;
+    uz_ud_up(ud, 0x11, 0);
+    uz_post_send(ud, &uw);
+    uz_sq_done(ud, 0x99, UZ_WC_SEND, 64);
+    uz_counter_wait(&p->n[1], "rx_no_qp", no_qp + 1);
+    raw_none(&rb);
 }
 
 /*
  * Bad input: frames too short or too long, other opcodes, rules on
  * other QPs or with bad fields, a QP with rules destroyed, a receive WQE
  * too small (the frame is dropped, the WQE kept), RoCE for a raw QP, a
- * full rule table.
+ * full rule table.  One machine takes it all, a and b all along.
  */
 static void test_bad(void)
 {
-    uint8_t f[FRAME_MAX] = { 0 };
     struct uz_flow_spec s = spec_eth();
-    g_autofree uint8_t *big = g_malloc0(1600);
-    uint64_t no_qp;
-    uint32_t len, id, ids[UZ_FLOW_MAX], i;
-    struct uz_cmd_create_flow cf = {
-        .spec_addr = cpu_to_le64(0xfff0000000ull),
-    };
+    uint32_t id, ids[UZ_FLOW_MAX], i;
     struct uz_cmd_obj co = { 0 };
-    UzSge sg;
-    UzWr wr;
     Raw a, b;
     Pair p;
 
@@ -365,86 +479,10 @@ static void test_bad(void)
     raw_up(&a, &p.n[0]);
     raw_up(&b, &p.n[0]);
 
-    /* 13 bytes is no frame; MTU 1500 + 18 is the largest there is. */
-    raw_send(&a, f, 13, UZ_WC_STATUS_LOC_LEN_ERR);
-    g_assert_cmpint(uz_qp_state(a.qp), ==, UZ_QPS_ERR);
-    raw_up(&a, &p.n[0]);
-    memcpy(big, group_mac, 6);
-    uz_mr_write(a.mr, 8192, big, 1519);
-    sg = uz_mr_sge(a.mr, 8192, 1519);
-    wr = (UzWr) { .wr_id = 0x77, .opcode = UZ_WR_SEND,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &sg, .num_sge = 1 };
-    uz_post_send(a.qp, &wr);
-    uz_sq_err(a.qp, 0x77, UZ_WC_SEND, UZ_WC_STATUS_LOC_LEN_ERR, 0);
-    raw_up(&a, &p.n[0]);
-    wr = (UzWr) { .wr_id = 0x78, .opcode = UZ_WR_RDMA_WRITE,
-                  .flags = UZ_WQE_F_SIGNALED, .sge = &sg, .num_sge = 1,
-                  .rkey = a.mr->key };
-    sg.length = 64;
-    uz_post_send(a.qp, &wr);
-    uz_sq_err(a.qp, 0x78, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_LOC_QP_OP_ERR,
-              UZ_VERR_BAD_WQE);
-    raw_up(&a, &p.n[0]);
-
-    /* Rules: an RC QP, another context, bad fields, an unreadable spec. */
-    g_assert_cmpint(flow_try(&(Raw) { .n = &p.n[0], .qp = p.qa }, &s, &id),
-                    ==, UZ_CMD_BAD_HANDLE);
-    s.ip_ver = 5;
-    g_assert_cmpint(flow_try(&b, &s, &id), ==, UZ_CMD_BAD_PARAM);
-    s = spec_eth();
-    s.l4 = 1;
-    g_assert_cmpint(flow_try(&b, &s, &id), ==, UZ_CMD_BAD_PARAM);
-    s = spec_eth();
-    s.reserved[19] = 1;
-    g_assert_cmpint(flow_try(&b, &s, &id), ==, UZ_CMD_BAD_PARAM);
-    cf.qpn = cpu_to_le32(b.qp->qpn);
-    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_CREATE_FLOW, &cf, sizeof(cf),
-                           NULL), ==, UZ_CMD_BAD_ADDR);
-    cf.uctx = cpu_to_le32(3);
-    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_CREATE_FLOW, &cf, sizeof(cf),
-                           NULL), ==, UZ_CMD_BAD_HANDLE);
-    s = spec_eth();
-    id = flow(&b, &s);
-    co.handle = cpu_to_le32(b.qp->qpn);
-    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_DESTROY_QP, &co, sizeof(co), NULL),
-                    ==, UZ_CMD_BUSY);
-    co.handle = cpu_to_le32(id);
-    co.uctx = cpu_to_le32(1);
-    g_assert_cmpint(uz_cmd(&p.n[0], UZ_CMD_DESTROY_FLOW, &co, sizeof(co),
-                           NULL), ==, UZ_CMD_BAD_HANDLE);
-
-    /* Too small a WQE: dropped, and the WQE takes the next frame. */
-    len = frame_build(f, group_mac, 0, false, UZ_FLOW_L4_UDP, 5678);
-    raw_recv(&b, len - 1);
-    raw_send(&a, f, len, UZ_WC_STATUS_SUCCESS);
-    raw_none(&b);
-    len = frame_build(f, group_mac, 0, false, UZ_FLOW_L4_UDP, 5);
-    len -= 10;
-    raw_send(&a, f, len, UZ_WC_STATUS_SUCCESS);
-    raw_got(&b, f, len);
-    g_assert_cmpint(uz_qp_state(b.qp), ==, UZ_QPS_RTS);
-
-    /* A UD datagram for the raw QP's number is no one's. */
-    no_qp = uz_counter(&p.m, 1, "rx_no_qp");
-    {
-        UzQp *ud = uz_qp_create(&p.n[0], UZ_QPT_UD, NULL, NULL, NULL, 0);
-        UzMr *m = uz_mr_reg(&p.n[0], 4096, UZ_ACCESS_LOCAL_WRITE);
-        UzSge us = uz_mr_sge(m, 0, 64);
-        UzWr uw = { .wr_id = 0x99, .opcode = UZ_WR_SEND,
-                    .flags = UZ_WQE_F_SIGNALED, .sge = &us, .num_sge = 1,
-                    .ahn = uz_ah_create(&p.n[0], 1),
-                    .remote_qkey = 0x11 };
-        Raw rb;
-
-        raw_up(&rb, &p.n[1]);
-        raw_recv(&rb, FRAME_MAX);
-        uw.remote_qpn = rb.qp->qpn;
-        uz_ud_up(ud, 0x11, 0);
-        uz_post_send(ud, &uw);
-        uz_sq_done(ud, 0x99, UZ_WC_SEND, 64);
-        uz_counter_wait(&p.n[1], "rx_no_qp", no_qp + 1);
-        raw_none(&rb);
-    }
+    bad_sends(&p, &a);
+    id = bad_rules(&p, &b);
+    bad_small_wqe(&a, &b);
+    bad_ud_for_raw(&p);
 
     /* The rule table is the device's: 256 in all. */
     for (i = 1; i < UZ_FLOW_MAX; i++) {

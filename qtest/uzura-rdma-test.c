@@ -227,30 +227,25 @@ static void test_cq(void)
 {
     UzRdma t;
     struct uz_admin_cqe cqe;
+    struct uz_cmd_create_cq c;
     uint32_t cqn, db, uctx, ucq, udb, pdn, qpn;
 
     rdma_start(&t, NULL);
     g_assert_cmpint(create_cq(&t, 0, 0, t.eq.eqn, &cqn, NULL), ==,
                     UZ_CMD_BAD_PARAM);
-    {
-        struct uz_cmd_create_cq c = {
-            .ring_addr = cpu_to_le64(t.buf), .eqn = cpu_to_le32(t.eq.eqn),
-            .log_depth = UZ_CQ_LOG_DEPTH_MAX + 1,
-        };
-
-        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL),
-                        ==, UZ_CMD_BAD_PARAM);
-    }
+    c = (struct uz_cmd_create_cq) {
+        .ring_addr = cpu_to_le64(t.buf), .eqn = cpu_to_le32(t.eq.eqn),
+        .log_depth = UZ_CQ_LOG_DEPTH_MAX + 1,
+    };
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_PARAM);
     g_assert_cmpint(create_cq(&t, 0, 4, 5, &cqn, NULL), ==,
                     UZ_CMD_BAD_HANDLE);
-    {
-        struct uz_cmd_create_cq c = {
-            .ring_addr = cpu_to_le64(0xfff0000000000ull), .log_depth = 4,
-        };
-
-        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL),
-                        ==, UZ_CMD_BAD_ADDR);
-    }
+    c = (struct uz_cmd_create_cq) {
+        .ring_addr = cpu_to_le64(0xfff0000000000ull), .log_depth = 4,
+    };
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_ADDR);
     g_assert_cmpint(create_cq(&t, 0, 4, t.eq.eqn, &cqn, &db), ==, UZ_CMD_OK);
     g_assert_cmpint(db, <, UZ_DB_PAGE_SIZE);
 
@@ -353,6 +348,26 @@ static void test_mr(void)
     rdma_stop(&t);
 }
 
+/* The QP @qpn is not another context's, to modify or to query. */
+static void other_context_qp(UzRdma *t, uint32_t qpn)
+{
+    struct uz_qp_attr a = { .state = UZ_QPS_INIT };
+    struct uz_cmd_modify_qp mq = {
+        .buf_addr = cpu_to_le64(t->buf), .qpn = cpu_to_le32(qpn),
+        .attr_mask = cpu_to_le32(UZ_QP_ATTR_STATE), .uctx = cpu_to_le32(1),
+    };
+    struct uz_cmd_query q = {
+        .buf_addr = cpu_to_le64(t->buf), .buf_len = cpu_to_le32(sizeof(a)),
+        .handle = cpu_to_le32(qpn), .uctx = cpu_to_le32(1),
+    };
+
+    qtest_memwrite(t->d.qts, t->buf, &a, sizeof(a));
+    g_assert_cmpint(rdma_cmd(t, UZ_CMD_MODIFY_QP, &mq, sizeof(mq), NULL),
+                    ==, UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(rdma_cmd(t, UZ_CMD_QUERY_QP, &q, sizeof(q), NULL),
+                    ==, UZ_CMD_BAD_HANDLE);
+}
+
 static void test_srq_and_qp_create(void)
 {
     UzRdma t;
@@ -400,24 +415,7 @@ static void test_srq_and_qp_create(void)
     g_assert_cmpint(qpn, ==, 2);
     g_assert_cmpint(le32_to_cpu(cqe.out2), ==, 0);
     g_assert_cmpint(le32_to_cpu(cqe.out1), !=, 0);
-    /* Nor is another context's QP, to modify or to query. */
-    {
-        struct uz_qp_attr a = { .state = UZ_QPS_INIT };
-        struct uz_cmd_modify_qp mq = {
-            .buf_addr = cpu_to_le64(t.buf), .qpn = cpu_to_le32(qpn),
-            .attr_mask = cpu_to_le32(UZ_QP_ATTR_STATE), .uctx = cpu_to_le32(1),
-        };
-        struct uz_cmd_query q = {
-            .buf_addr = cpu_to_le64(t.buf), .buf_len = cpu_to_le32(sizeof(a)),
-            .handle = cpu_to_le32(qpn), .uctx = cpu_to_le32(1),
-        };
-
-        qtest_memwrite(t.d.qts, t.buf, &a, sizeof(a));
-        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_MODIFY_QP, &mq, sizeof(mq), NULL),
-                        ==, UZ_CMD_BAD_HANDLE);
-        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_QUERY_QP, &q, sizeof(q), NULL),
-                        ==, UZ_CMD_BAD_HANDLE);
-    }
+    other_context_qp(&t, qpn);
     g_assert_cmpint(obj_cmd(&t, UZ_CMD_DESTROY_SRQ, srqn, 0, NULL), ==,
                     UZ_CMD_BUSY);
     g_assert_cmpint(create_qp(&t, 0x0b, pdn, cqn, UZ_NO_SRQ, &qpn, NULL), ==,
@@ -473,79 +471,86 @@ static struct uz_qp_attr rc_rtr_attr(uint8_t mtu)
 #define INIT_MASK   (UZ_QP_ATTR_STATE | UZ_QP_ATTR_PKEY_INDEX | \
                      UZ_QP_ATTR_PORT | UZ_QP_ATTR_ACCESS)
 
-static void test_qp_state_machine(void)
+/* RESET -> INIT, with the queues refusing work in RESET and INIT. */
+static void qsm_to_init(UzRdma *t, uint32_t qpn, uint32_t sq_db)
 {
-    UzRdma t;
-    struct uz_admin_cqe cqe;
-    struct uz_qp_attr a, q, rtr;
-    struct uz_admin_cmd mtu = { .opcode = UZ_CMD_SET_MTU };
-    uint32_t pdn, cqn, qpn, sq_db;
-    g_autofree char *log = NULL;
-
-    rdma_start(&t, NULL);
-    pdn = alloc_pd(&t, 0);
-    g_assert_cmpint(create_cq(&t, 0, 6, t.eq.eqn, &cqn, NULL), ==, UZ_CMD_OK);
-    g_assert_cmpint(create_qp(&t, UZ_QPT_RC, pdn, cqn, UZ_NO_SRQ, &qpn, &cqe),
-                    ==, UZ_CMD_OK);
-    sq_db = le32_to_cpu(cqe.out1);
+    struct uz_qp_attr a, rtr;
 
     /* In RESET the queues do not take work. */
-    uz_ring(&t.d, sq_db, 1);
-    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_STATE);
+    uz_ring(&t->d, sq_db, 1);
+    g_assert_cmpint(uz_rd(&t->d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_STATE);
 
     /* RESET -> RTR skips INIT. */
     rtr = rc_rtr_attr(UZ_MTU_1024);
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_BAD_STATE);
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_BAD_STATE);
     /* RESET -> INIT needs the access flags for RC. */
     a = rc_init_attr();
-    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK & ~UZ_QP_ATTR_ACCESS, &a),
+    g_assert_cmpint(modify_qp(t, qpn, INIT_MASK & ~UZ_QP_ATTR_ACCESS, &a),
                     ==, UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK | UZ_QP_ATTR_QKEY, &a), ==,
+    g_assert_cmpint(modify_qp(t, qpn, INIT_MASK | UZ_QP_ATTR_QKEY, &a), ==,
                     UZ_CMD_BAD_PARAM);
     a.port = 2;
-    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK, &a), ==, UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(modify_qp(t, qpn, INIT_MASK, &a), ==, UZ_CMD_BAD_PARAM);
     a.port = 1;
-    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK, &a), ==, UZ_CMD_OK);
-    uz_ring(&t.d, sq_db, 1);
-    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_STATE);
-    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_COUNT), ==, 1);
+    g_assert_cmpint(modify_qp(t, qpn, INIT_MASK, &a), ==, UZ_CMD_OK);
+    uz_ring(&t->d, sq_db, 1);
+    g_assert_cmpint(uz_rd(&t->d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_STATE);
+    g_assert_cmpint(uz_rd(&t->d, UZ_REG_ERR_COUNT), ==, 1);
+}
 
-    /* INIT -> RTR: the path MTU may not exceed the port's (1024 at 1500). */
-    rtr = rc_rtr_attr(UZ_MTU_4096);
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_BAD_PARAM);
+/*
+ * INIT -> RTR: the path MTU may not exceed the port's (1024 at 1500).
+ * @rtr: the attributes the QP took.
+ */
+static void qsm_to_rtr(UzRdma *t, uint32_t qpn, struct uz_qp_attr *rtr)
+{
+    struct uz_admin_cmd mtu = { .opcode = UZ_CMD_SET_MTU };
+
+    *rtr = rc_rtr_attr(UZ_MTU_4096);
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK, rtr), ==, UZ_CMD_BAD_PARAM);
     mtu.set_mtu.mtu = cpu_to_le32(9000);
-    g_assert_cmpint(uz_admin(&t.d, &mtu, NULL), ==, UZ_CMD_OK);
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK & ~UZ_QP_ATTR_RQ_PSN, &rtr),
+    g_assert_cmpint(uz_admin(&t->d, &mtu, NULL), ==, UZ_CMD_OK);
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK & ~UZ_QP_ATTR_RQ_PSN, rtr),
                     ==, UZ_CMD_BAD_PARAM);
-    rtr.rq_psn = cpu_to_le32(0x1000000);
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_BAD_PARAM);
-    rtr.rq_psn = cpu_to_le32(0xabcdef);
-    rtr.dmac[0] = 0x33;
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_BAD_PARAM);
-    rtr.dmac[0] = 0x52;
-    rtr.max_dest_rd_atomic = 17;
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_BAD_PARAM);
-    rtr.max_dest_rd_atomic = 4;
-    g_assert_cmpint(modify_qp(&t, qpn, RTR_MASK, &rtr), ==, UZ_CMD_OK);
+    rtr->rq_psn = cpu_to_le32(0x1000000);
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK, rtr), ==, UZ_CMD_BAD_PARAM);
+    rtr->rq_psn = cpu_to_le32(0xabcdef);
+    rtr->dmac[0] = 0x33;
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK, rtr), ==, UZ_CMD_BAD_PARAM);
+    rtr->dmac[0] = 0x52;
+    rtr->max_dest_rd_atomic = 17;
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK, rtr), ==, UZ_CMD_BAD_PARAM);
+    rtr->max_dest_rd_atomic = 4;
+    g_assert_cmpint(modify_qp(t, qpn, RTR_MASK, rtr), ==, UZ_CMD_OK);
+}
 
-    /* RTR -> RTS with the send attributes, range-checked. */
-    a = (struct uz_qp_attr) {
+/* RTR -> RTS with the send attributes, range-checked. */
+static void qsm_to_rts(UzRdma *t, uint32_t qpn, uint32_t sq_db)
+{
+    struct uz_qp_attr a = {
         .state = UZ_QPS_RTS, .sq_psn = cpu_to_le32(0x654321), .timeout = 14,
         .retry_cnt = 8, .rnr_retry = 7, .max_rd_atomic = 4,
     };
-    g_assert_cmpint(modify_qp(&t, qpn, RTS_MASK, &a), ==, UZ_CMD_BAD_PARAM);
+
+    g_assert_cmpint(modify_qp(t, qpn, RTS_MASK, &a), ==, UZ_CMD_BAD_PARAM);
     a.retry_cnt = 7;
     a.timeout = 32;
-    g_assert_cmpint(modify_qp(&t, qpn, RTS_MASK, &a), ==, UZ_CMD_BAD_PARAM);
+    g_assert_cmpint(modify_qp(t, qpn, RTS_MASK, &a), ==, UZ_CMD_BAD_PARAM);
     a.timeout = 14;
-    g_assert_cmpint(modify_qp(&t, qpn, RTS_MASK & ~UZ_QP_ATTR_TIMEOUT, &a),
+    g_assert_cmpint(modify_qp(t, qpn, RTS_MASK & ~UZ_QP_ATTR_TIMEOUT, &a),
                     ==, UZ_CMD_BAD_PARAM);
-    g_assert_cmpint(modify_qp(&t, qpn, RTS_MASK, &a), ==, UZ_CMD_OK);
-    uz_ring(&t.d, sq_db, 1);
-    g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_COUNT), ==, 1);
+    g_assert_cmpint(modify_qp(t, qpn, RTS_MASK, &a), ==, UZ_CMD_OK);
+    uz_ring(&t->d, sq_db, 1);
+    g_assert_cmpint(uz_rd(&t->d, UZ_REG_ERR_COUNT), ==, 1);
+}
 
-    /* Query returns what was set, byte for byte. */
-    query_qp(&t, qpn, &q);
+/* Query returns what was set (@rtr and qsm_to_rts()'s), byte for byte. */
+static void qsm_query_rts(UzRdma *t, uint32_t qpn,
+                          const struct uz_qp_attr *rtr)
+{
+    struct uz_qp_attr q;
+
+    query_qp(t, qpn, &q);
     g_assert_cmpint(q.state, ==, UZ_QPS_RTS);
     g_assert_cmpint(q.path_mtu, ==, UZ_MTU_4096);
     g_assert_cmphex(le32_to_cpu(q.dest_qpn), ==, 0x123);
@@ -561,37 +566,66 @@ static void test_qp_state_machine(void)
     g_assert_cmpint(q.max_dest_rd_atomic, ==, 4);
     g_assert_cmpint(q.port, ==, 1);
     g_assert_cmpint(q.hop_limit, ==, 64);
-    g_assert(memcmp(q.dmac, rtr.dmac, 6) == 0);
-    g_assert(memcmp(q.dgid, rtr.dgid, 16) == 0);
+    g_assert(memcmp(q.dmac, rtr->dmac, 6) == 0);
+    g_assert(memcmp(q.dgid, rtr->dgid, 16) == 0);
+}
 
-    /* RTS -> SQD -> RTS; RTS -> RTR is illegal; RTS -> RTS keeps the path. */
-    a = (struct uz_qp_attr) { .state = UZ_QPS_SQD };
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+/* RTS -> SQD -> RTS; RTS -> RTR is illegal; RTS -> RTS keeps the path. */
+static void qsm_from_rts(UzRdma *t, uint32_t qpn,
+                         const struct uz_qp_attr *rtr)
+{
+    struct uz_qp_attr a = { .state = UZ_QPS_SQD };
+    struct uz_qp_attr q;
+
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
     a.state = UZ_QPS_RTS;
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
     a.state = UZ_QPS_RTR;
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==,
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==,
                     UZ_CMD_BAD_STATE);
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_PATH_MTU, &rtr), ==,
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_PATH_MTU, rtr), ==,
                     UZ_CMD_BAD_PARAM);
     a.state = 9;
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==,
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==,
                     UZ_CMD_BAD_PARAM);
 
     /* Any state -> ERR; ERR -> RTS is illegal; ERR -> RESET clears. */
     a.state = UZ_QPS_ERR;
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
     a.state = UZ_QPS_RTS;
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==,
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==,
                     UZ_CMD_BAD_STATE);
     a.state = UZ_QPS_RESET;
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
-    query_qp(&t, qpn, &q);
+    g_assert_cmpint(modify_qp(t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    query_qp(t, qpn, &q);
     g_assert_cmpint(q.state, ==, UZ_QPS_RESET);
     g_assert_cmphex(le32_to_cpu(q.dest_qpn), ==, 0);
 
-    g_assert_cmpint(modify_qp(&t, 77, UZ_QP_ATTR_STATE, &a), ==,
+    g_assert_cmpint(modify_qp(t, 77, UZ_QP_ATTR_STATE, &a), ==,
                     UZ_CMD_BAD_HANDLE);
+}
+
+/* One QP through the states in turn, each step from where the last left. */
+static void test_qp_state_machine(void)
+{
+    UzRdma t;
+    struct uz_admin_cqe cqe;
+    struct uz_qp_attr rtr;
+    uint32_t pdn, cqn, qpn, sq_db;
+    g_autofree char *log = NULL;
+
+    rdma_start(&t, NULL);
+    pdn = alloc_pd(&t, 0);
+    g_assert_cmpint(create_cq(&t, 0, 6, t.eq.eqn, &cqn, NULL), ==, UZ_CMD_OK);
+    g_assert_cmpint(create_qp(&t, UZ_QPT_RC, pdn, cqn, UZ_NO_SRQ, &qpn, &cqe),
+                    ==, UZ_CMD_OK);
+    sq_db = le32_to_cpu(cqe.out1);
+
+    qsm_to_init(&t, qpn, sq_db);
+    qsm_to_rtr(&t, qpn, &rtr);
+    qsm_to_rts(&t, qpn, sq_db);
+    qsm_query_rts(&t, qpn, &rtr);
+    qsm_from_rts(&t, qpn, &rtr);
     log = uz_machine_log(&t.m);
     g_assert(strstr(log, "no transition from state 0 to 2"));
     g_assert(strstr(log, "not valid from state"));
@@ -604,6 +638,7 @@ static void test_ud_state_machine(void)
     struct uz_qp_attr a = { .state = UZ_QPS_INIT, .port = 1,
                             .qkey = cpu_to_le32(0x11111111) };
     struct uz_qp_attr q;
+    struct uz_cmd_query c;
     uint32_t pdn, cqn, qpn;
 
     rdma_start(&t, NULL);
@@ -636,15 +671,12 @@ static void test_ud_state_machine(void)
     /* A reset forgets every RDMA object. */
     uz_wr(&t.d, UZ_REG_RESET, UZ_RESET_KEY);
     uz_admin_start(&t.d, 5);
-    {
-        struct uz_cmd_query c = {
-            .buf_addr = cpu_to_le64(t.buf), .buf_len = cpu_to_le32(96),
-            .handle = cpu_to_le32(qpn),
-        };
-
-        g_assert_cmpint(rdma_cmd(&t, UZ_CMD_QUERY_QP, &c, sizeof(c), NULL),
-                        ==, UZ_CMD_BAD_HANDLE);
-    }
+    c = (struct uz_cmd_query) {
+        .buf_addr = cpu_to_le64(t.buf), .buf_len = cpu_to_le32(96),
+        .handle = cpu_to_le32(qpn),
+    };
+    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_QUERY_QP, &c, sizeof(c), NULL),
+                    ==, UZ_CMD_BAD_HANDLE);
     g_assert_cmpint(obj_cmd(&t, UZ_CMD_DEALLOC_PD, pdn, 0, NULL), ==,
                     UZ_CMD_BAD_HANDLE);
     rdma_stop(&t);
@@ -699,18 +731,16 @@ static bool cqe_ready(UzRdma *t, uint64_t ring, uint32_t log_depth,
     return (cqe.flags & UZ_CQE_PHASE) == phase;
 }
 
-/*
- * A QP moved to the error state completes everything posted to it with
- * WR_FLUSH_ERR, in order, through its CQ: the CQ's phase, arming (one
- * COMPLETION event and MSI-X), and overflow (CQ_ERROR, the CQ stops).
- */
-static void test_flush_and_cq(void)
-{
-    static const uint8_t ops[3] = { UZ_WR_SEND, UZ_WR_RDMA_WRITE,
-                                    UZ_WR_RDMA_READ };
-    static const uint8_t wcs[3] = { UZ_WC_SEND, UZ_WC_RDMA_WRITE,
-                                    UZ_WC_RDMA_READ };
+/* An RC QP whose queues share a CQ of 8 CQEs, for test_flush_and_cq. */
+typedef struct Flush {
     UzRdma t;
+    uint64_t sq, rq, ring;      /* 16 x 64 bytes, 16 x 32, 8 CQEs */
+    uint32_t cqn, cq_db, qpn, sq_db, rq_db;
+} Flush;
+
+static void flush_start(Flush *f)
+{
+    UzRdma *t = &f->t;
     struct uz_cmd_create_qp c = {
         .type = UZ_QPT_RC, .srqn = cpu_to_le32(UZ_NO_SRQ),
         .sq_log_depth = 4, .rq_log_depth = 4,
@@ -719,52 +749,65 @@ static void test_flush_and_cq(void)
     struct uz_cmd_create_cq cc = { .log_depth = 3 };
     struct uz_admin_cqe cqe;
     struct uz_qp_attr a = rc_init_attr();
+    uint32_t pdn;
+
+    rdma_start(t, NULL);
+    pdn = alloc_pd(t, 0);
+    f->ring = uz_alloc(&t->d, 32 * 8);
+    cc.ring_addr = cpu_to_le64(f->ring);
+    cc.eqn = cpu_to_le32(t->eq.eqn);
+    g_assert_cmpint(rdma_cmd(t, UZ_CMD_CREATE_CQ, &cc, sizeof(cc), &cqe), ==,
+                    UZ_CMD_OK);
+    f->cqn = le32_to_cpu(cqe.out0);
+    f->cq_db = le32_to_cpu(cqe.out1);
+    f->sq = uz_alloc(&t->d, 16 * 64);
+    f->rq = uz_alloc(&t->d, 16 * 32);
+    c.sq_addr = cpu_to_le64(f->sq);
+    c.rq_addr = cpu_to_le64(f->rq);
+    c.pdn = cpu_to_le32(pdn);
+    c.send_cqn = c.recv_cqn = cpu_to_le32(f->cqn);
+    g_assert_cmpint(rdma_cmd(t, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    f->qpn = le32_to_cpu(cqe.out0);
+    f->sq_db = le32_to_cpu(cqe.out1);
+    f->rq_db = le32_to_cpu(cqe.out2);
+    g_assert_cmpint(modify_qp(t, f->qpn, INIT_MASK, &a), ==, UZ_CMD_OK);
+}
+
+/*
+ * Work posted in INIT waits; the error state flushes it all, in order,
+ * with one completion event for the arming, and its interrupt.
+ */
+static void flush_posted_in_init(Flush *f)
+{
+    static const uint8_t ops[3] = { UZ_WR_SEND, UZ_WR_RDMA_WRITE,
+                                    UZ_WR_RDMA_READ };
+    static const uint8_t wcs[3] = { UZ_WC_SEND, UZ_WC_RDMA_WRITE,
+                                    UZ_WC_RDMA_READ };
+    UzRdma *t = &f->t;
+    struct uz_qp_attr a;
     struct uz_cqe wc;
     struct uz_eqe eqe;
-    uint64_t sq, rq, ring;
-    uint32_t pdn, cqn, cq_db, qpn, sq_db, rq_db;
     int i;
 
-    rdma_start(&t, NULL);
-    pdn = alloc_pd(&t, 0);
-    ring = uz_alloc(&t.d, 32 * 8);
-    cc.ring_addr = cpu_to_le64(ring);
-    cc.eqn = cpu_to_le32(t.eq.eqn);
-    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_CQ, &cc, sizeof(cc), &cqe), ==,
-                    UZ_CMD_OK);
-    cqn = le32_to_cpu(cqe.out0);
-    cq_db = le32_to_cpu(cqe.out1);
-    sq = uz_alloc(&t.d, 16 * 64);
-    rq = uz_alloc(&t.d, 16 * 32);
-    c.sq_addr = cpu_to_le64(sq);
-    c.rq_addr = cpu_to_le64(rq);
-    c.pdn = cpu_to_le32(pdn);
-    c.send_cqn = c.recv_cqn = cpu_to_le32(cqn);
-    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
-                    UZ_CMD_OK);
-    qpn = le32_to_cpu(cqe.out0);
-    sq_db = le32_to_cpu(cqe.out1);
-    rq_db = le32_to_cpu(cqe.out2);
-    g_assert_cmpint(modify_qp(&t, qpn, INIT_MASK, &a), ==, UZ_CMD_OK);
-
-    /* Work posted in INIT waits. */
     for (i = 0; i < 3; i++) {
-        put_send_wqe(&t, sq, i, 0x100 + i, ops[i]);
+        put_send_wqe(t, f->sq, i, 0x100 + i, ops[i]);
     }
-    put_recv_wqe(&t, rq, 0, 0x200);
-    put_recv_wqe(&t, rq, 1, 0x201);
-    uz_ring(&t.d, sq_db, 3);
-    uz_ring(&t.d, rq_db, 2);
-    g_assert(!cqe_ready(&t, ring, 3, 0));
+    put_recv_wqe(t, f->rq, 0, 0x200);
+    put_recv_wqe(t, f->rq, 1, 0x201);
+    uz_ring(&t->d, f->sq_db, 3);
+    uz_ring(&t->d, f->rq_db, 2);
+    g_assert(!cqe_ready(t, f->ring, 3, 0));
     /* Arm the CQ and the EQ; the error state flushes everything. */
-    uz_ring(&t.d, cq_db, 0 | UZ_DB_ARM);
-    uz_ring(&t.d, t.eq.db, t.eq.ci | UZ_DB_ARM);
+    uz_ring(&t->d, f->cq_db, 0 | UZ_DB_ARM);
+    uz_ring(&t->d, t->eq.db, t->eq.ci | UZ_DB_ARM);
     a = (struct uz_qp_attr) { .state = UZ_QPS_ERR };
-    g_assert_cmpint(modify_qp(&t, qpn, UZ_QP_ATTR_STATE, &a), ==, UZ_CMD_OK);
+    g_assert_cmpint(modify_qp(t, f->qpn, UZ_QP_ATTR_STATE, &a), ==,
+                    UZ_CMD_OK);
     for (i = 0; i < 5; i++) {
-        wait_cqe(&t, ring, 3, i, &wc);
+        wait_cqe(t, f->ring, 3, i, &wc);
         g_assert_cmpint(wc.status, ==, UZ_WC_STATUS_WR_FLUSH_ERR);
-        g_assert_cmpint(le32_to_cpu(wc.qpn), ==, qpn);
+        g_assert_cmpint(le32_to_cpu(wc.qpn), ==, f->qpn);
         if (i < 3) {
             g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x100 + i);
             g_assert_cmpint(wc.opcode, ==, wcs[i]);
@@ -773,43 +816,73 @@ static void test_flush_and_cq(void)
             g_assert_cmpint(wc.opcode, ==, UZ_WC_RECV);
         }
     }
-    g_assert(!cqe_ready(&t, ring, 3, 5));
+    g_assert(!cqe_ready(t, f->ring, 3, 5));
     /* One completion event for the arming, and its interrupt. */
-    uz_eq_wait(&t.d, &t.eq, &eqe);
+    uz_eq_wait(&t->d, &t->eq, &eqe);
     g_assert_cmpint(eqe.type, ==, UZ_EQE_COMPLETION);
-    g_assert_cmpint(le32_to_cpu(eqe.handle), ==, cqn);
-    uz_wait_msix(&t.d, 1);
-    uz_clear_msix(&t.d, 1);
-    g_assert(!uz_eq_next(&t.d, &t.eq, &eqe));
+    g_assert_cmpint(le32_to_cpu(eqe.handle), ==, f->cqn);
+    uz_wait_msix(&t->d, 1);
+    uz_clear_msix(&t->d, 1);
+    g_assert(!uz_eq_next(&t->d, &t->eq, &eqe));
+}
+
+/*
+ * Eight entries, none consumed: the ninth CQE overflows the CQ, which
+ * stops and writes nothing more, even with room.
+ */
+static void flush_overflow(Flush *f)
+{
+    UzRdma *t = &f->t;
+    struct uz_cqe wc;
+    struct uz_eqe eqe;
+    int i;
+
+    for (i = 4; i < 7; i++) {
+        put_send_wqe(t, f->sq, i, 0x100 + i, UZ_WR_SEND);
+    }
+    uz_ring(&t->d, f->sq_db, 7);
+    wait_cqe(t, f->ring, 3, 7, &wc);
+    g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x105);
+    uz_eq_wait(&t->d, &t->eq, &eqe);
+    g_assert_cmpint(eqe.type, ==, UZ_EQE_CQ_ERROR);
+    g_assert_cmpint(le32_to_cpu(eqe.handle), ==, f->cqn);
+    g_assert_cmpint(uz_counter(&t->m, 0, "cqes"), ==, 8);
+    g_assert_cmpint(uz_counter(&t->m, 0, "cqes_error"), ==, 8);
+    /* The stopped CQ writes nothing more, even with room. */
+    uz_ring(&t->d, f->cq_db, 8);
+    put_send_wqe(t, f->sq, 7, 0x107, UZ_WR_SEND);
+    uz_ring(&t->d, f->sq_db, 8);
+    for (i = 0; i < 50; i++) {
+        uz_poll_pause(&t->d);
+    }
+    g_assert(!cqe_ready(t, f->ring, 3, 8));
+}
+
+/*
+ * A QP moved to the error state completes everything posted to it with
+ * WR_FLUSH_ERR, in order, through its CQ: the CQ's phase, arming (one
+ * COMPLETION event and MSI-X), and overflow (CQ_ERROR, the CQ stops).
+ * The steps fill the one CQ in turn.
+ */
+static void test_flush_and_cq(void)
+{
+    Flush f;
+    UzRdma *t = &f.t;
+    struct uz_cqe wc;
+    struct uz_eqe eqe;
+
+    flush_start(&f);
+    flush_posted_in_init(&f);
 
     /* Posting in the error state flushes at once; not armed: no event. */
-    put_send_wqe(&t, sq, 3, 0x103, UZ_WR_SEND);
-    uz_ring(&t.d, sq_db, 4);
-    wait_cqe(&t, ring, 3, 5, &wc);
+    put_send_wqe(t, f.sq, 3, 0x103, UZ_WR_SEND);
+    uz_ring(&t->d, f.sq_db, 4);
+    wait_cqe(t, f.ring, 3, 5, &wc);
     g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x103);
-    g_assert(!uz_eq_next(&t.d, &t.eq, &eqe));
+    g_assert(!uz_eq_next(&t->d, &t->eq, &eqe));
 
-    /* Eight entries, none consumed: the ninth CQE overflows the CQ. */
-    for (i = 4; i < 7; i++) {
-        put_send_wqe(&t, sq, i, 0x100 + i, UZ_WR_SEND);
-    }
-    uz_ring(&t.d, sq_db, 7);
-    wait_cqe(&t, ring, 3, 7, &wc);
-    g_assert_cmphex(le64_to_cpu(wc.wr_id), ==, 0x105);
-    uz_eq_wait(&t.d, &t.eq, &eqe);
-    g_assert_cmpint(eqe.type, ==, UZ_EQE_CQ_ERROR);
-    g_assert_cmpint(le32_to_cpu(eqe.handle), ==, cqn);
-    g_assert_cmpint(uz_counter(&t.m, 0, "cqes"), ==, 8);
-    g_assert_cmpint(uz_counter(&t.m, 0, "cqes_error"), ==, 8);
-    /* The stopped CQ writes nothing more, even with room. */
-    uz_ring(&t.d, cq_db, 8);
-    put_send_wqe(&t, sq, 7, 0x107, UZ_WR_SEND);
-    uz_ring(&t.d, sq_db, 8);
-    for (i = 0; i < 50; i++) {
-        uz_poll_pause(&t.d);
-    }
-    g_assert(!cqe_ready(&t, ring, 3, 8));
-    rdma_stop(&t);
+    flush_overflow(&f);
+    rdma_stop(t);
 }
 
 /* CQE phases across many passes of a small CQ. */
@@ -862,6 +935,30 @@ static void test_cq_wrap(void)
     }
     g_assert_cmpint(uz_counter(&t.m, 0, "cqes"), ==, 21);
     rdma_stop(&t);
+}
+
+/* A QP in another context cannot use SRQ 0, the kernel's. */
+static void other_context_srq(UzRdma *t)
+{
+    struct uz_admin_cqe cqe;
+    struct uz_cmd_create_qp c;
+    uint32_t uctx, upd, ucq;
+
+    g_assert_cmpint(rdma_cmd(t, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                    UZ_CMD_OK);
+    uctx = le32_to_cpu(cqe.out0);
+    upd = alloc_pd(t, uctx);
+    g_assert_cmpint(create_cq(t, uctx, 4, t->eq.eqn, &ucq, NULL), ==,
+                    UZ_CMD_OK);
+    c = (struct uz_cmd_create_qp) {
+        .sq_addr = cpu_to_le64(uz_alloc(&t->d, 64 * 16)),
+        .uctx = cpu_to_le32(uctx), .pdn = cpu_to_le32(upd),
+        .send_cqn = cpu_to_le32(ucq), .recv_cqn = cpu_to_le32(ucq),
+        .srqn = cpu_to_le32(0), .type = UZ_QPT_RC,
+        .sq_log_depth = 4, .sq_log_wqe_size = 6,
+    };
+    g_assert_cmpint(rdma_cmd(t, UZ_CMD_CREATE_QP, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_BAD_HANDLE);
 }
 
 /* Bad addresses, lengths and indices on the QP and SRQ paths. */
@@ -923,28 +1020,7 @@ static void test_qp_bad_input(void)
     uz_ring(&t.d, srq_db, 5);
     g_assert_cmpint(uz_rd(&t.d, UZ_REG_ERR_STATUS), ==, UZ_ERR_BAD_VALUE);
     g_assert_cmphex(uz_rd(&t.d, UZ_REG_ERR_ADDR), ==, srq_db);
-    /* A QP in another context cannot use this SRQ. */
-    g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
-                    UZ_CMD_OK);
-    {
-        uint32_t uctx = le32_to_cpu(cqe.out0), upd, ucq;
-
-        upd = alloc_pd(&t, uctx);
-        g_assert_cmpint(create_cq(&t, uctx, 4, t.eq.eqn, &ucq, NULL), ==,
-                        UZ_CMD_OK);
-        {
-            struct uz_cmd_create_qp c = {
-                .sq_addr = cpu_to_le64(uz_alloc(&t.d, 64 * 16)),
-                .uctx = cpu_to_le32(uctx), .pdn = cpu_to_le32(upd),
-                .send_cqn = cpu_to_le32(ucq), .recv_cqn = cpu_to_le32(ucq),
-                .srqn = cpu_to_le32(0), .type = UZ_QPT_RC,
-                .sq_log_depth = 4, .sq_log_wqe_size = 6,
-            };
-
-            g_assert_cmpint(rdma_cmd(&t, UZ_CMD_CREATE_QP, &c, sizeof(c),
-                                     &cqe), ==, UZ_CMD_BAD_HANDLE);
-        }
-    }
+    other_context_srq(&t);
     rdma_stop(&t);
 }
 

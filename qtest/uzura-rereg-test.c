@@ -80,6 +80,7 @@ static void assert_pages(Pair *p, const uint64_t *pages, uint32_t n,
 static void test_translation(void)
 {
     g_autofree uint64_t *old = NULL;
+    g_autofree uint8_t *want = NULL;
     uint64_t iova, va2;
     UzMr *mr;
     UzSge s;
@@ -114,12 +115,9 @@ static void test_translation(void)
     };
     uz_post_send(p.qb, &wr);
     uz_sq_done(p.qb, 0x5100, UZ_WC_RDMA_WRITE, 1000);
-    {
-        g_autofree uint8_t *want = g_malloc(2 * UZ_PAGE_SIZE);
-
-        uz_pattern(want, 2 * UZ_PAGE_SIZE, 3);
-        uz_assert_mr(p.ma, 0, want, 1000, "bytes sent with the lkey");
-    }
+    want = g_malloc(2 * UZ_PAGE_SIZE);
+    uz_pattern(want, 2 * UZ_PAGE_SIZE, 3);
+    uz_assert_mr(p.ma, 0, want, 1000, "bytes sent with the lkey");
 
     /* The old range is gone. */
     pair_write(&p, mr->key, iova, 64, 4, UZ_WC_STATUS_REM_ACCESS_ERR);
@@ -179,59 +177,78 @@ static void test_access_pd(void)
     pair_stop(&p);
 }
 
-/*
- * Every refusal, each with its status, and none changes anything: the
- * MR keeps its pages, PD and access (a PD it was to move to can go), and
- * the peer's next WRITE lands where it did before.
- */
-static void test_refused(void)
-{
-    uint64_t pages[1], pbl, db;
-    struct uz_cmd_rereg_mr c;
-    struct uz_cmd_obj dealloc = { 0 };
-    UzMr *mr, *dma, *fast;
-    uint32_t pd2;
-    unsigned i;
+/* What test_refused's steps try to change, and with what. */
+typedef struct Refused {
     Pair p;
+    UzMr *mr;                   /* every refusal is about this one ... */
+    UzMr *dma, *fast;           /* ... or one that may not be changed */
+    uint32_t pd2;               /* a PD of the kernel's, unused */
+    uint64_t pbl;               /* a good page list of one page */
+    uint64_t db;                /* the device's BAR 4: no RAM */
+} Refused;
 
-    pair_start(&p);
-    mr = uz_mr_reg(&p.n[1], LEN, UZ_ACCESS_ALL);
-    dma = uz_mr_reg_dma(&p.n[1], UZ_PAGE_SIZE, UZ_ACCESS_ALL);
-    fast = uz_mr_alloc_fast(&p.n[1], p.n[1].pdn, 4);
-    pd2 = uz_pd_alloc(&p.n[1]);
-    pages[0] = uz_alloc_pages(&p.n[1], 1);
-    pbl = uz_pbl_put(&p.n[1], pages, 1);
-    db = p.n[1].d.db.addr;
+/*
+ * No such MR: index 0, a stale key byte, another context, free; the
+ * kernel's DMA MR, and its fast-reg MR once registered.
+ */
+static void refused_no_mr(Refused *r)
+{
+    Pair *p = &r->p;
+    UzMr *mr = r->mr;
+    struct uz_cmd_rereg_mr c;
+    UzWr wr;
 
-    /* No such MR: index 0, a stale key byte, another context, free. */
     c = (struct uz_cmd_rereg_mr) { .change = UZ_REREG_ACCESS,
                                    .access = cpu_to_le32(UZ_ACCESS_ALL) };
     c.key = cpu_to_le32(mr->key & 0xff);
-    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
                     ==, UZ_CMD_BAD_HANDLE);
     c.key = cpu_to_le32(mr->key ^ 1);
-    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
                     ==, UZ_CMD_BAD_HANDLE);
     c.key = cpu_to_le32(mr->key);
     c.uctx = cpu_to_le32(3);
-    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
                     ==, UZ_CMD_BAD_HANDLE);
-    g_assert_cmpint(rereg(fast, c), ==, UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(rereg(r->fast, c), ==, UZ_CMD_BAD_HANDLE);
     /* The kernel's DMA MR, and its fast-reg MR once registered. */
-    g_assert_cmpint(rereg(dma, c), ==, UZ_CMD_BAD_PARAM);
-    {
-        UzWr wr = uz_fast_map(fast, 0x10000, UZ_PAGE_SIZE, UZ_ACCESS_ALL,
-                              0x61);
-
-        uz_post_send(p.qb, &wr);
-        uz_sq_done(p.qb, wr.wr_id, UZ_WC_REG_MR, 0);
-        g_assert_cmpint(rereg(fast, c), ==, UZ_CMD_BAD_PARAM);
-    }
+    g_assert_cmpint(rereg(r->dma, c), ==, UZ_CMD_BAD_PARAM);
+    wr = uz_fast_map(r->fast, 0x10000, UZ_PAGE_SIZE, UZ_ACCESS_ALL, 0x61);
+    uz_post_send(p->qb, &wr);
+    uz_sq_done(p->qb, wr.wr_id, UZ_WC_REG_MR, 0);
+    g_assert_cmpint(rereg(r->fast, c), ==, UZ_CMD_BAD_PARAM);
     /* The key is checked first: a bad key with nothing to change too. */
     c = (struct uz_cmd_rereg_mr) { .change = 0,
                                    .key = cpu_to_le32(mr->key ^ 1) };
-    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_REREG_MR, &c, sizeof(c), NULL),
                     ==, UZ_CMD_BAD_HANDLE);
+}
+
+/* The PD of a user context of its own: not the MR's to move to. */
+static void refused_other_context_pd(Refused *r)
+{
+    UzNode *n = &r->p.n[1];
+    struct uz_admin_cqe cqe;
+    uint32_t upd;
+
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
+                    UZ_CMD_OK);
+    n->uctx = le32_to_cpu(cqe.out0);
+    upd = uz_pd_alloc(n);
+    n->uctx = 0;
+    g_assert_cmpint(rereg(r->mr, (struct uz_cmd_rereg_mr) {
+        .change = UZ_REREG_PD, .pdn = cpu_to_le32(upd) }), ==,
+        UZ_CMD_BAD_HANDLE);
+    g_assert_cmpint(rereg(r->mr, (struct uz_cmd_rereg_mr) {
+        .change = UZ_REREG_PD | UZ_REREG_ACCESS,
+        .pdn = cpu_to_le32(upd), .access = cpu_to_le32(0x20) }), ==,
+        UZ_CMD_BAD_HANDLE);
+}
+
+/* The parts to change, the PD and the access: each bad in one way. */
+static void refused_pd_access(Refused *r)
+{
+    UzMr *mr = r->mr;
 
     /* Nothing to change, or an unknown part. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) { .change = 0 }), ==,
@@ -243,24 +260,7 @@ static void test_refused(void)
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_PD, .pdn = cpu_to_le32(200) }), ==,
         UZ_CMD_BAD_HANDLE);
-    {
-        UzNode *n = &p.n[1];
-        struct uz_admin_cqe cqe;
-        uint32_t upd;
-
-        g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_UCTX, NULL, 0, &cqe), ==,
-                        UZ_CMD_OK);
-        n->uctx = le32_to_cpu(cqe.out0);
-        upd = uz_pd_alloc(n);
-        n->uctx = 0;
-        g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
-            .change = UZ_REREG_PD, .pdn = cpu_to_le32(upd) }), ==,
-            UZ_CMD_BAD_HANDLE);
-        g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
-            .change = UZ_REREG_PD | UZ_REREG_ACCESS,
-            .pdn = cpu_to_le32(upd), .access = cpu_to_le32(0x20) }), ==,
-            UZ_CMD_BAD_HANDLE);
-    }
+    refused_other_context_pd(r);
     /* Access: remote write without local write; an unknown bit. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_ACCESS,
@@ -271,66 +271,102 @@ static void test_refused(void)
         UZ_CMD_BAD_PARAM);
     /* Bad access with a good PD: the PD does not move either. */
     g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
-        .change = UZ_REREG_PD | UZ_REREG_ACCESS, .pdn = cpu_to_le32(pd2),
+        .change = UZ_REREG_PD | UZ_REREG_ACCESS, .pdn = cpu_to_le32(r->pd2),
         .access = cpu_to_le32(UZ_ACCESS_REMOTE_ATOMIC) }), ==,
         UZ_CMD_BAD_PARAM);
+}
 
-    /* Translations: each bad in one way. */
-    {
-        struct uz_cmd_rereg_mr bad[] = {
-            /* no pages */
-            { .iova = 0, .length = 16, .npages = 0 },
-            /* pages below 4 KiB, above 1 GiB */
-            { .iova = 0, .length = 16, .npages = 1, .page_shift = 11 },
-            { .iova = 0, .length = 16, .npages = 1, .page_shift = 31 },
-            /* one page for two */
-            { .iova = 0x800, .length = UZ_PAGE_SIZE, .npages = 1 },
-            /* past 2^64 */
-            { .iova = ~0ull - 8, .length = 64, .npages = 1 },
-            /* above max_mr_size (4 GiB) */
-            { .iova = 0, .length = (1ull << 32) + 1,
-              .npages = (1u << 20) + 1 },
-            /* the page list in the device's BAR 4 */
-            { .iova = 0, .length = 16, .npages = 1, .pbl_addr = db },
-        };
-        const uint8_t want[] = {
-            UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM,
-            UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM,
-            UZ_CMD_BAD_ADDR,
-        };
+/* Translations: each bad in one way. */
+static void refused_translations(Refused *r)
+{
+    struct uz_cmd_rereg_mr bad[] = {
+        /* no pages */
+        { .iova = 0, .length = 16, .npages = 0 },
+        /* pages below 4 KiB, above 1 GiB */
+        { .iova = 0, .length = 16, .npages = 1, .page_shift = 11 },
+        { .iova = 0, .length = 16, .npages = 1, .page_shift = 31 },
+        /* one page for two */
+        { .iova = 0x800, .length = UZ_PAGE_SIZE, .npages = 1 },
+        /* past 2^64 */
+        { .iova = ~0ull - 8, .length = 64, .npages = 1 },
+        /* above max_mr_size (4 GiB) */
+        { .iova = 0, .length = (1ull << 32) + 1,
+          .npages = (1u << 20) + 1 },
+        /* the page list in the device's BAR 4 */
+        { .iova = 0, .length = 16, .npages = 1, .pbl_addr = r->db },
+    };
+    const uint8_t want[] = {
+        UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM,
+        UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM, UZ_CMD_BAD_PARAM,
+        UZ_CMD_BAD_ADDR,
+    };
+    struct uz_cmd_rereg_mr c;
+    unsigned i;
 
-        /* Written in host order above. */
-        for (i = 0; i < ARRAY_SIZE(bad); i++) {
-            c = (struct uz_cmd_rereg_mr) {
-                .change = UZ_REREG_TRANS, .iova = cpu_to_le64(bad[i].iova),
-                .length = cpu_to_le64(bad[i].length),
-                .npages = cpu_to_le32(bad[i].npages),
-                .pbl_addr = cpu_to_le64(bad[i].pbl_addr ?: pbl),
-                .page_shift = bad[i].page_shift ?: UZ_PAGE_SHIFT,
-            };
-            g_test_message("translation %u", i);
-            g_assert_cmpint(rereg(mr, c), ==, want[i]);
-        }
+    /* Written in host order above. */
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        c = (struct uz_cmd_rereg_mr) {
+            .change = UZ_REREG_TRANS, .iova = cpu_to_le64(bad[i].iova),
+            .length = cpu_to_le64(bad[i].length),
+            .npages = cpu_to_le32(bad[i].npages),
+            .pbl_addr = cpu_to_le64(bad[i].pbl_addr ?: r->pbl),
+            .page_shift = bad[i].page_shift ?: UZ_PAGE_SHIFT,
+        };
+        g_test_message("translation %u", i);
+        g_assert_cmpint(rereg(r->mr, c), ==, want[i]);
     }
-    /* A PD move with an unreadable page list: neither happens. */
-    g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
-        .change = UZ_REREG_TRANS | UZ_REREG_PD, .pdn = cpu_to_le32(pd2),
-        .iova = 0, .length = 16, .npages = 1, .pbl_addr = cpu_to_le64(db),
+}
+
+/* Two parts, one of them bad: neither happens. */
+static void refused_two_parts(Refused *r)
+{
+    /* A PD move with an unreadable page list. */
+    g_assert_cmpint(rereg(r->mr, (struct uz_cmd_rereg_mr) {
+        .change = UZ_REREG_TRANS | UZ_REREG_PD, .pdn = cpu_to_le32(r->pd2),
+        .iova = 0, .length = 16, .npages = 1, .pbl_addr = cpu_to_le64(r->db),
         .page_shift = UZ_PAGE_SHIFT }), ==, UZ_CMD_BAD_ADDR);
-    /* A good translation with a bad access: neither happens. */
-    g_assert_cmpint(rereg(mr, (struct uz_cmd_rereg_mr) {
+    /* A good translation with a bad access. */
+    g_assert_cmpint(rereg(r->mr, (struct uz_cmd_rereg_mr) {
         .change = UZ_REREG_TRANS | UZ_REREG_ACCESS, .iova = 0,
-        .length = 16, .npages = 1, .pbl_addr = cpu_to_le64(pbl),
+        .length = 16, .npages = 1, .pbl_addr = cpu_to_le64(r->pbl),
         .page_shift = UZ_PAGE_SHIFT, .access = cpu_to_le32(0x20) }), ==,
         UZ_CMD_BAD_PARAM);
+}
+
+/*
+ * Every refusal, each with its status, and none changes anything: the
+ * MR keeps its pages, PD and access (a PD it was to move to can go), and
+ * the peer's next WRITE lands where it did before.  The steps refuse
+ * one after another on the same MR, which the end checks.
+ */
+static void test_refused(void)
+{
+    uint64_t pages[1];
+    struct uz_cmd_obj dealloc = { 0 };
+    Refused r;
+    Pair *p = &r.p;
+
+    pair_start(p);
+    r.mr = uz_mr_reg(&p->n[1], LEN, UZ_ACCESS_ALL);
+    r.dma = uz_mr_reg_dma(&p->n[1], UZ_PAGE_SIZE, UZ_ACCESS_ALL);
+    r.fast = uz_mr_alloc_fast(&p->n[1], p->n[1].pdn, 4);
+    r.pd2 = uz_pd_alloc(&p->n[1]);
+    pages[0] = uz_alloc_pages(&p->n[1], 1);
+    r.pbl = uz_pbl_put(&p->n[1], pages, 1);
+    r.db = p->n[1].d.db.addr;
+
+    refused_no_mr(&r);
+    refused_pd_access(&r);
+    refused_translations(&r);
+    refused_two_parts(&r);
 
     /* As it was: the PD it nearly moved to goes, the WRITE lands. */
-    dealloc.handle = cpu_to_le32(pd2);
-    g_assert_cmpint(uz_cmd(&p.n[1], UZ_CMD_DEALLOC_PD, &dealloc,
+    dealloc.handle = cpu_to_le32(r.pd2);
+    g_assert_cmpint(uz_cmd(&p->n[1], UZ_CMD_DEALLOC_PD, &dealloc,
                            sizeof(dealloc), NULL), ==, UZ_CMD_OK);
-    pair_write(&p, mr->key, mr->iova, LEN, 7, UZ_WC_STATUS_SUCCESS);
-    assert_pattern(mr, 0, LEN, 7);
-    pair_stop(&p);
+    pair_write(p, r.mr->key, r.mr->iova, LEN, 7, UZ_WC_STATUS_SUCCESS);
+    assert_pattern(r.mr, 0, LEN, 7);
+    pair_stop(p);
 }
 
 int main(int argc, char **argv)

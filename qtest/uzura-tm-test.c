@@ -352,6 +352,26 @@ static void test_order(void)
 }
 
 /*
+ * The message of @len bytes at 0 of mc finds no WQE: it waits (RNR) until
+ * one is posted, 0x5a4 at 28672.
+ */
+static void send_until_wqe(Tm *t, uint32_t len)
+{
+    UzSge m = uz_mr_sge(t->mc, 0, len);
+    UzWr wr = {
+        .wr_id = 0x5eee, .opcode = UZ_WR_SEND,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &m, .num_sge = 1,
+    };
+    struct uz_cqe c;
+
+    uz_post_send(t->cli, &wr);
+    uz_cq_assert_empty(t->cq, 20);
+    tm_srq_post(t, 0x5a4, 28672, 1024);
+    uz_cq_wait_clock(t->cli->scq, &c, STEP_NS, 100);
+    uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, t->cli, len);
+}
+
+/*
  * No match: the whole message takes an SRQ WQE, with no tag and no
  * flags, and from then on even a matching message is unexpected, until
  * a SYNC says software saw both.
@@ -398,20 +418,7 @@ static void test_unexpected(void)
                  0);
     /* No WQE for the next unexpected one: RNR until there is. */
     len = tm_msg(&t, 0, UZ_TMH_EAGER, 0x31, 8, 9);
-    {
-        UzSge m = uz_mr_sge(t.mc, 0, len);
-        UzWr wr = {
-            .wr_id = 0x5eee, .opcode = UZ_WR_SEND,
-            .flags = UZ_WQE_F_SIGNALED, .sge = &m, .num_sge = 1,
-        };
-        struct uz_cqe c;
-
-        uz_post_send(t.cli, &wr);
-        uz_cq_assert_empty(t.cq, 20);
-        tm_srq_post(&t, 0x5a4, 28672, 1024);
-        uz_cq_wait_clock(t.cli->scq, &c, STEP_NS, 100);
-        uz_expect_sq(&c, wr.wr_id, UZ_WC_SEND, t.cli, len);
-    }
+    send_until_wqe(&t, len);
     tm_recv_done(&t, 0x5a4, UZ_WC_TM_RECV, UZ_WC_STATUS_SUCCESS, 0, len, 0,
                  0);
     tm_sync(&t, 3, true);
@@ -553,6 +560,7 @@ static void test_rndv_fail(void)
     UzSge s;
     uint32_t len;
     UzQp *cli, *srv;
+    struct uz_cqe c;
 
     tm_start(&t);
     s = uz_mr_sge(t.ms, 16384, 8192);
@@ -561,17 +569,13 @@ static void test_rndv_fail(void)
     tm_send(&t, 0, len);
     tm_recv_done(&t, 0x701, UZ_WC_TM_RECV, UZ_WC_STATUS_SUCCESS,
                  UZ_WC_F_TM_MATCH, 0, 0xbad, 1);
-    {
-        struct uz_cqe c;
-
-        uz_cq_wait_clock(t.cq, &c, STEP_NS, 100);
-        g_assert_cmphex(c.wr_id, ==, 0x701);
-        g_assert_cmpint(c.status, ==, UZ_WC_STATUS_REM_ACCESS_ERR);
-        g_assert_cmphex(c.opcode, ==, UZ_WC_TM_RECV);
-        /* The entry's last CQE: DATA_VALID tells it from an unexpected. */
-        g_assert_cmphex(c.wc_flags, ==, UZ_WC_F_TM_DATA_VALID);
-        g_assert_cmpuint(c.pkey_index, ==, 1);
-    }
+    uz_cq_wait_clock(t.cq, &c, STEP_NS, 100);
+    g_assert_cmphex(c.wr_id, ==, 0x701);
+    g_assert_cmpint(c.status, ==, UZ_WC_STATUS_REM_ACCESS_ERR);
+    g_assert_cmphex(c.opcode, ==, UZ_WC_TM_RECV);
+    /* The entry's last CQE: DATA_VALID tells it from an unexpected. */
+    g_assert_cmphex(c.wc_flags, ==, UZ_WC_F_TM_DATA_VALID);
+    g_assert_cmpuint(c.pkey_index, ==, 1);
     g_assert_cmpint(uz_qp_state(t.srv), ==, UZ_QPS_ERR);
     /* The entry is free again. */
     tm_add(&t, 1, 0xbad, ALL, 0x702, &s, 0);
@@ -682,6 +686,7 @@ static void test_create(void)
     struct uz_device_attr attr;
     struct uz_cmd_create_qp c = { 0 };
     uint64_t cq_ok;
+    UzSge s;
 
     tm_start(&t);
     n1 = &t.p.n[1];
@@ -727,11 +732,8 @@ static void test_create(void)
     g_assert_cmpint(obj_destroy(n1, UZ_CMD_DESTROY_QP, t.srv->qpn), ==,
                     UZ_CMD_OK);
     /* Entries still posted go with the SRQ, and no CQE. */
-    {
-        UzSge s = uz_mr_sge(t.ms, 0, 64);
-
-        tm_add(&t, 0, 0x1, ALL, 0x1, &s, 0);
-    }
+    s = uz_mr_sge(t.ms, 0, 64);
+    tm_add(&t, 0, 0x1, ALL, 0x1, &s, 0);
     g_assert_cmpint(obj_destroy(n1, UZ_CMD_DESTROY_CQ, t.cq->cqn), ==,
                     UZ_CMD_BUSY);
     g_assert_cmpint(obj_destroy(n1, UZ_CMD_DESTROY_SRQ, t.srq->srqn), ==,

@@ -85,6 +85,17 @@ static void uc_received(Uc *u, uint64_t wr_id, uint8_t opcode, uint32_t len,
     uz_assert_mr(u->p.mb, off, data, len, "the UC message");
 }
 
+/* The UC WRITEs of test_traffic landed in @mb: patterns 3 and 4. */
+static void assert_writes_landed(UzMr *mb)
+{
+    g_autofree uint8_t *data = g_malloc(MSG_LEN);
+
+    uz_pattern(data, MSG_LEN, 3);
+    uz_assert_mr(mb, 8192, data, MSG_LEN, "the UC WRITE");
+    uz_pattern(data, 10, 4);
+    uz_assert_mr(mb, 16384, data, 10, "the short UC WRITE");
+}
+
 /*
  * SEND, SEND with immediate, WRITE and WRITE with immediate of three
  * packets and of one: the data lands, no ACK flows, nothing retries.
@@ -111,14 +122,7 @@ static void test_traffic(void)
     uz_post_recv(u.b, 0x5003, &r, 1);
     uc_post(&u, UZ_WR_RDMA_WRITE_IMM, MSG_LEN, 5, u.p.mb->key, 20480);
     uc_received(&u, 0x5003, UZ_WC_RECV_RDMA_WITH_IMM, MSG_LEN, 5, 20480);
-    {
-        g_autofree uint8_t *data = g_malloc(MSG_LEN);
-
-        uz_pattern(data, MSG_LEN, 3);
-        uz_assert_mr(u.p.mb, 8192, data, MSG_LEN, "the UC WRITE");
-        uz_pattern(data, 10, 4);
-        uz_assert_mr(u.p.mb, 16384, data, 10, "the short UC WRITE");
-    }
+    assert_writes_landed(u.p.mb);
     g_assert_cmpuint(uz_counter(&u.p.m, 1, "tx_pkts_ack"), ==, acks0);
     g_assert_cmpuint(uz_counter(&u.p.m, 0, "retransmits"), ==, sent0);
     g_assert_cmpuint(uz_counter(&u.p.m, 1, "uc_dropped"), ==, 0);
@@ -189,7 +193,7 @@ static void test_drops(void)
  */
 static void test_bad(void)
 {
-    UzSge s;
+    UzSge s, r;
     UzWr wr;
     UzQp *rc;
     Uc u;
@@ -229,13 +233,10 @@ static void test_bad(void)
     u.b = uz_qp_create(&u.p.n[1], UZ_QPT_UC, NULL, NULL, NULL, 0);
     uc_up(u.a, u.b);
     uc_up(u.b, u.a);
-    {
-        UzSge r = uz_mr_sge(u.p.mb, 0, 4096);
-
-        uz_post_recv(u.b, 0x7001, &r, 1);
-        uc_post(&u, UZ_WR_RDMA_WRITE_IMM, 64, 21, u.p.mb->key, 4096);
-        uc_received(&u, 0x7001, UZ_WC_RECV_RDMA_WITH_IMM, 64, 21, 4096);
-    }
+    r = uz_mr_sge(u.p.mb, 0, 4096);
+    uz_post_recv(u.b, 0x7001, &r, 1);
+    uc_post(&u, UZ_WR_RDMA_WRITE_IMM, 64, 21, u.p.mb->key, 4096);
+    uc_received(&u, 0x7001, UZ_WC_RECV_RDMA_WITH_IMM, 64, 21, 4096);
     pair_stop(&u.p);
 }
 

@@ -174,18 +174,155 @@ static void test_frame_format(void)
     wire_stop(&w);
 }
 
+/* Write the IPv4 header checksum of the frame @f. */
+static void set_ip_csum(uint8_t *f)
+{
+    uint32_t sum = 0;
+    int k;
+
+    stw_be_p(f + UZ_OFF_IP + 10, 0);
+    for (k = 0; k < 20; k += 2) {
+        sum += lduw_be_p(f + UZ_OFF_IP + k);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    stw_be_p(f + UZ_OFF_IP + 10, ~sum);
+}
+
+/* The captured request @req sent again: answered, not executed. */
+static void bad_frames_duplicate(Wire *w, const UzFrame *req)
+{
+    uint64_t dups = uz_counter(&w->m, 1, "duplicates");
+
+    wire_send(w, req->data, req->len);
+    g_assert_cmpint(uz_counter_wait(&w->b, "duplicates", dups + 1), ==,
+                    dups + 1);
+    uz_assert_mr_fill(w->mb, 0, 0x22, 100, "after the duplicate");
+}
+
+/* A flipped payload bit: the ICRC catches it. */
+static void bad_frames_icrc(Wire *w, const UzFrame *req)
+{
+    uint64_t icrc_err = uz_counter(&w->m, 1, "icrc_errors");
+    UzFrame bad = *req;
+
+    bad.data[UZ_OFF_BTH + 28 + 7] ^= 0x10;
+    wire_send(w, bad.data, bad.len);
+    g_assert_cmpint(uz_counter_wait(&w->b, "icrc_errors", icrc_err + 1), ==,
+                    icrc_err + 1);
+}
+
+/*
+ * Five malformed frames, counted in rx_malformed: returns the counter
+ * as it was before them.
+ */
+static uint64_t bad_frames_malformed(Wire *w, const UzFrame *req)
+{
+    uint64_t malformed = uz_counter(&w->m, 1, "rx_malformed");
+    UzFrame bad;
+
+    /* Cut short: the IPv4 length runs past the frame. */
+    wire_send(w, req->data, UZ_OFF_BTH + 20);
+    /* An IPv4 header checksum that is wrong. */
+    bad = *req;
+    bad.data[UZ_OFF_IP + 8] ^= 1;
+    wire_send(w, bad.data, bad.len);
+    /* An opcode no one speaks (RD SEND Only), with a good ICRC. */
+    bad = *req;
+    bad.data[UZ_OFF_BTH] = 0x44;
+    fix_icrc(&bad);
+    wire_send(w, bad.data, bad.len);
+    /* A P_Key other than the default, with a good ICRC. */
+    bad = *req;
+    bad.data[UZ_OFF_BTH + 3] = 0x01;
+    fix_icrc(&bad);
+    wire_send(w, bad.data, bad.len);
+    /* An ACK with a payload: the length does not fit the opcode. */
+    bad = *req;
+    bad.data[UZ_OFF_BTH] = UZ_BTH_OP_ACK;
+    fix_icrc(&bad);
+    wire_send(w, bad.data, bad.len);
+    g_assert_cmpint(uz_counter_wait(&w->b, "rx_malformed", malformed + 5), ==,
+                    malformed + 5);
+    return malformed;
+}
+
+/* A QP that does not exist. */
+static void bad_frames_no_qp(Wire *w, const UzFrame *req)
+{
+    uint64_t no_qp = uz_counter(&w->m, 1, "rx_no_qp");
+    UzFrame bad = *req;
+
+    stl_be_p(bad.data + UZ_OFF_BTH + 4, 0x00abcdef);
+    fix_icrc(&bad);
+    wire_send(w, bad.data, bad.len);
+    g_assert_cmpint(uz_counter_wait(&w->b, "rx_no_qp", no_qp + 1), ==,
+                    no_qp + 1);
+}
+
+/*
+ * Unicast to another MAC, as a hub hands on: a good RoCE request and
+ * a plain frame are counted and not taken.
+ */
+static void bad_frames_not_ours(Wire *w, const UzFrame *req)
+{
+    uint64_t not_ours = uz_counter(&w->m, 1, "rx_not_ours");
+    uint64_t dups = uz_counter(&w->m, 1, "duplicates");
+    UzFrame bad = *req;
+
+    bad.data[5] ^= 0x40;
+    wire_send(w, bad.data, bad.len);
+    stw_be_p(bad.data + 12, 0x88b5);
+    wire_send(w, bad.data, 60);
+    g_assert_cmpint(uz_counter_wait(&w->b, "rx_not_ours", not_ours + 2), ==,
+                    not_ours + 2);
+    g_assert_cmpint(uz_counter(&w->m, 1, "duplicates"), ==, dups);
+}
+
+/*
+ * Random bytes behind valid Ethernet/IPv4/UDP headers, with and
+ * without a correct ICRC: nothing may crash, hang or write memory.
+ */
+static void bad_frames_garbage(Wire *w, const UzFrame *req)
+{
+    GRand *rnd = g_rand_new_with_seed(4791);
+    UzFrame bad;
+    int i;
+
+    for (i = 0; i < 300; i++) {
+        uint32_t j, len = UZ_OFF_BTH + g_rand_int_range(rnd, 0, 200);
+
+        bad = *req;
+        for (j = UZ_OFF_BTH; j < len; j++) {
+            bad.data[j] = g_rand_int(rnd);
+        }
+        if (g_rand_boolean(rnd)) {
+            stl_be_p(bad.data + UZ_OFF_BTH + 4, w->qb->qpn);
+        }
+        stw_be_p(bad.data + UZ_OFF_IP + 2, len - UZ_OFF_IP);
+        stw_be_p(bad.data + UZ_OFF_UDP + 4, len - UZ_OFF_UDP);
+        set_ip_csum(bad.data);
+        bad.len = len;
+        if (len >= UZ_OFF_BTH + 16 && g_rand_boolean(rnd)) {
+            fix_icrc(&bad);
+        }
+        wire_send(w, bad.data, bad.len);
+    }
+    g_rand_free(rnd);
+}
+
 /*
  * A captured request sent again is a duplicate: answered, not executed.
  * The same frame damaged is dropped and counted in the right counter;
- * none of it touches memory or the QP, which keeps working.
+ * none of it touches memory or the QP, which keeps working.  All of it
+ * on one link and one QP.
  */
 static void test_bad_frames(void)
 {
     Wire w;
-    UzFrame req, bad;
-    uint64_t icrc_err, malformed, no_qp, dups, not_ours;
-    GRand *rnd = g_rand_new_with_seed(4791);
-    int i;
+    UzFrame req;
+    uint64_t malformed;
 
     wire_start(&w);
     post_write(&w, 1, 0, 100, 0x11);
@@ -195,104 +332,12 @@ static void test_bad_frames(void)
     /* Memory changes after the write: a replay must not undo this. */
     uz_mr_fill(w.mb, 0, 0x22, 100);
 
-    dups = uz_counter(&w.m, 1, "duplicates");
-    wire_send(&w, req.data, req.len);
-    g_assert_cmpint(uz_counter_wait(&w.b, "duplicates", dups + 1), ==,
-                    dups + 1);
-    uz_assert_mr_fill(w.mb, 0, 0x22, 100, "after the duplicate");
-
-    /* A flipped payload bit: the ICRC catches it. */
-    icrc_err = uz_counter(&w.m, 1, "icrc_errors");
-    bad = req;
-    bad.data[UZ_OFF_BTH + 28 + 7] ^= 0x10;
-    wire_send(&w, bad.data, bad.len);
-    g_assert_cmpint(uz_counter_wait(&w.b, "icrc_errors", icrc_err + 1), ==,
-                    icrc_err + 1);
-
-    /* Cut short: the IPv4 length runs past the frame. */
-    malformed = uz_counter(&w.m, 1, "rx_malformed");
-    wire_send(&w, req.data, UZ_OFF_BTH + 20);
-    /* An IPv4 header checksum that is wrong. */
-    bad = req;
-    bad.data[UZ_OFF_IP + 8] ^= 1;
-    wire_send(&w, bad.data, bad.len);
-    /* An opcode no one speaks (RD SEND Only), with a good ICRC. */
-    bad = req;
-    bad.data[UZ_OFF_BTH] = 0x44;
-    fix_icrc(&bad);
-    wire_send(&w, bad.data, bad.len);
-    /* A P_Key other than the default, with a good ICRC. */
-    bad = req;
-    bad.data[UZ_OFF_BTH + 3] = 0x01;
-    fix_icrc(&bad);
-    wire_send(&w, bad.data, bad.len);
-    /* An ACK with a payload: the length does not fit the opcode. */
-    bad = req;
-    bad.data[UZ_OFF_BTH] = UZ_BTH_OP_ACK;
-    fix_icrc(&bad);
-    wire_send(&w, bad.data, bad.len);
-    g_assert_cmpint(uz_counter_wait(&w.b, "rx_malformed", malformed + 5), ==,
-                    malformed + 5);
-
-    /* A QP that does not exist. */
-    no_qp = uz_counter(&w.m, 1, "rx_no_qp");
-    bad = req;
-    stl_be_p(bad.data + UZ_OFF_BTH + 4, 0x00abcdef);
-    fix_icrc(&bad);
-    wire_send(&w, bad.data, bad.len);
-    g_assert_cmpint(uz_counter_wait(&w.b, "rx_no_qp", no_qp + 1), ==,
-                    no_qp + 1);
-
-    /*
-     * Unicast to another MAC, as a hub hands on: a good RoCE request and
-     * a plain frame are counted and not taken.
-     */
-    not_ours = uz_counter(&w.m, 1, "rx_not_ours");
-    dups = uz_counter(&w.m, 1, "duplicates");
-    bad = req;
-    bad.data[5] ^= 0x40;
-    wire_send(&w, bad.data, bad.len);
-    stw_be_p(bad.data + 12, 0x88b5);
-    wire_send(&w, bad.data, 60);
-    g_assert_cmpint(uz_counter_wait(&w.b, "rx_not_ours", not_ours + 2), ==,
-                    not_ours + 2);
-    g_assert_cmpint(uz_counter(&w.m, 1, "duplicates"), ==, dups);
-
-    /*
-     * Random bytes behind valid Ethernet/IPv4/UDP headers, with and
-     * without a correct ICRC: nothing may crash, hang or write memory.
-     */
-    for (i = 0; i < 300; i++) {
-        uint32_t j, len = UZ_OFF_BTH + g_rand_int_range(rnd, 0, 200);
-
-        bad = req;
-        for (j = UZ_OFF_BTH; j < len; j++) {
-            bad.data[j] = g_rand_int(rnd);
-        }
-        if (g_rand_boolean(rnd)) {
-            stl_be_p(bad.data + UZ_OFF_BTH + 4, w.qb->qpn);
-        }
-        stw_be_p(bad.data + UZ_OFF_IP + 2, len - UZ_OFF_IP);
-        stw_be_p(bad.data + UZ_OFF_UDP + 4, len - UZ_OFF_UDP);
-        stw_be_p(bad.data + UZ_OFF_IP + 10, 0);
-        {
-            uint32_t sum = 0;
-            int k;
-
-            for (k = 0; k < 20; k += 2) {
-                sum += lduw_be_p(bad.data + UZ_OFF_IP + k);
-            }
-            while (sum >> 16) {
-                sum = (sum & 0xffff) + (sum >> 16);
-            }
-            stw_be_p(bad.data + UZ_OFF_IP + 10, ~sum);
-        }
-        bad.len = len;
-        if (len >= UZ_OFF_BTH + 16 && g_rand_boolean(rnd)) {
-            fix_icrc(&bad);
-        }
-        wire_send(&w, bad.data, bad.len);
-    }
+    bad_frames_duplicate(&w, &req);
+    bad_frames_icrc(&w, &req);
+    malformed = bad_frames_malformed(&w, &req);
+    bad_frames_no_qp(&w, &req);
+    bad_frames_not_ours(&w, &req);
+    bad_frames_garbage(&w, &req);
     uz_wire_drain(w.sock, &w.a.d);
     uz_assert_mr_fill(w.mb, 0, 0x22, 100, "after the garbage");
     g_assert_cmpint(uz_counter(&w.m, 1, "rx_malformed") +
@@ -311,7 +356,6 @@ static void test_bad_frames(void)
     post_write(&w, 2, 200, 3000, 0x33);
     expect_write_done(&w, 2);
     uz_assert_mr_fill(w.mb, 200, 0x33, 3000, "a fresh pair's WRITE");
-    g_rand_free(rnd);
     wire_stop(&w);
 }
 
@@ -562,6 +606,24 @@ static void send_marked(Wire *w, const UzFrame *req)
 }
 
 /*
+ * The CNP @cnp sent again for no QP is dropped and counted, nothing else
+ * moves: NIC 0 handled two CNPs before it, ignored none.
+ */
+static void cnp_for_no_qp(Wire *w, const UzFrame *cnp)
+{
+    UzFrame bad = *cnp;
+    uint64_t no_qp = uz_counter(&w->m, 0, "rx_no_qp");
+
+    stl_be_p(bad.data + UZ_OFF_BTH + 4, UZ_BTH_BECN << 24 | 0xabcdef);
+    fix_icrc(&bad);
+    wire_send(w, bad.data, bad.len);
+    g_assert_cmpint(uz_counter_wait(&w->a, "rx_no_qp", no_qp + 1), ==,
+                    no_qp + 1);
+    g_assert_cmpint(uz_counter(&w->m, 0, "rp_cnp_handled"), ==, 2);
+    g_assert_cmpint(uz_counter(&w->m, 0, "rp_cnp_ignored"), ==, 0);
+}
+
+/*
  * Congestion control's notification point (spec 9.1.2).  A request that
  * arrives marked CE makes the responder send a CNP to the requester's QP
  * as RoCEv2 gives it: BTH opcode 0x81 with BECN, PSN 0, 16 reserved bytes
@@ -618,19 +680,7 @@ static void test_cnp(void)
     g_assert_cmpint(uz_counter(&w.m, 1, "np_ecn_marked_roce_packets"), ==, 4);
     g_assert_cmpint(uz_counter(&w.m, 1, "np_cnp_sent"), ==, 2);
 
-    /* A CNP for no QP is dropped and counted, nothing else moves. */
-    {
-        UzFrame bad = cnp;
-        uint64_t no_qp = uz_counter(&w.m, 0, "rx_no_qp");
-
-        stl_be_p(bad.data + UZ_OFF_BTH + 4, UZ_BTH_BECN << 24 | 0xabcdef);
-        fix_icrc(&bad);
-        wire_send(&w, bad.data, bad.len);
-        g_assert_cmpint(uz_counter_wait(&w.a, "rx_no_qp", no_qp + 1), ==,
-                        no_qp + 1);
-        g_assert_cmpint(uz_counter(&w.m, 0, "rp_cnp_handled"), ==, 2);
-        g_assert_cmpint(uz_counter(&w.m, 0, "rp_cnp_ignored"), ==, 0);
-    }
+    cnp_for_no_qp(&w, &cnp);
 
     /* With roce_rp_enable off the requester counts CNPs and ignores them. */
     nic_set_flag(&w, 1, "roce_np_enable", true);
@@ -817,6 +867,19 @@ static void send_pause(Wire *w, uint16_t vector, uint16_t quanta, size_t len)
     wire_send(w, f, len);
 }
 
+/* A MAC control frame to a's MAC with opcode 802.3 GATE, not ours. */
+static void send_gate(Wire *w)
+{
+    uint8_t f[64] = { 0 };
+
+    uz_node_mac(0, f);
+    uz_node_mac(1, f + 6);
+    stw_be_p(f + 12, 0x8808);
+    stw_be_p(f + 14, 0x0002);           /* 802.3 GATE, not ours */
+    stw_be_p(f + 16, 65535);
+    wire_send(w, f, sizeof(f));
+}
+
 /* Frames a sends that reach the wire now, with BTH opcode @op. */
 static int frames_out(Wire *w, uint8_t op)
 {
@@ -898,16 +961,7 @@ static void test_pause(void)
     dropped = uz_counter(&w.m, 0, "rx_dropped");
     send_pause(&w, 1 << 3, 65535, 20);
     send_pause(&w, 0, 65535, 17);
-    {
-        uint8_t f[64] = { 0 };
-
-        uz_node_mac(0, f);
-        uz_node_mac(1, f + 6);
-        stw_be_p(f + 12, 0x8808);
-        stw_be_p(f + 14, 0x0002);           /* 802.3 GATE, not ours */
-        stw_be_p(f + 16, 65535);
-        wire_send(&w, f, sizeof(f));
-    }
+    send_gate(&w);
     g_assert_cmpint(uz_counter(&w.m, 0, "rx_dropped"), ==, dropped + 3);
     g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_ctrl_phy"), ==, 4);
     g_assert_cmpint(uz_counter(&w.m, 0, "rx_pause_transition"), ==, 2);

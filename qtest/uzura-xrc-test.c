@@ -446,6 +446,16 @@ static void test_reset_held(void)
     pair_stop(&x.p);
 }
 
+/* @fr onto the hub through @sock, after its length (4 bytes, BE). */
+static void wire_send_frame(int sock, const UzFrame *fr)
+{
+    uint8_t hdr[4];
+
+    stl_be_p(hdr, fr->len);
+    g_assert_cmpint(send(sock, hdr, 4, 0), ==, 4);
+    g_assert_cmpint(send(sock, fr->data, fr->len, 0), ==, fr->len);
+}
+
 /*
  * A peer that sends again, for another SRQ, a message whose receive WQE
  * the target took and holds (its buffer's ODP page was absent: an RNR
@@ -501,13 +511,7 @@ static void test_forged_srq(void)
 
     stl_be_p(fr.data + UZ_OFF_BTH + UZ_BTH_LEN, x.srq[1]->srqn);
     stl_le_p(fr.data + fr.len - 4, uz_icrc(fr.data, fr.len));
-    {
-        uint8_t hdr[4];
-
-        stl_be_p(hdr, fr.len);
-        g_assert_cmpint(send(sock, hdr, 4, 0), ==, 4);
-        g_assert_cmpint(send(sock, fr.data, fr.len, 0), ==, fr.len);
-    }
+    wire_send_frame(sock, &fr);
     uz_cq_wait(x.cq[0], &c);
     uz_cqe_expect(&c, 0x9801, UZ_WC_RECV, UZ_WC_STATUS_REM_INV_REQ_ERR, 0,
                   x.tgt->qpn);
@@ -659,6 +663,7 @@ static void test_cmds(void)
     int i, n;
     Xrc x;
     UzNode *n1;
+    UzSge r;
 
     xrc_start(&x);
     n1 = &x.p.n[1];
@@ -712,14 +717,11 @@ static void test_cmds(void)
     g_assert_cmpint(xrcd_dealloc(n1, xrcd), ==, UZ_CMD_OK);
 
     /* The traffic of the domain set up before goes on. */
-    {
-        UzSge r = uz_mr_sge(x.p.mb, 0, 4096);
-
-        uz_srq_post(x.srq[0], 0x9401, &r, 1);
-        xrc_post(&x, UZ_WR_SEND, 64, 10, x.srq[0]->srqn, 0);
-        uz_sq_done(x.ini, 0x3c0a, UZ_WC_SEND, 64);
-        xrc_received(&x, 0, 0x9401, UZ_WC_RECV, 64, 0, 0);
-    }
+    r = uz_mr_sge(x.p.mb, 0, 4096);
+    uz_srq_post(x.srq[0], 0x9401, &r, 1);
+    xrc_post(&x, UZ_WR_SEND, 64, 10, x.srq[0]->srqn, 0);
+    uz_sq_done(x.ini, 0x3c0a, UZ_WC_SEND, 64);
+    xrc_received(&x, 0, 0x9401, UZ_WC_RECV, 64, 0, 0);
     pair_stop(&x.p);
 }
 
