@@ -19,7 +19,7 @@ BOOKWORM_PKGS=(
 	flex bison dpkg-dev cmake
 	libnl-3-dev libnl-route-3-dev libudev-dev
 	seabios qemu-system-data
-	debootstrap e2fsprogs openssh-client socat zstd xz-utils cpio
+	debootstrap e2fsprogs openssh-client zstd xz-utils cpio
 	clang libclang-rt-14-dev llvm
 	tshark
 	iproute2

@@ -1,0 +1,273 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# uzura_qmp.py: the project's one QMP client, on QEMU's own library.
+#
+# The launcher, the benchmarks and the tests talk to a node's QEMU over
+# QMP.  They had three clients of their own (a Python heredoc in
+# ./uzura's cmd_qmp, socat in its qmp(), another heredoc in bench/rate);
+# this module replaces them, on python/qemu/qmp of the QEMU tree the
+# build unpacks (build/qemu-src/python), so that nothing is installed and
+# the protocol is QEMU's own code's business.  It drives the async
+# QMPClient on an event loop of its own rather than qemu.qmp.legacy's
+# QEMUMonitorProtocol, whose connect() takes no timeout: ./uzura down
+# must give up on a hung QEMU (--timeout) as socat -t 2 did.
+#
+# From Python:
+#     with uzura_qmp.connect(sock) as m:
+#         m.qmp("qom-get", path=uzura_qmp.NIC, property="link")
+# qmp() returns the command's return value or raises QMPError (an
+# ExecuteError with QEMU's error text as its message).
+#
+# From the shell (./uzura, bench/): uzura_qmp.py [--timeout S] SOCK MODE ...
+#     stats | capture [FILE] | model [sync=on|off] | trace [EVENT=on|off]...
+#     | cc [NAME=VALUE]... | fault [NAME=VALUE... | rule RULE | rules FILE|-|clear]
+#     as ./uzura's commands of those names; or
+#     raw COMMAND [ARGUMENTS]: one command, ARGUMENTS a JSON object; its
+#     result is printed as JSON.
+# An error prints "uzura: " and its text on stderr and exits 1.
+
+import asyncio
+import json
+import os
+import sys
+
+_top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for _build in (os.environ.get("UZURA_BUILD"), os.path.join(_top, "build")):
+    if _build and os.path.isdir(os.path.join(_build, "qemu-src/python/qemu")):
+        sys.path.insert(0, os.path.join(_build, "qemu-src/python"))
+        break
+try:
+    from qemu.qmp import QMPClient, QMPError
+except ImportError:
+    sys.exit("uzura: no QEMU python library in build/qemu-src/python "
+             "(make sources)")
+
+# The uzura device of a node (its -device id).
+NIC = "/machine/peripheral/uz0"
+
+
+class Monitor:
+    """A negotiated QMP session with one QEMU; timeout in s, or None."""
+
+    def __init__(self, sock, timeout=None):
+        self.timeout = timeout
+        self.loop = asyncio.new_event_loop()
+        self.client = QMPClient("uzura")
+        try:
+            self._run(self.client.connect(sock))
+        except BaseException:
+            self.loop.close()
+            raise
+
+    def _run(self, coro):
+        return self.loop.run_until_complete(
+            asyncio.wait_for(coro, self.timeout))
+
+    def qmp(self, cmd, **args):
+        return self._run(self.client.execute(cmd, args))
+
+    def close(self):
+        try:
+            self._run(self.client.disconnect())
+        except (QMPError, OSError, EOFError):
+            pass            # it went first (quit)
+        finally:
+            self.loop.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def connect(sock, timeout=None):
+    """A Monitor on the QMP socket sock (a node's qmp.sock)."""
+    return Monitor(sock, timeout)
+
+
+def capture(qmp, args):
+    # A filter-dump on the link's netdev sees each frame once: those the
+    # NIC sends as they enter the netdev, those it receives as they leave.
+    if args:
+        qmp("object-add", **{"qom-type": "filter-dump", "id": "uzura-capture",
+                             "netdev": "rdma", "queue": "all",
+                             "file": args[0], "maxlen": 65535})
+    else:
+        qmp("object-del", id="uzura-capture")
+
+
+def stats(qmp, args):
+    props = qmp("qom-list", path=NIC) or []
+    for name in sorted(p["name"] for p in props
+                       if p["type"] == "uint64" and "-" not in p["name"]):
+        print("%-24s %d" % (name, qmp("qom-get", path=NIC, property=name)))
+
+
+def model(qmp, args):
+    # The timing model (docs/device-spec.md 8.20): lockstep on or off.
+    for arg in args:
+        if arg not in ("sync=on", "sync=off"):
+            sys.exit("uzura: model takes sync=on or sync=off")
+        qmp("qom-set", path=NIC, property="model-sync", value=arg == "sync=on")
+    for name in ("model", "model-sync", "model-quanta", "model-late",
+                 "model-drops", "model-bad"):
+        print("%-24s %s" % (name, json.dumps(qmp("qom-get", path=NIC,
+                                                     property=name))))
+
+
+def trace(qmp, args):
+    # QEMU's own trace control: the events go to the node's -D log.
+    for arg in args:
+        name, sep, val = arg.partition("=")
+        if not name.startswith("uzura_") or val not in ("on", "off"):
+            sys.exit("uzura: trace takes EVENT=on or EVENT=off, EVENT a name "
+                     "or pattern of hw/rdma/uzura/trace-events")
+        if not qmp("trace-event-get-state", name=name):
+            sys.exit("uzura: trace: no event %s" % name)
+        qmp("trace-event-set-state", name=name, enable=val == "on")
+    for ev in qmp("trace-event-get-state", name="uzura_*"):
+        if ev["state"] == "enabled":
+            print(ev["name"])
+
+
+# Congestion control's knobs (docs/device-spec.md 9.1.2), mlx5's names.
+CC_KNOBS = ["roce_np_enable", "roce_rp_enable", "min_time_between_cnps",
+            "cnp_dscp", "rpg_time_reset", "rpg_byte_reset", "rpg_threshold",
+            "rpg_max_rate", "rpg_ai_rate", "rpg_hai_rate", "rpg_gd",
+            "rpg_min_dec_fac", "rpg_min_rate", "rate_to_set_on_first_cnp",
+            "rate_reduce_monitor_period", "dce_tcp_g", "dce_tcp_rtt",
+            "initial_alpha_value"]
+
+
+def cc(qmp, args):
+    for arg in args:
+        name, sep, val = arg.partition("=")
+        if name not in CC_KNOBS or not sep:
+            sys.exit("uzura: cc takes NAME=VALUE with NAME one of " +
+                     ", ".join(CC_KNOBS))
+        if name.endswith("_enable"):
+            if val not in ("on", "off"):
+                sys.exit("uzura: %s=on or %s=off" % (name, name))
+            value = val == "on"
+        else:
+            try:
+                value = int(val, 10)
+            except ValueError:
+                sys.exit("uzura: %s: not a number: %s" % (name, val))
+        qmp("qom-set", path=NIC, property=name, value=value)
+    for name in CC_KNOBS:
+        v = qmp("qom-get", path=NIC, property=name)
+        print("%-28s %s" % (name, ("on" if v else "off")
+                            if isinstance(v, bool) else v))
+
+
+# Fault injection's settings (docs/device-spec.md 7.5), the first four
+# probabilities.
+FAULT_SETTINGS = ["fault-drop", "fault-dup", "fault-reorder", "fault-corrupt",
+                  "fault-delay-us", "fault-seed", "link",
+                  "fault-flap-period-us", "fault-flap-down-us", "recovery",
+                  "ack-timeout-max-us", "sr-rto-low-us", "tx-batch",
+                  "rx-batch"]
+
+
+def fault(qmp, args):
+    def rules_set(text):
+        qmp("qom-set", path=NIC, property="fault-rules", value=text)
+
+    if args[:1] == ["rule"]:
+        # One more rule after those loaded (their counts start again).
+        if len(args) < 2:
+            sys.exit("uzura: fault I rule MATCH... ACTION")
+        rules_set(qmp("qom-get", path=NIC, property="fault-rules") +
+                  " ".join(args[1:]) + "\n")
+        args = []
+    elif args[:1] == ["rules"]:
+        if len(args) != 2:
+            sys.exit("uzura: fault I rules FILE|-|clear")
+        if args[1] == "clear":
+            rules_set("")
+        elif args[1] == "-":
+            rules_set(sys.stdin.read())
+        else:
+            try:
+                with open(args[1]) as f:
+                    text = f.read()
+            except OSError as e:
+                sys.exit("uzura: %s" % e)
+            rules_set(text)
+        args = []
+    for arg in args:
+        name, sep, val = arg.partition("=")
+        if name == "flap" and sep:
+            # flap=DOWN_MS[/PERIOD_MS] or flap=off
+            down, _, period = val.partition("/")
+            try:
+                down = 0 if down == "off" else int(float(down) * 1000)
+                period = int(float(period) * 1000) if period else 0
+            except ValueError:
+                sys.exit("uzura: flap=DOWN_MS[/PERIOD_MS] or flap=off")
+            qmp("qom-set", path=NIC, property="fault-flap-down-us", value=0)
+            qmp("qom-set", path=NIC, property="fault-flap-period-us",
+                value=period)
+            qmp("qom-set", path=NIC, property="fault-flap-down-us", value=down)
+            continue
+        if name not in FAULT_SETTINGS or not sep:
+            sys.exit("uzura: fault takes NAME=VALUE with NAME one of " +
+                     ", ".join(FAULT_SETTINGS + ["flap"]) +
+                     ", or 'rule RULE', or 'rules FILE|-|clear'")
+        if name in ("link", "tx-batch", "rx-batch"):
+            if val not in ("on", "off"):
+                sys.exit("uzura: %s=on or %s=off" % (name, name))
+            value = val == "on"
+        elif name == "recovery":
+            value = val
+        else:
+            try:
+                value = (float(val) if name in FAULT_SETTINGS[:4]
+                         else int(val, 0))
+            except ValueError:
+                sys.exit("uzura: %s: not a number: %s" % (name, val))
+        qmp("qom-set", path=NIC, property=name, value=value)
+    for name in FAULT_SETTINGS:
+        print("%-24s %s" % (name, qmp("qom-get", path=NIC, property=name)))
+    rules = qmp("qom-get", path=NIC, property="fault-rules")
+    print("fault-rules%s" % ("" if rules else "              (none)"))
+    for i, line in enumerate(rules.splitlines()):
+        print("  %2d  %s" % (i + 1, line))
+
+
+def raw(qmp, args):
+    if not 1 <= len(args) <= 2:
+        sys.exit("uzura: raw COMMAND [ARGUMENTS as a JSON object]")
+    try:
+        arguments = json.loads(args[1]) if len(args) == 2 else {}
+    except ValueError as e:
+        sys.exit("uzura: raw: arguments: %s" % e)
+    print(json.dumps(qmp(args[0], **arguments)))
+
+
+MODES = {"capture": capture, "stats": stats, "model": model, "trace": trace,
+         "cc": cc, "fault": fault, "raw": raw}
+
+
+def main(argv):
+    timeout = None
+    if argv[:1] == ["--timeout"] and len(argv) > 1:
+        timeout = float(argv[1])
+        argv = argv[2:]
+    if len(argv) < 2 or argv[1] not in MODES:
+        sys.exit("usage: uzura_qmp.py [--timeout S] SOCK %s ..."
+                 % "|".join(MODES))
+    try:
+        with connect(argv[0], timeout) as m:
+            MODES[argv[1]](m.qmp, argv[2:])
+    except QMPError as e:
+        sys.exit("uzura: %s" % e)
+    except TimeoutError:
+        sys.exit("uzura: %s: no answer in %g s" % (argv[0], timeout))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
