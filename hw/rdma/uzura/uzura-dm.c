@@ -101,16 +101,28 @@ uint8_t uzura_cmd_alloc_dm(UzuraCore *core, const struct uz_admin_cmd *cmd,
         trace_uzura_dm_err_uctx(uctx);
         return UZ_CMD_BAD_HANDLE;
     }
-    if (!len || len > r->dm_size || c->log_align > 31) {
-        trace_uzura_dm_err_alloc(len, r->dm_size, c->log_align);
+    if (!len) {
+        trace_uzura_dm_err_alloc_len_zero(uctx);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (len > r->dm_size) {
+        trace_uzura_dm_err_alloc_len(len, r->dm_size);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->log_align > 31) {
+        trace_uzura_dm_err_alloc_align(c->log_align, 31);
         return UZ_CMD_BAD_PARAM;
     }
     n = DIV_ROUND_UP(len, UZ_DM_PAGE_SIZE);
     step = MAX(1ull << c->log_align, UZ_DM_PAGE_SIZE) / UZ_DM_PAGE_SIZE;
     i = UZ_FIND_FREE(r->dm, r->max_dm, 0);
-    p = i < 0 ? -1 : uzura_dm_find(r, n, step);
+    if (i < 0) {
+        trace_uzura_dm_err_alloc_full(uctx, r->max_dm);
+        return UZ_CMD_NO_RESOURCES;
+    }
+    p = uzura_dm_find(r, n, step);
     if (p < 0) {
-        trace_uzura_dm_alloc_err(uctx, len, c->log_align);
+        trace_uzura_dm_err_alloc_room(uctx, len, c->log_align);
         return UZ_CMD_NO_RESOURCES;
     }
     bitmap_set(r->dm_used, p, n);

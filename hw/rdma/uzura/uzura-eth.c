@@ -373,8 +373,12 @@ static uint8_t uzura_eth_destroy(UzuraCore *core, bool tx,
     uint32_t handle = le32_to_cpu(cmd->destroy.handle);
     UzuraEthRing *r = uzura_eth_ring(core, tx);
 
-    if (!r->valid || handle != 0) {
-        trace_uzura_eth_err_handle(tx, handle, r->valid);
+    if (handle != 0) {
+        trace_uzura_eth_err_handle(tx, handle);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!r->valid) {
+        trace_uzura_eth_err_no_ring(tx);
         return UZ_CMD_BAD_HANDLE;
     }
     uzura_eq_put(core, r->eqn);

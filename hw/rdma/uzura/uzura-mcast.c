@@ -70,13 +70,22 @@ static uint8_t uzura_mcast_args(UzuraCore *core, const struct uz_cmd_mcast *c,
 {
     UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->qpn));
 
-    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+    if (!qp) {
         trace_uzura_mcast_err_qp(le32_to_cpu(c->qpn), le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }
+    if (qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_mcast_err_qp_uctx(le32_to_cpu(c->qpn), le32_to_cpu(c->uctx),
+                                      qp->uctx);
+        return UZ_CMD_BAD_HANDLE;
+    }
     *addr = uzura_mcast_group_addr(c->mgid);
-    if (!uzura_qp_is_ud(qp) || !*addr) {
-        trace_uzura_mcast_err_args(le32_to_cpu(c->qpn), qp->type, *addr);
+    if (!uzura_qp_is_ud(qp)) {
+        trace_uzura_mcast_err_qp_type(le32_to_cpu(c->qpn), qp->type);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!*addr) {
+        trace_uzura_mcast_err_mgid(le32_to_cpu(c->qpn));
         return UZ_CMD_BAD_PARAM;
     }
     return UZ_CMD_OK;

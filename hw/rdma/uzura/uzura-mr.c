@@ -13,12 +13,23 @@
 #include "uzura-core.h"
 #include "trace.h"
 
+/* The kinds of MR; at most one of them. */
+#define UZ_MR_F_KINDS (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM | \
+                       UZ_MR_F_IMPLICIT)
+
 /* Remote write and atomic need local write, as in the IB spec. */
 static bool uzura_mr_access_ok(uint32_t access)
 {
-    return !(access & ~UZ_ACCESS_ALL) &&
-           (!(access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) ||
-            (access & UZ_ACCESS_LOCAL_WRITE));
+    if (access & ~UZ_ACCESS_ALL) {
+        trace_uzura_mr_err_access_unknown(access, UZ_ACCESS_ALL);
+        return false;
+    }
+    if ((access & (UZ_ACCESS_REMOTE_WRITE | UZ_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & UZ_ACCESS_LOCAL_WRITE)) {
+        trace_uzura_mr_err_access_local_write(access);
+        return false;
+    }
+    return true;
 }
 
 /* @npages pages of 2^@shift bytes cover [iova, iova + len). */
@@ -27,11 +38,24 @@ static bool uzura_mr_pages_cover(uint64_t iova, uint64_t len, uint8_t shift,
 {
     uint64_t first;
 
-    if (shift < 12 || shift > 30 || !npages || iova + len < iova) {
+    if (shift < 12 || shift > 30) {
+        trace_uzura_mr_err_page_shift(shift, 12, 30);
+        return false;
+    }
+    if (!npages) {
+        trace_uzura_mr_err_npages_zero();
+        return false;
+    }
+    if (iova + len < iova) {
+        trace_uzura_mr_err_wrap(iova, len);
         return false;
     }
     first = iova & ~MAKE_64BIT_MASK(0, shift);
-    return iova + len <= first + (npages << shift);
+    if (iova + len > first + (npages << shift)) {
+        trace_uzura_mr_err_cover(iova, len, npages, shift);
+        return false;
+    }
+    return true;
 }
 
 /*
@@ -42,9 +66,14 @@ bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
                        uint64_t len, uint8_t shift, uint64_t npages,
                        bool paged)
 {
-    return uzura_mr_access_ok(access) &&
-           len <= core->rdma.lim.max_mr_size &&
-           (!paged || uzura_mr_pages_cover(iova, len, shift, npages));
+    if (!uzura_mr_access_ok(access)) {
+        return false;
+    }
+    if (len > core->rdma.lim.max_mr_size) {
+        trace_uzura_mr_err_length(len, core->rdma.lim.max_mr_size);
+        return false;
+    }
+    return !paged || uzura_mr_pages_cover(iova, len, shift, npages);
 }
 
 uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
@@ -66,10 +95,12 @@ uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
         return UZ_CMD_BAD_HANDLE;
     }
     /* At most one of DMA, fast-reg, ODP, DM and implicit. */
-    if (c->flags & ~(UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM |
-                     UZ_MR_F_IMPLICIT) ||
-        ctpop8(c->flags) > 1) {
-        trace_uzura_mr_err_reg_flags(c->flags);
+    if (c->flags & ~UZ_MR_F_KINDS) {
+        trace_uzura_mr_err_reg_flags(c->flags, UZ_MR_F_KINDS);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (ctpop8(c->flags) > 1) {
+        trace_uzura_mr_err_reg_kinds(c->flags);
         return UZ_CMD_BAD_PARAM;
     }
     /* DMA and fast-reg MRs are the kernel's only. */
@@ -87,9 +118,23 @@ uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
         iova = len = access = 0;
     } else if (c->flags & UZ_MR_F_IMPLICIT) {
         /* The whole address space, through a table of chunks. */
-        if (iova || len != UINT64_MAX || c->page_shift != UZ_IMR_SHIFT ||
-            npages != UZ_IMR_ENTRIES ||
-            !uzura_mr_shape_ok(core, access, 0, 0, 0, 0, false)) {
+        if (iova) {
+            trace_uzura_mr_err_implicit_iova(iova);
+            return UZ_CMD_BAD_PARAM;
+        }
+        if (len != UINT64_MAX) {
+            trace_uzura_mr_err_implicit_len(len);
+            return UZ_CMD_BAD_PARAM;
+        }
+        if (c->page_shift != UZ_IMR_SHIFT) {
+            trace_uzura_mr_err_implicit_shift(c->page_shift, UZ_IMR_SHIFT);
+            return UZ_CMD_BAD_PARAM;
+        }
+        if (npages != UZ_IMR_ENTRIES) {
+            trace_uzura_mr_err_implicit_npages(npages, UZ_IMR_ENTRIES);
+            return UZ_CMD_BAD_PARAM;
+        }
+        if (!uzura_mr_shape_ok(core, access, 0, 0, 0, 0, false)) {
             trace_uzura_mr_err_reg_implicit(iova, len, c->page_shift, npages,
                                             access);
             return UZ_CMD_BAD_PARAM;
@@ -156,8 +201,12 @@ uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraMr next;
     UzuraPd *pd;
 
-    if (!mr || mr->uctx != uctx) {
+    if (!mr) {
         trace_uzura_mr_err_key(key, uctx);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (mr->uctx != uctx) {
+        trace_uzura_mr_err_key_uctx(key, uctx, mr->uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (mr->mw_count) {
@@ -165,11 +214,18 @@ uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
         return UZ_CMD_BUSY;
     }
     /* DMA, fast-reg, ODP, DM and implicit MRs have their own ways. */
-    if (mr->flags & (UZ_MR_F_DMA | UZ_MR_F_FAST | UZ_MR_F_ODP | UZ_MR_F_DM |
-                     UZ_MR_F_IMPLICIT) ||
-        !c->change ||
-        c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
-        trace_uzura_mr_err_rereg_change(key, mr->flags, c->change);
+    if (mr->flags & UZ_MR_F_KINDS) {
+        trace_uzura_mr_err_rereg_kind(key, mr->flags);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!c->change) {
+        trace_uzura_mr_err_rereg_no_change(key);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->change & ~(UZ_REREG_TRANS | UZ_REREG_PD | UZ_REREG_ACCESS)) {
+        trace_uzura_mr_err_rereg_change(key, c->change,
+                                        UZ_REREG_TRANS | UZ_REREG_PD |
+                                        UZ_REREG_ACCESS);
         return UZ_CMD_BAD_PARAM;
     }
     next = *mr;
@@ -242,9 +298,16 @@ uint8_t uzura_cmd_page_resume(UzuraCore *core, const struct uz_admin_cmd *cmd,
     uint32_t key = le32_to_cpu(c->handle);
     UzuraMr *mr = uzura_mr_lookup(core, key);
 
-    if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
-        !(mr->flags & (UZ_MR_F_ODP | UZ_MR_F_IMPLICIT))) {
-        trace_uzura_mr_err_resume(key, le32_to_cpu(c->uctx));
+    if (!mr) {
+        trace_uzura_mr_err_key(key, le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (mr->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_mr_err_key_uctx(key, le32_to_cpu(c->uctx), mr->uctx);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!(mr->flags & (UZ_MR_F_ODP | UZ_MR_F_IMPLICIT))) {
+        trace_uzura_mr_err_resume(key, mr->flags);
         return UZ_CMD_BAD_HANDLE;
     }
     mr->fault_posted = false;
@@ -287,9 +350,16 @@ uint8_t uzura_cmd_dereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
      * A fast-reg MR's key byte changes with each REG_MR WR, one the
      * driver may not have seen through: its index is enough.
      */
-    if (!mr || mr->uctx != le32_to_cpu(c->uctx) ||
-        (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key))) {
+    if (!mr) {
         trace_uzura_mr_err_key(key, le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (mr->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_mr_err_key_uctx(key, le32_to_cpu(c->uctx), mr->uctx);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key)) {
+        trace_uzura_mr_err_key_byte(key, mr->key);
         return UZ_CMD_BAD_HANDLE;
     }
     if (mr->mw_count) {

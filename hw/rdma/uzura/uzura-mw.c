@@ -87,8 +87,13 @@ uint8_t uzura_cmd_dealloc_mw(UzuraCore *core, const struct uz_admin_cmd *cmd,
     const struct uz_cmd_obj *c = (const void *)cmd->raw;
     UzuraMr *mw = uzura_mw_slot(core, le32_to_cpu(c->handle));
 
-    if (!mw || mw->uctx != le32_to_cpu(c->uctx)) {
+    if (!mw) {
         trace_uzura_mw_err_handle(le32_to_cpu(c->handle), le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (mw->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_mw_err_handle_uctx(le32_to_cpu(c->handle),
+                                       le32_to_cpu(c->uctx), mw->uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     uzura_mw_unbind(core, mw);

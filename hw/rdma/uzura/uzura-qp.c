@@ -138,48 +138,85 @@ uint8_t uzura_qp_active_mtu(UzuraCore *core)
 }
 
 /* Range checks of the attributes the mask names. */
-static bool uzura_qp_attr_ok(UzuraCore *core, const struct uz_qp_attr *a,
-                             uint32_t mask)
+static bool uzura_qp_attr_ok(UzuraCore *core, uint32_t qpn,
+                             const struct uz_qp_attr *a, uint32_t mask)
 {
     const UzuraLimits *l = &core->rdma.lim;
+    const uint32_t access_known = UZ_ACCESS_REMOTE_WRITE |
+                                  UZ_ACCESS_REMOTE_READ |
+                                  UZ_ACCESS_REMOTE_ATOMIC |
+                                  UZ_ACCESS_LOCAL_WRITE;
 
     if ((mask & UZ_QP_ATTR_PORT) && a->port != 1) {
+        trace_uzura_qp_err_attr_port(qpn, a->port);
         return false;
     }
     if ((mask & UZ_QP_ATTR_PKEY_INDEX) && le16_to_cpu(a->pkey_index) != 0) {
+        trace_uzura_qp_err_attr_pkey_index(qpn, le16_to_cpu(a->pkey_index));
         return false;
     }
     if ((mask & UZ_QP_ATTR_ACCESS) &&
-        (le32_to_cpu(a->access_flags) & ~(UZ_ACCESS_REMOTE_WRITE |
-                                          UZ_ACCESS_REMOTE_READ |
-                                          UZ_ACCESS_REMOTE_ATOMIC |
-                                          UZ_ACCESS_LOCAL_WRITE))) {
+        (le32_to_cpu(a->access_flags) & ~access_known)) {
+        trace_uzura_qp_err_attr_access(qpn, le32_to_cpu(a->access_flags),
+                                       access_known);
         return false;
     }
     if ((mask & UZ_QP_ATTR_PATH_MTU) &&
         (a->path_mtu < UZ_MTU_256 || a->path_mtu > uzura_qp_active_mtu(core))) {
+        trace_uzura_qp_err_attr_path_mtu(qpn, a->path_mtu, UZ_MTU_256,
+                                         uzura_qp_active_mtu(core));
         return false;
     }
-    if ((mask & UZ_QP_ATTR_AV) &&
-        ((a->dmac[0] & 1) || !memcmp(a->dmac, zero_mac, 6))) {
+    if ((mask & UZ_QP_ATTR_AV) && (a->dmac[0] & 1)) {
+        trace_uzura_qp_err_attr_dmac_group(qpn, a->dmac[0]);
         return false;
     }
-    if (((mask & UZ_QP_ATTR_SQ_PSN) && le32_to_cpu(a->sq_psn) > UZ_PSN_MASK) ||
-        ((mask & UZ_QP_ATTR_RQ_PSN) && le32_to_cpu(a->rq_psn) > UZ_PSN_MASK) ||
-        ((mask & UZ_QP_ATTR_DEST_QPN) &&
-         le32_to_cpu(a->dest_qpn) > UZ_PSN_MASK)) {
+    if ((mask & UZ_QP_ATTR_AV) && !memcmp(a->dmac, zero_mac, 6)) {
+        trace_uzura_qp_err_attr_dmac_zero(qpn);
         return false;
     }
-    if (((mask & UZ_QP_ATTR_TIMEOUT) && a->timeout > 31) ||
-        ((mask & UZ_QP_ATTR_RETRY_CNT) && a->retry_cnt > 7) ||
-        ((mask & UZ_QP_ATTR_RNR_RETRY) && a->rnr_retry > 7) ||
-        ((mask & UZ_QP_ATTR_MIN_RNR_TIMER) && a->min_rnr_timer > 31)) {
+    if ((mask & UZ_QP_ATTR_SQ_PSN) && le32_to_cpu(a->sq_psn) > UZ_PSN_MASK) {
+        trace_uzura_qp_err_attr_sq_psn(qpn, le32_to_cpu(a->sq_psn),
+                                       UZ_PSN_MASK);
         return false;
     }
-    if (((mask & UZ_QP_ATTR_MAX_QP_RD_ATOMIC) &&
-         a->max_rd_atomic > l->max_qp_rd_atom) ||
-        ((mask & UZ_QP_ATTR_MAX_DEST_RD_ATOMIC) &&
-         a->max_dest_rd_atomic > l->max_qp_rd_atom)) {
+    if ((mask & UZ_QP_ATTR_RQ_PSN) && le32_to_cpu(a->rq_psn) > UZ_PSN_MASK) {
+        trace_uzura_qp_err_attr_rq_psn(qpn, le32_to_cpu(a->rq_psn),
+                                       UZ_PSN_MASK);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_DEST_QPN) &&
+        le32_to_cpu(a->dest_qpn) > UZ_PSN_MASK) {
+        trace_uzura_qp_err_attr_dest_qpn(qpn, le32_to_cpu(a->dest_qpn),
+                                         UZ_PSN_MASK);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_TIMEOUT) && a->timeout > 31) {
+        trace_uzura_qp_err_attr_timeout(qpn, a->timeout, 31);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_RETRY_CNT) && a->retry_cnt > 7) {
+        trace_uzura_qp_err_attr_retry_cnt(qpn, a->retry_cnt, 7);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_RNR_RETRY) && a->rnr_retry > 7) {
+        trace_uzura_qp_err_attr_rnr_retry(qpn, a->rnr_retry, 7);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_MIN_RNR_TIMER) && a->min_rnr_timer > 31) {
+        trace_uzura_qp_err_attr_min_rnr_timer(qpn, a->min_rnr_timer, 31);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_MAX_QP_RD_ATOMIC) &&
+        a->max_rd_atomic > l->max_qp_rd_atom) {
+        trace_uzura_qp_err_attr_max_rd_atomic(qpn, a->max_rd_atomic,
+                                              l->max_qp_rd_atom);
+        return false;
+    }
+    if ((mask & UZ_QP_ATTR_MAX_DEST_RD_ATOMIC) &&
+        a->max_dest_rd_atomic > l->max_qp_rd_atom) {
+        trace_uzura_qp_err_attr_max_dest_rd_atomic(qpn, a->max_dest_rd_atomic,
+                                                   l->max_qp_rd_atom);
         return false;
     }
     return true;
@@ -508,13 +545,17 @@ uint8_t uzura_cmd_modify_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     uint8_t from, to;
     int k;
 
-    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+    if (!qp) {
         trace_uzura_qp_err_handle(qpn, le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_qp_err_handle_uctx(qpn, le32_to_cpu(c->uctx), qp->uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (qp->type == UZ_QPT_RSS) {
         /* Active from its creation, with no state to move through. */
-        uzura_guest_error(trace_uzura_qp_err_transition(qpn, 0, 0),
+        uzura_guest_error(trace_uzura_qp_err_modify_rss(qpn),
                           "QP %u: an RSS QP has no states", qpn);
         return UZ_CMD_BAD_STATE;
     }
@@ -531,7 +572,8 @@ uint8_t uzura_cmd_modify_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     if (to == UZ_QPS_RESET || to == UZ_QPS_ERR) {
         /* Always legal; nothing else may change on the way. */
         if (mask & ~UZ_QP_ATTR_STATE) {
-            trace_uzura_qp_err_attr(qpn, from, to, mask);
+            trace_uzura_qp_err_attr_extra(qpn, from, to, mask,
+                                          UZ_QP_ATTR_STATE);
             return UZ_CMD_BAD_PARAM;
         }
         if (to == UZ_QPS_RESET) {
@@ -557,9 +599,21 @@ uint8_t uzura_cmd_modify_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     }
     k = uzura_qp_kind(qp);
     mask &= ~UZ_QP_ATTR_STATE;
-    if ((mask & t->req[k]) != t->req[k] ||
-        (mask & ~(t->req[k] | t->opt[k])) ||
-        !uzura_qp_attr_ok(core, &a, mask)) {
+    if ((mask & t->req[k]) != t->req[k]) {
+        uzura_guest_error(trace_uzura_qp_err_attr_missing(qpn, from, to, mask,
+                                                          t->req[k]),
+                          "QP %u: attributes 0x%x not valid from state %u "
+                          "to %u", qpn, mask, from, to);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (mask & ~(t->req[k] | t->opt[k])) {
+        uzura_guest_error(trace_uzura_qp_err_attr_extra(qpn, from, to, mask,
+                                                        t->req[k] | t->opt[k]),
+                          "QP %u: attributes 0x%x not valid from state %u "
+                          "to %u", qpn, mask, from, to);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!uzura_qp_attr_ok(core, qpn, &a, mask)) {
         uzura_guest_error(trace_uzura_qp_err_attr(qpn, from, to, mask),
                           "QP %u: attributes 0x%x not valid from state %u "
                           "to %u", qpn, mask, from, to);
@@ -586,9 +640,14 @@ uint8_t uzura_cmd_query_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     const struct uz_qp_attr *q;
     struct uz_qp_attr a;
 
-    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+    if (!qp) {
         trace_uzura_qp_err_handle(le32_to_cpu(c->handle),
                                   le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_qp_err_handle_uctx(le32_to_cpu(c->handle),
+                                       le32_to_cpu(c->uctx), qp->uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (le32_to_cpu(c->buf_len) < sizeof(a)) {
@@ -693,9 +752,12 @@ static bool uzura_qp_queue_ok(UzuraRdma *r, bool sq, uint8_t log_depth,
 {
     uint8_t min_wqe = sq ? 6 : 4;
 
-    if (log_depth < 1 || log_depth > 16 ||
-        (1u << log_depth) > r->lim.max_qp_wr) {
-        trace_uzura_qp_err_create_depth(sq, log_depth, r->lim.max_qp_wr);
+    if (log_depth < 1 || log_depth > 16) {
+        trace_uzura_qp_err_create_depth(sq, log_depth, 1, 16);
+        return false;
+    }
+    if ((1u << log_depth) > r->lim.max_qp_wr) {
+        trace_uzura_qp_err_create_max_wr(sq, log_depth, r->lim.max_qp_wr);
         return false;
     }
     if (log_wqe < min_wqe || log_wqe > 9) {
@@ -737,8 +799,12 @@ static uint8_t uzura_qp_create_shape(UzuraCore *core,
         trace_uzura_qp_err_create_no_sq(c->type);
         return UZ_CMD_BAD_PARAM;
     }
-    if ((c->flags & UZ_QPF_SQ_SHADOW) && (!has_sq || !r->sq_shadow)) {
-        trace_uzura_qp_err_create_shadow(has_sq, r->sq_shadow);
+    if ((c->flags & UZ_QPF_SQ_SHADOW) && !has_sq) {
+        trace_uzura_qp_err_create_shadow_no_sq(c->type, c->flags);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if ((c->flags & UZ_QPF_SQ_SHADOW) && !r->sq_shadow) {
+        trace_uzura_qp_err_create_shadow_off(c->flags);
         return UZ_CMD_BAD_PARAM;
     }
     if (has_sq &&
@@ -906,9 +972,14 @@ uint8_t uzura_cmd_destroy_qp(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraQp *qp = uzura_qp_lookup(core, le32_to_cpu(c->handle));
     UzuraRdma *r = &core->rdma;
 
-    if (!qp || qp->uctx != le32_to_cpu(c->uctx)) {
+    if (!qp) {
         trace_uzura_qp_err_handle(le32_to_cpu(c->handle),
                                   le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_qp_err_handle_uctx(le32_to_cpu(c->handle),
+                                       le32_to_cpu(c->uctx), qp->uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     if (qp->flows) {

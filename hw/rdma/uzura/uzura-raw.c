@@ -182,19 +182,33 @@ uint8_t uzura_cmd_create_flow(UzuraCore *core, const struct uz_admin_cmd *cmd,
     struct uz_flow_spec s;
     int64_t i;
 
-    if (!qp || qp->uctx != le32_to_cpu(c->uctx) ||
-        (qp->type != UZ_QPT_RAW && qp->type != UZ_QPT_RSS)) {
+    if (!qp) {
         trace_uzura_flow_err_qp(le32_to_cpu(c->qpn), le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_flow_err_qp_uctx(le32_to_cpu(c->qpn), le32_to_cpu(c->uctx),
+                                     qp->uctx);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (qp->type != UZ_QPT_RAW && qp->type != UZ_QPT_RSS) {
+        trace_uzura_flow_err_qp_type(le32_to_cpu(c->qpn), qp->type);
         return UZ_CMD_BAD_HANDLE;
     }
     if (!uzura_dma_read(core, le64_to_cpu(c->spec_addr), &s, sizeof(s))) {
         trace_uzura_flow_err_spec_addr(le64_to_cpu(c->spec_addr));
         return UZ_CMD_BAD_ADDR;
     }
-    if ((s.ip_ver && s.ip_ver != 4 && s.ip_ver != 6) ||
-        (s.l4 && s.l4 != UZ_FLOW_L4_TCP && s.l4 != UZ_FLOW_L4_UDP) ||
-        !buffer_is_zero(s.reserved, sizeof(s.reserved))) {
-        trace_uzura_flow_err_spec(s.ip_ver, s.l4);
+    if (s.ip_ver && s.ip_ver != 4 && s.ip_ver != 6) {
+        trace_uzura_flow_err_ip_ver(s.ip_ver);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (s.l4 && s.l4 != UZ_FLOW_L4_TCP && s.l4 != UZ_FLOW_L4_UDP) {
+        trace_uzura_flow_err_l4(s.l4);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (!buffer_is_zero(s.reserved, sizeof(s.reserved))) {
+        trace_uzura_flow_err_reserved(le64_to_cpu(c->spec_addr));
         return UZ_CMD_BAD_PARAM;
     }
     i = UZ_FIND_FREE(r->flow, UZ_FLOW_MAX, 0);
@@ -218,8 +232,11 @@ uint8_t uzura_cmd_destroy_flow(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraRdma *r = &core->rdma;
     uint32_t i = le32_to_cpu(c->handle);
 
-    if (i >= UZ_FLOW_MAX || !r->flow[i].valid ||
-        r->flow[i].uctx != le32_to_cpu(c->uctx)) {
+    if (i >= UZ_FLOW_MAX) {
+        trace_uzura_flow_err_index(i, UZ_FLOW_MAX);
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (!r->flow[i].valid || r->flow[i].uctx != le32_to_cpu(c->uctx)) {
         trace_uzura_flow_err_handle(i, le32_to_cpu(c->uctx));
         return UZ_CMD_BAD_HANDLE;
     }

@@ -58,10 +58,21 @@ uint8_t uzura_rss_create(UzuraCore *core, uint64_t addr, uint32_t uctx,
         return UZ_CMD_BAD_ADDR;
     }
     c->fields = le32_to_cpu(c->fields);
-    if (c->func != UZ_RSS_TOEPLITZ || c->log_size > UZ_RSS_LOG_MAX ||
-        (c->fields & ~UZ_RSS_F_ALL)) {
-        uzura_guest_error(trace_uzura_rss_err_conf(c->func, c->log_size,
-                                                   c->fields, UINT32_MAX),
+    if (c->func != UZ_RSS_TOEPLITZ) {
+        uzura_guest_error(trace_uzura_rss_err_func(c->func, UZ_RSS_TOEPLITZ),
+                          "RSS: function %u, log_size %u or fields 0x%x "
+                          "not supported", c->func, c->log_size, c->fields);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->log_size > UZ_RSS_LOG_MAX) {
+        uzura_guest_error(trace_uzura_rss_err_log_size(c->log_size,
+                                                       UZ_RSS_LOG_MAX),
+                          "RSS: function %u, log_size %u or fields 0x%x "
+                          "not supported", c->func, c->log_size, c->fields);
+        return UZ_CMD_BAD_PARAM;
+    }
+    if (c->fields & ~UZ_RSS_F_ALL) {
+        uzura_guest_error(trace_uzura_rss_err_fields(c->fields, UZ_RSS_F_ALL),
                           "RSS: function %u, log_size %u or fields 0x%x "
                           "not supported", c->func, c->log_size, c->fields);
         return UZ_CMD_BAD_PARAM;
@@ -70,9 +81,18 @@ uint8_t uzura_rss_create(UzuraCore *core, uint64_t addr, uint32_t uctx,
     for (i = 0; i < n; i++) {
         UzuraQp *t = uzura_qp_lookup(core, le32_to_cpu(c->qpn[i]));
 
-        if (!t || t->type != UZ_QPT_RAW || t->uctx != uctx) {
-            uzura_guest_error(trace_uzura_rss_err_conf(c->func, c->log_size,
-                                                       c->fields, i),
+        if (!t || t->uctx != uctx) {
+            uzura_guest_error(trace_uzura_rss_err_entry_qp(i,
+                                                   le32_to_cpu(c->qpn[i]),
+                                                   uctx),
+                              "RSS: entry %u (QP %u) is no raw QP of "
+                              "context %u", i, le32_to_cpu(c->qpn[i]), uctx);
+            return UZ_CMD_BAD_HANDLE;
+        }
+        if (t->type != UZ_QPT_RAW) {
+            uzura_guest_error(trace_uzura_rss_err_entry_type(i,
+                                                   le32_to_cpu(c->qpn[i]),
+                                                   t->type),
                               "RSS: entry %u (QP %u) is no raw QP of "
                               "context %u", i, le32_to_cpu(c->qpn[i]), uctx);
             return UZ_CMD_BAD_HANDLE;

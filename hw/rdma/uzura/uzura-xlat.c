@@ -390,8 +390,12 @@ uint8_t uzura_cmd_invalidate_xlat(UzuraCore *core,
     uint64_t first, last, base;
     UzuraMr *mr = uzura_mr_lookup(core, key);
 
-    if (!mr || mr->uctx != le32_to_cpu(c->uctx)) {
+    if (!mr) {
         trace_uzura_xlat_err_key(key, le32_to_cpu(c->uctx));
+        return UZ_CMD_BAD_HANDLE;
+    }
+    if (mr->uctx != le32_to_cpu(c->uctx)) {
+        trace_uzura_xlat_err_key_uctx(key, le32_to_cpu(c->uctx), mr->uctx);
         return UZ_CMD_BAD_HANDLE;
     }
     trace_uzura_xlat_invalidate(key, iova, len);
