@@ -122,11 +122,18 @@ helpers=$(cd "$top/qtest" && ls *.c | grep -v -- '-test\.c$')
 qline="qtests_x86_64 += [$(printf "'%s', " $tests | sed 's/, $//')] # uzura"
 hline="uzura_qtest_helpers = declare_dependency(link_with: static_library('uzura-qtest', files($(printf "'%s', " $helpers | sed 's/, $//')) + genh, dependencies: [qemuutil, qos], build_by_default: false)) # uzura"
 dline="qtests += {$(printf "'%s': [uzura_qtest_helpers], " $tests | sed 's/, $//')} # uzura"
+# QEMU gives a qtest 60 s unless slow_qtests says more: these take 10 to
+# 30 s under ASan on a 2-core host, two at a time.
+slow="uzura-crw-test uzura-errors-test uzura-fault-test uzura-harden-test uzura-ops-test"
+sline="slow_qtests += {$(printf "'%s': 180, " $slow | sed 's/, $//')} # uzura"
 qmeson=$src/tests/qtest/meson.build
 if ! grep -qxF -- "$qline" "$qmeson" || ! grep -qxF -- "$hline" "$qmeson" ||
-   ! grep -qxF -- "$dline" "$qmeson"; then
+   ! grep -qxF -- "$dline" "$qmeson" || ! grep -qxF -- "$sline" "$qmeson"; then
 	sed -i "/ # uzura\$/d; /^qtests_x86_64 += \['uzura-test'\]\$/d" "$qmeson"
 	add_line "$qmeson" "qtests_x86_64 = qtests_i386" "$qline"
+	awk -v s="$sline" '$0 == "qtests_generic = [" { print s } { print }' \
+		"$qmeson" > "$qmeson.new"
+	mv "$qmeson.new" "$qmeson"
 	# Before the loop that builds the qtests, after every qtests entry.
 	awk -v h="$hline" -v d="$dline" '
 		$0 == "qtest_executables = {}" { print h; print d }
