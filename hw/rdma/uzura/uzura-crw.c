@@ -145,17 +145,25 @@ uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt)
 }
 
 /* The oldest matched CRW whose write may start, or -1. */
-int32_t uzura_crw_ready(UzuraQp *qp)
+static int32_t uzura_crw_ready(UzuraQp *qp)
 {
     UzuraXfer *x = qp->x;
 
     return x->crw_rnum ? (int32_t)x->crw_ready[x->crw_rhead] : -1;
 }
 
-void uzura_crw_take_ready(UzuraQp *qp)
+/* The write completes as the CRW, on its SQ WQE's terms. */
+static void uzura_crw_describe(UzuraQp *qp, int32_t e, UzuraSwqe *w)
+{
+    w->sq_idx = qp->x->crw[e].sq_idx;
+    w->opcode = UZ_WR_CRW;
+    w->signaled = qp->x->crw[e].signaled;
+}
+
+/* The writes start in the order their CRWs matched: @e is the oldest. */
+static void uzura_crw_take(UzuraQp *qp, int32_t e)
 {
     UzuraXfer *x = qp->x;
-    uint32_t e = x->crw_ready[x->crw_rhead];
 
     x->crw[e].state = UZ_CRW_SENDING;
     x->crw_rhead = (x->crw_rhead + 1) % uzura_crw_cap(x->core);
@@ -167,10 +175,11 @@ void uzura_crw_take_ready(UzuraQp *qp)
  * buffer, with the tag's low 32 bits as immediate data.  Returns a
  * UZ_WC_STATUS_*.
  */
-uint8_t uzura_crw_load(UzuraCore *core, UzuraQp *qp, int32_t e,
-                       UzuraSendWr *wr, uint8_t *verr)
+static uint8_t uzura_crw_load(UzuraCore *core, UzuraQp *qp,
+                              const UzuraSwqe *w, UzuraSendWr *wr,
+                              uint8_t *verr)
 {
-    const UzuraCrw *c = &qp->x->crw[e];
+    const UzuraCrw *c = &qp->x->crw[w->src_id];
 
     *wr = c->wr;
     wr->h.opcode = UZ_WR_RDMA_WRITE_IMM;
@@ -187,16 +196,25 @@ uint8_t uzura_crw_load(UzuraCore *core, UzuraQp *qp, int32_t e,
     return *verr ? UZ_WC_STATUS_LOC_PROT_ERR : UZ_WC_STATUS_SUCCESS;
 }
 
+/* The CRW's write completed (or failed), with its CQE: the entry is free. */
+static void uzura_crw_retired(UzuraCore *core, UzuraQp *qp,
+                              const UzuraSwqe *w)
+{
+    qp->x->crw[w->src_id].state = UZ_CRW_FREE;
+}
+
+const UzuraReqSource uzura_crw_source = {
+    .ready = uzura_crw_ready,
+    .describe = uzura_crw_describe,
+    .load = uzura_crw_load,
+    .take = uzura_crw_take,
+    .retired = uzura_crw_retired,
+};
+
 /* The CRW's SQ WQE completed: from now on only the table holds it. */
 void uzura_crw_unpin(UzuraQp *qp, int32_t e)
 {
     qp->x->crw[e].in_sq = false;
-}
-
-/* The CRW's write completed (or failed): the entry is free. */
-void uzura_crw_release(UzuraQp *qp, int32_t e)
-{
-    qp->x->crw[e].state = UZ_CRW_FREE;
 }
 
 /*

@@ -5,14 +5,16 @@
  *
  * The requester sends messages, kept in PSN order in a ring of small
  * records (PSN range, status, and where the message came from): one per
- * SQ WQE, plus the write of each matched conditional RDMA write, which
- * joins the stream between SQ WQEs (uzura-crw.c).  A WQE is read from the
- * ring when it starts and again on retransmission: it stays in host
- * memory until it completes.  Reliability is go-back-N: an ACK timeout, a
- * sequence NAK or a missing READ response rewinds the send position to
- * the oldest unacknowledged message, and the responder answers
- * duplicates.  Completions are written in message order, which is SQ
- * order for everything but CRWs.
+ * SQ WQE, plus those of the sources no SQ WQE stands for, which join the
+ * stream between SQ WQEs through the hooks of UzuraReqSource: tag
+ * matching's rendezvous READs and FINs (uzura-tm.c) and matched
+ * conditional RDMA writes (uzura-crw.c).  A message is loaded from its
+ * source when it starts and again on retransmission: an SQ WQE stays in
+ * host memory until it completes.  Reliability is go-back-N: an ACK
+ * timeout, a sequence NAK or a missing READ response rewinds the send
+ * position to the oldest unacknowledged message, and the responder
+ * answers duplicates.  Completions are written in message order, which
+ * is SQ order for everything but CRWs.
  */
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
@@ -29,6 +31,12 @@ static uint32_t uzura_next(uint32_t idx)
 {
     return (idx + 1) & UZ_IDX_MASK;
 }
+
+/* The sources asked before the SQ, in this order. */
+static const UzuraReqSource *const uzura_req_sources[UZ_REQ_SRC_NUM] = {
+    [UZ_REQ_SRC_RNDV] = &uzura_tm_rndv_source,
+    [UZ_REQ_SRC_CRW] = &uzura_crw_source,
+};
 
 static uint32_t uzura_req_mtu(UzuraCore *core, UzuraQp *qp)
 {
@@ -368,6 +376,7 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
 
     while (x->req.oldest != x->req.next) {
         UzuraSwqe *w = uzura_msg(qp, x->req.oldest);
+        const UzuraReqSource *src = uzura_req_sources[w->src];
 
         if (!w->done) {
             if (uzura_wr_is_rd_atomic(w->opcode) ||
@@ -378,11 +387,8 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
             w->done = true;
             w->status = UZ_WC_STATUS_SUCCESS;
         }
-        if (w->rndv >= 0) {
-            /* A rendezvous' READ or FIN: its CQEs are the TM SRQ's. */
-            uzura_tm_rndv_retired(core, qp, w->rndv, w->opcode, w->status,
-                                  w->verr);
-        } else if (w->status != UZ_WC_STATUS_SUCCESS || w->signaled) {
+        if ((!src || !src->own_cqe) &&
+            (w->status != UZ_WC_STATUS_SUCCESS || w->signaled)) {
             struct uz_cqe cqe = {
                 .wr_id = cpu_to_le64(w->wr_id),
                 .byte_len = cpu_to_le32(w->byte_len),
@@ -394,15 +400,16 @@ static void uzura_req_retire(UzuraCore *core, UzuraQp *qp)
 
             uzura_cq_post(core, qp->send_cqn, &cqe, false);
         }
+        if (src) {
+            src->retired(core, qp, w);
+        }
         trace_uzura_req_complete(x->qpn, w->sq_idx, w->status);
         x->req.oldest = uzura_next(x->req.oldest);
-        if ((w->crw < 0 && w->rndv < 0) || w->park) {
+        if (!src) {
             qp->sq_ci = uzura_next(qp->sq_ci);
         }
         if (w->park) {
-            uzura_crw_unpin(qp, w->crw);
-        } else if (w->crw >= 0) {
-            uzura_crw_release(qp, w->crw);
+            uzura_crw_unpin(qp, w->src_id);
         }
         if (w->status != UZ_WC_STATUS_SUCCESS) {
             uzura_qp_fail(core, qp, 0);     /* the CQE says it */
@@ -489,10 +496,57 @@ static uint32_t uzura_req_rd_out(UzuraQp *qp)
 }
 
 /*
+ * The next new message: the oldest ready one of the first source that
+ * has one, else the next SQ WQE (with an SQ shadow record, one the guest
+ * posted there: uzura-shadow.c).  False when there is none.
+ */
+static bool uzura_req_next_new(UzuraCore *core, UzuraQp *qp, UzuraSwqe *m)
+{
+    UzuraXfer *x = qp->x;
+    int32_t id;
+    unsigned i;
+
+    for (i = 0; i < UZ_REQ_SRC_NUM; i++) {
+        const UzuraReqSource *src = uzura_req_sources[i];
+
+        id = src ? src->ready(qp) : -1;
+        if (id >= 0) {
+            *m = (UzuraSwqe) { .src = i, .src_id = id };
+            src->describe(qp, id, m);
+            return true;
+        }
+    }
+    if (x->req.sq_next == qp->sq_pi &&
+        (uzura_shadow_asked(qp) || !uzura_shadow_poll(core, qp))) {
+        return false;
+    }
+    *m = (UzuraSwqe) {
+        .src = UZ_REQ_SRC_SQ, .src_id = -1, .sq_idx = x->req.sq_next,
+    };
+    return true;
+}
+
+/*
+ * Message @w's work request, from its source, in @wr: an SQ WQE is read
+ * from the ring again.  Returns a UZ_WC_STATUS_*.
+ */
+static uint8_t uzura_req_load(UzuraCore *core, UzuraQp *qp,
+                              const UzuraSwqe *w, UzuraSendWr *wr,
+                              uint8_t *verr)
+{
+    const UzuraReqSource *src = uzura_req_sources[w->src];
+
+    if (src) {
+        return src->load(core, qp, w, wr, verr);
+    }
+    *verr = uzura_sq_load(core, qp, w->sq_idx, wr);
+    return *verr ? UZ_WC_STATUS_LOC_QP_OP_ERR : UZ_WC_STATUS_SUCCESS;
+}
+
+/*
  * (Re)start message req.next.  One started before a rewind is sent again
- * from the same source; a new one is the oldest rendezvous' READ or FIN
- * (uzura-tm.c), else the oldest matched CRW's write, or else the next SQ
- * WQE.  A CRW WQE is parked and sends nothing (cur_active stays false).
+ * from the same source; a new one is the next of uzura_req_next_new().
+ * A CRW WQE is parked and sends nothing (cur_active stays false).
  * False when it must wait, or failed.
  */
 static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
@@ -501,41 +555,28 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
     UzuraSendWr *wr = &x->req.cur;
     UzuraSwqe *w = uzura_msg(qp, x->req.next);
     bool resend = x->req.next != x->req.end;
-    uint32_t mtu = uzura_req_mtu(core, qp), sq_idx = 0;
-    int32_t crw = -1, rndv = -1;
-    uint8_t status, verr, opcode, rndv_op = 0;
+    uint32_t mtu = uzura_req_mtu(core, qp);
+    UzuraSwqe m;                /* the message's source and description */
+    uint8_t status, verr;
 
     if (resend) {
-        sq_idx = w->sq_idx;
-        crw = w->crw;
-        rndv = w->rndv;
-        rndv_op = w->opcode;
+        m = *w;
     } else if (qp->attr.state != UZ_QPS_RTS) {
         return false;           /* SQD starts nothing new */
     } else if (uzura_psn_diff(x->req.next_psn, x->comp.acked_psn) >
                UZ_PSN_OUT_MAX) {
         return false;           /* PSN comparisons hold within 2^23 */
-    } else {
-        rndv = uzura_tm_rndv_ready(qp);
-        crw = rndv < 0 ? uzura_crw_ready(qp) : -1;
-        if (rndv < 0 && crw < 0 && x->req.sq_next == qp->sq_pi &&
-            (uzura_shadow_asked(qp) || !uzura_shadow_poll(core, qp))) {
-            return false;
-        }
-        sq_idx = crw >= 0 ? x->crw[crw].sq_idx : rndv >= 0 ? rndv :
-                 x->req.sq_next;
-        if (rndv >= 0) {
-            rndv_op = uzura_tm_rndv_opcode(qp, rndv);
-        }
+    } else if (!uzura_req_next_new(core, qp, &m)) {
+        return false;
     }
-    if (rndv >= 0) {
-        status = uzura_tm_rndv_load(core, qp, rndv, rndv_op, wr, &verr);
-    } else if (crw >= 0) {
-        status = uzura_crw_load(core, qp, crw, wr, &verr);
-    } else {
-        verr = uzura_sq_load(core, qp, sq_idx, wr);
-        status = verr ? UZ_WC_STATUS_LOC_QP_OP_ERR :
-                        uzura_req_validate(core, qp, wr, &verr);
+    status = uzura_req_load(core, qp, &m, wr, &verr);
+    if (m.src == UZ_REQ_SRC_SQ) {
+        if (status == UZ_WC_STATUS_SUCCESS) {
+            status = uzura_req_validate(core, qp, wr, &verr);
+        }
+        m.opcode = wr->h.opcode;
+        m.signaled = (wr->h.flags & UZ_WQE_F_SIGNALED) ||
+                     (qp->flags & UZ_QPF_SIG_ALL);
     }
     if (status == UZ_WC_STATUS_SUCCESS &&
         ((wr->h.flags & UZ_WQE_F_FENCE) ||
@@ -557,34 +598,28 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         wr->h.opcode == UZ_WR_LOCAL_INV && x->req.oldest != x->req.next) {
         return false;
     }
-    opcode = crw >= 0 ? UZ_WR_CRW : wr->h.opcode;
     *w = (UzuraSwqe) {
-        .wr_id = wr->h.wr_id, .opcode = opcode, .sq_idx = sq_idx,
-        .seq = resend ? w->seq : ++x->req.started,
-        .crw = crw, .rndv = rndv, .first_psn = x->req.next_psn,
-        .byte_len = wr->len,
-        .signaled = crw >= 0 ? x->crw[crw].signaled :
-                    rndv < 0 && ((wr->h.flags & UZ_WQE_F_SIGNALED) ||
-                                 (qp->flags & UZ_QPF_SIG_ALL)),
+        .wr_id = wr->h.wr_id, .opcode = m.opcode, .sq_idx = m.sq_idx,
+        .seq = resend ? m.seq : ++x->req.started,
+        .src = m.src, .src_id = m.src_id, .first_psn = x->req.next_psn,
+        .byte_len = wr->len, .signaled = m.signaled,
         /* A READ sent again keeps the response packets it has. */
-        .resp_got = resend ? w->resp_got : 0,
-        .resp_bits = resend ? w->resp_bits : 0,
-        .resp_from = resend ? w->resp_got : 0,
+        .resp_got = m.resp_got, .resp_bits = m.resp_bits,
+        .resp_from = m.resp_got,
     };
     if (!resend) {
         x->req.end = uzura_next(x->req.end);
-        if (rndv >= 0) {
-            uzura_tm_rndv_take(qp, rndv);
-        } else if (crw >= 0) {
-            uzura_crw_take_ready(qp);
-        } else {
+        if (m.src == UZ_REQ_SRC_SQ) {
             x->req.sq_next = uzura_next(x->req.sq_next);
+        } else {
+            uzura_req_sources[m.src]->take(qp, m.src_id);
         }
     }
-    trace_uzura_req_start(x->qpn, sq_idx, opcode, wr->len, x->req.next_psn);
+    trace_uzura_req_start(x->qpn, w->sq_idx, w->opcode, wr->len,
+                          x->req.next_psn);
     if (status == UZ_WC_STATUS_SUCCESS &&
-        (opcode == UZ_WR_REG_MR || opcode == UZ_WR_LOCAL_INV ||
-         opcode == UZ_WR_BIND_MW)) {
+        (w->opcode == UZ_WR_REG_MR || w->opcode == UZ_WR_LOCAL_INV ||
+         w->opcode == UZ_WR_BIND_MW)) {
         /* Local: done now, no packets; completes in order. */
         status = uzura_fastreg_exec(core, qp, &wr->h, &verr);
         if (status == UZ_WC_STATUS_SUCCESS) {
@@ -594,13 +629,14 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
             return true;
         }
     }
-    if (status == UZ_WC_STATUS_SUCCESS && crw < 0 && opcode == UZ_WR_CRW) {
+    if (status == UZ_WC_STATUS_SUCCESS && w->src == UZ_REQ_SRC_SQ &&
+        w->opcode == UZ_WR_CRW) {
         /*
          * Parked: the SQ WQE is done (no CQE of its own), later WQEs go
          * on, and the CRW completes when its write does.
          */
-        status = uzura_crw_park(core, qp, wr, sq_idx, w->signaled, &w->crw,
-                                &verr);
+        status = uzura_crw_park(core, qp, wr, w->sq_idx, w->signaled,
+                                &w->src_id, &verr);
         if (status == UZ_WC_STATUS_SUCCESS) {
             w->park = true;
             w->signaled = false;
@@ -611,10 +647,10 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
         }
     }
     if (status != UZ_WC_STATUS_SUCCESS) {
-        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, sq_idx, status,
+        uzura_guest_error(trace_uzura_req_err_wqe(x->qpn, w->sq_idx, status,
                                                   verr),
                           "QP %u: send WQE %u fails: status %u, detail %u",
-                          x->qpn, sq_idx, status, verr);
+                          x->qpn, w->sq_idx, status, verr);
         x->req.next = uzura_next(x->req.next);
         x->req.blocked = true;
         uzura_req_finish(core, qp, w, status, verr);
@@ -876,10 +912,10 @@ static void uzura_req_packet(UzuraCore *core, UzuraQp *qp)
 }
 
 /*
- * The SQ WQE of message @idx, decoded again, kept in @c while the same
- * message needs it (its READ response packets, its packets a SACK asked
- * for); NULL when the ring no longer holds a valid one.  A rendezvous'
- * READ has no SQ WQE: its slot gives the same.
+ * The work request of message @idx, loaded again from its source (an SQ
+ * WQE decoded again), kept in @c while the same message needs it (its
+ * READ response packets, its packets a SACK asked for); NULL when the
+ * source no longer gives a valid one.
  */
 static UzuraSendWr *uzura_req_wqe_at(UzuraCore *core, UzuraQp *qp,
                                      UzuraWqeCache *c, uint32_t idx)
@@ -889,9 +925,7 @@ static UzuraSendWr *uzura_req_wqe_at(UzuraCore *core, UzuraQp *qp,
 
     if (!c->seq || c->seq != w->seq) {
         c->seq = 0;
-        if (w->rndv >= 0 ?
-            uzura_tm_rndv_load(core, qp, w->rndv, w->opcode, &c->wr, &verr) :
-            uzura_sq_load(core, qp, w->sq_idx, &c->wr)) {
+        if (uzura_req_load(core, qp, w, &c->wr, &verr)) {
             return NULL;
         }
         c->seq = w->seq;
@@ -919,12 +953,6 @@ static void uzura_req_resend(UzuraCore *core, UzuraQp *qp)
     }
     w = uzura_req_find(qp, psn, &idx);
     if (!w || w->done || w->park) {
-        return;
-    }
-    if (w->crw >= 0 || w->rndv >= 0) {
-        /* A matched CRW's write has no SQ WQE to read back: go back N. */
-        x->comp.resend_left = 0;
-        uzura_req_rewind(core, qp);
         return;
     }
     if (uzura_wr_is_rd_atomic(w->opcode) || w->opcode == UZ_WR_STCRW) {

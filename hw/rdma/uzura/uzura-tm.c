@@ -529,7 +529,7 @@ int uzura_tm_rndv_start(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
 }
 
 /* The oldest slot whose READ or FIN may start, or -1. */
-int32_t uzura_tm_rndv_ready(UzuraQp *qp)
+static int32_t uzura_tm_rndv_ready(UzuraQp *qp)
 {
     const UzuraRndv *slots = qp->x->rndv;
     int32_t s, best = -1;
@@ -547,16 +547,20 @@ int32_t uzura_tm_rndv_ready(UzuraQp *qp)
     return best;
 }
 
-/* What slot @s sends next (or sends again): its READ or its FIN. */
-uint8_t uzura_tm_rndv_opcode(UzuraQp *qp, int32_t s)
+/*
+ * What slot @s sends next: its READ or its FIN, neither of them with a
+ * CQE of the SQ's.  The slot stands for its SQ index in traces.
+ */
+static void uzura_tm_rndv_describe(UzuraQp *qp, int32_t s, UzuraSwqe *w)
 {
     uint8_t st = qp->x->rndv[s].state;
 
-    return st == UZ_RNDV_READ_READY || st == UZ_RNDV_READ ? UZ_WR_RDMA_READ :
-                                                           UZ_WR_SEND;
+    w->sq_idx = s;
+    w->opcode = st == UZ_RNDV_READ_READY ? UZ_WR_RDMA_READ : UZ_WR_SEND;
+    w->signaled = false;
 }
 
-void uzura_tm_rndv_take(UzuraQp *qp, int32_t s)
+static void uzura_tm_rndv_take(UzuraQp *qp, int32_t s)
 {
     UzuraRndv *r = &qp->x->rndv[s];
 
@@ -564,14 +568,15 @@ void uzura_tm_rndv_take(UzuraQp *qp, int32_t s)
 }
 
 /*
- * The message slot @s sends as @opcode: a READ of the sender's buffer
- * into the entry's, or the FIN, a SEND of a TMH alone.  Returns a
- * UZ_WC_STATUS_*.
+ * The message @w of a slot: a READ of the sender's buffer into the
+ * entry's, or the FIN, a SEND of a TMH alone.  Returns a UZ_WC_STATUS_*.
  */
-uint8_t uzura_tm_rndv_load(UzuraCore *core, UzuraQp *qp, int32_t s,
-                           uint8_t opcode, UzuraSendWr *wr, uint8_t *verr)
+static uint8_t uzura_tm_rndv_load(UzuraCore *core, UzuraQp *qp,
+                                  const UzuraSwqe *w, UzuraSendWr *wr,
+                                  uint8_t *verr)
 {
-    const UzuraRndv *r = &qp->x->rndv[s];
+    const UzuraRndv *r = &qp->x->rndv[w->src_id];
+    uint8_t opcode = w->opcode;
 
     memset(&wr->h, 0, sizeof(wr->h));
     wr->h.wr_id = r->recv_wr_id;
@@ -600,17 +605,19 @@ uint8_t uzura_tm_rndv_load(UzuraCore *core, UzuraQp *qp, int32_t s,
 }
 
 /*
- * The requester completed slot @s's message: after the READ the second
+ * The requester completed a slot's message @w: after the READ the second
  * CQE, and on success the FIN; after the FIN the slot is free.  A slot
  * flushed meanwhile (the QP failed) has nothing left to do.
  */
-void uzura_tm_rndv_retired(UzuraCore *core, UzuraQp *qp, int32_t s,
-                           uint8_t opcode, uint8_t status, uint8_t verr)
+static void uzura_tm_rndv_retired(UzuraCore *core, UzuraQp *qp,
+                                  const UzuraSwqe *w)
 {
     UzuraXfer *x = qp->x;
+    int32_t s = w->src_id;
     UzuraRndv *r = &x->rndv[s];
+    uint8_t status = w->status;
 
-    if (opcode != UZ_WR_RDMA_READ) {
+    if (w->opcode != UZ_WR_RDMA_READ) {
         if (r->state == UZ_RNDV_FIN) {
             r->state = UZ_RNDV_FREE;
         }
@@ -619,7 +626,7 @@ void uzura_tm_rndv_retired(UzuraCore *core, UzuraQp *qp, int32_t s,
     if (r->state != UZ_RNDV_READ) {
         return;
     }
-    uzura_tm_rndv_cqe(core, qp, s, status, verr);
+    uzura_tm_rndv_cqe(core, qp, s, status, w->verr);
     if (status != UZ_WC_STATUS_SUCCESS) {
         r->state = UZ_RNDV_FREE;
         return;
@@ -628,6 +635,15 @@ void uzura_tm_rndv_retired(UzuraCore *core, UzuraQp *qp, int32_t s,
     r->seq = x->rndv_seq++;
     uzura_work_schedule(core);
 }
+
+const UzuraReqSource uzura_tm_rndv_source = {
+    .ready = uzura_tm_rndv_ready,
+    .describe = uzura_tm_rndv_describe,
+    .load = uzura_tm_rndv_load,
+    .take = uzura_tm_rndv_take,
+    .retired = uzura_tm_rndv_retired,
+    .own_cqe = true,
+};
 
 /*
  * The QP leaves the data path (error, reset, destroy): an EAGER message

@@ -192,18 +192,30 @@ uint8_t uzura_fastreg_inv(UzuraCore *core, UzuraQp *qp, uint32_t key,
 /* ---- per-QP transport state ---- */
 
 /*
+ * Where the requester's messages come from: its SQ, and the sources of
+ * messages no SQ WQE stands for (UzuraReqSource), asked before the SQ in
+ * this order.
+ */
+enum {
+    UZ_REQ_SRC_SQ,              /* the SQ's WQEs */
+    UZ_REQ_SRC_RNDV,            /* rendezvous' READs and FINs (uzura-tm.c) */
+    UZ_REQ_SRC_CRW,             /* matched CRWs' writes (uzura-crw.c) */
+    UZ_REQ_SRC_NUM
+};
+
+/*
  * A message as the requester tracks it from start to completion.  Most
- * come from one SQ WQE each; a matched CRW's write comes from the tag
- * table, and a CRW's parking takes its SQ WQE and sends nothing; a
- * rendezvous' READ and FIN come from its slot (uzura-tm.c).
+ * come from one SQ WQE each; a CRW's parking takes its SQ WQE and sends
+ * nothing; the others come from a source of their own.
  */
 typedef struct UzuraSwqe {
     uint64_t wr_id;
     uint64_t seq;               /* which message of the QP's life, from 1 */
-    uint32_t sq_idx;            /* the SQ WQE it came from */
-    int32_t crw;                /* tag table entry, -1 none */
-    int32_t rndv;               /* rendezvous slot, -1 none */
-    bool park;                  /* parks the CRW of crw: sends nothing */
+    uint32_t sq_idx;            /* the SQ WQE it came from (or stands for) */
+    uint8_t src;                /* UZ_REQ_SRC_* */
+    bool park;                  /* parks the CRW of src_id: sends nothing */
+    int32_t src_id;             /* the source's: a CRW's tag table entry, */
+                                /* a rendezvous slot; -1 for an SQ WQE */
     uint32_t first_psn;
     uint32_t npkts;             /* PSNs it consumes */
     uint32_t byte_len;
@@ -225,6 +237,27 @@ typedef struct UzuraSendWr {
     uint8_t inl[UZ_INLINE_MAX]; /* with it */
     uint64_t len;               /* message bytes */
 } UzuraSendWr;
+
+/*
+ * A source of messages besides the SQ, with the requester's hooks into
+ * it: the requester asks for a message ready before it takes the next
+ * SQ WQE, loads it when it starts and again when it is sent again, and
+ * tells the source when it completed.
+ */
+typedef struct UzuraReqSource {
+    /* The id of the oldest message ready to start, or -1. */
+    int32_t (*ready)(UzuraQp *qp);
+    /* What message @id records: sq_idx, opcode, signaled. */
+    void (*describe)(UzuraQp *qp, int32_t id, UzuraSwqe *w);
+    /* @w's work request, as it is sent (again); a UZ_WC_STATUS_*. */
+    uint8_t (*load)(UzuraCore *core, UzuraQp *qp, const UzuraSwqe *w,
+                    UzuraSendWr *wr, uint8_t *verr);
+    /* Message @id started: the source's next one may be ready. */
+    void (*take)(UzuraQp *qp, int32_t id);
+    /* @w completed with w->status (after its CQE, unless own_cqe). */
+    void (*retired)(UzuraCore *core, UzuraQp *qp, const UzuraSwqe *w);
+    bool own_cqe;               /* retired posts its completions itself */
+} UzuraReqSource;
 
 /*
  * A send WQE read back from the ring for a message started before.  It
@@ -456,12 +489,8 @@ uint8_t uzura_crw_park(UzuraCore *core, UzuraQp *qp, const UzuraSendWr *wr,
                        uint32_t sq_idx, bool signaled, int32_t *entry,
                        uint8_t *verr);
 uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
-int32_t uzura_crw_ready(UzuraQp *qp);
-void uzura_crw_take_ready(UzuraQp *qp);
-uint8_t uzura_crw_load(UzuraCore *core, UzuraQp *qp, int32_t e,
-                       UzuraSendWr *wr, uint8_t *verr);
+extern const UzuraReqSource uzura_crw_source;
 void uzura_crw_unpin(UzuraQp *qp, int32_t e);
-void uzura_crw_release(UzuraQp *qp, int32_t e);
 void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
 
 /* uzura-tm.c: the data path's side of tag matching */
@@ -474,13 +503,7 @@ int uzura_tm_rndv_start(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt,
                         int32_t idx);
 void uzura_tm_complete(UzuraCore *core, UzuraQp *qp, struct uz_cqe *cqe,
                        bool solicited);
-int32_t uzura_tm_rndv_ready(UzuraQp *qp);
-uint8_t uzura_tm_rndv_load(UzuraCore *core, UzuraQp *qp, int32_t s,
-                           uint8_t opcode, UzuraSendWr *wr, uint8_t *verr);
-uint8_t uzura_tm_rndv_opcode(UzuraQp *qp, int32_t s);
-void uzura_tm_rndv_take(UzuraQp *qp, int32_t s);
-void uzura_tm_rndv_retired(UzuraCore *core, UzuraQp *qp, int32_t s,
-                           uint8_t opcode, uint8_t status, uint8_t verr);
+extern const UzuraReqSource uzura_tm_rndv_source;
 void uzura_tm_qp_flush(UzuraCore *core, UzuraQp *qp);
 
 /* uzura-resp.c */
