@@ -41,23 +41,34 @@ char *uz_machine_log(UzMachine *m)
     return text;
 }
 
-void uz_dev_init(UzDev *d, UzMachine *m, int i)
+void uz_dev_attach(UzDev *d, QPCIDevice *pdev, QGuestAllocator *alloc)
 {
     memset(d, 0, sizeof(*d));
-    d->qts = m->qs->qts;
-    d->alloc = &m->qs->alloc;
-    d->pdev = qpci_device_find(m->qs->pcibus, QPCI_DEVFN(UZ_SLOT(i), 0));
-    g_assert(d->pdev);
+    d->qts = pdev->bus->qts;
+    d->alloc = alloc;
+    d->pdev = pdev;
     qpci_device_enable(d->pdev);
     d->regs = qpci_iomap(d->pdev, UZ_BAR_REGS, NULL);
     d->db = qpci_iomap(d->pdev, UZ_BAR_DB, NULL);
     qpci_msix_enable(d->pdev);
 }
 
+void uz_dev_init(UzDev *d, UzMachine *m, int i)
+{
+    QPCIDevice *pdev = qpci_device_find(m->qs->pcibus,
+                                        QPCI_DEVFN(UZ_SLOT(i), 0));
+
+    g_assert(pdev);
+    uz_dev_attach(d, pdev, &m->qs->alloc);
+    d->own_pdev = true;
+}
+
 void uz_dev_fini(UzDev *d)
 {
     qpci_msix_disable(d->pdev);
-    g_free(d->pdev);
+    if (d->own_pdev) {
+        g_free(d->pdev);
+    }
 }
 
 uint32_t uz_rd(UzDev *d, uint32_t reg)
@@ -226,16 +237,23 @@ void uz_clear_msix(UzDev *d, uint16_t vector)
     g_assert(!qpci_msix_pending(d->pdev, vector));
 }
 
-uint64_t uz_counter(UzMachine *m, int nic, const char *name)
+uint64_t uz_qom_counter(QTestState *qts, const char *id, const char *name)
 {
-    g_autofree char *path = g_strdup_printf("/machine/peripheral/uz%d", nic);
+    g_autofree char *path = g_strdup_printf("/machine/peripheral/%s", id);
     QDict *rsp;
     uint64_t val;
 
-    rsp = qtest_qmp(m->qs->qts, "{'execute': 'qom-get', 'arguments': "
+    rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
                     "{'path': %s, 'property': %s}}", path, name);
     g_assert(qdict_haskey(rsp, "return"));
     val = qdict_get_int(rsp, "return");
     qobject_unref(rsp);
     return val;
+}
+
+uint64_t uz_counter(UzMachine *m, int nic, const char *name)
+{
+    g_autofree char *id = g_strdup_printf("uz%d", nic);
+
+    return uz_qom_counter(m->qs->qts, id, name);
 }

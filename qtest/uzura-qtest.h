@@ -37,6 +37,7 @@ typedef struct UzDev {
     QTestState *qts;
     QGuestAllocator *alloc;
     QPCIDevice *pdev;
+    bool own_pdev;              /* found by uz_dev_init, freed by fini */
     QPCIBar regs;
     QPCIBar db;
     /* admin queue */
@@ -63,6 +64,12 @@ void uz_machine_stop(UzMachine *m);
 char *uz_machine_log(UzMachine *m);
 
 void uz_dev_init(UzDev *d, UzMachine *m, int i);
+
+/*
+ * Drive the NIC at @pdev, as uz_dev_init does: one that libqos's graph
+ * found (libqos/uzura.c), on whatever machine the graph booted.
+ */
+void uz_dev_attach(UzDev *d, QPCIDevice *pdev, QGuestAllocator *alloc);
 
 void uz_dev_fini(UzDev *d);
 
@@ -111,6 +118,8 @@ void uz_wait_msix(UzDev *d, uint16_t vector);
 /* Deliver and so clear a pending vector: unmask, then mask again. */
 void uz_clear_msix(UzDev *d, uint16_t vector);
 
+/* Counter @name of the NIC whose QOM id is @id (uz<nic>). */
+uint64_t uz_qom_counter(QTestState *qts, const char *id, const char *name);
 uint64_t uz_counter(UzMachine *m, int nic, const char *name);
 
 #endif /* UZURA_QTEST_H */

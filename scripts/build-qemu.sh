@@ -56,6 +56,10 @@ done
 for t in "$top"/qtest/*.c "$top"/qtest/*.h; do
 	[ -e "$t" ] && place "$t" "$src/tests/qtest/$(basename "$t")"
 done
+# The NIC's libqos graph node, which qos-test's uzura tests run on.
+for t in "$top"/qtest/libqos/*; do
+	place "$t" "$src/tests/qtest/libqos/$(basename "$t")"
+done
 
 place "$top/qtest/fuzz/uzura-generic-fuzz.h" "$src/tests/qtest/fuzz/"
 add_line "$src/tests/qtest/fuzz/generic_fuzz_configs.h" \
@@ -116,9 +120,13 @@ for p in "$patches"/*.patch; do
 done
 # The qtests: every qtest/*-test.c, on one line; the helpers (the other
 # qtest/*.c) are one library each of them links.  The lines are rewritten
-# as the lists change.
-tests=$(cd "$top/qtest" && ls *-test.c | sed 's/\.c$//')
+# as the lists change.  qtest/*-qos-test.c run on libqos's graph: they
+# are built into QEMU's qos-test (with the helpers' sources, as qos-test
+# takes sources only), and the uzura-qos-test entry runs their part of it.
+tests=$(cd "$top/qtest" && ls *-test.c | grep -v -- '-qos-test\.c$' |
+	sed 's/\.c$//')
 helpers=$(cd "$top/qtest" && ls *.c | grep -v -- '-test\.c$')
+qos_tests=$(cd "$top/qtest" && ls *-qos-test.c)
 qline="qtests_x86_64 += [$(printf "'%s', " $tests | sed 's/, $//')] # uzura"
 hline="uzura_qtest_helpers = declare_dependency(link_with: static_library('uzura-qtest', files($(printf "'%s', " $helpers | sed 's/, $//')) + genh, dependencies: [qemuutil, qos], build_by_default: false)) # uzura"
 dline="qtests += {$(printf "'%s': [uzura_qtest_helpers], " $tests | sed 's/, $//')} # uzura"
@@ -126,21 +134,34 @@ dline="qtests += {$(printf "'%s': [uzura_qtest_helpers], " $tests | sed 's/, $//
 # 30 s under ASan on a 2-core host, two at a time.
 slow="uzura-crw-test uzura-errors-test uzura-fault-test uzura-harden-test uzura-ops-test"
 sline="slow_qtests += {$(printf "'%s': 180, " $slow | sed 's/, $//')} # uzura"
+oline="qos_test_ss.add(files($(printf "'%s', " $qos_tests $helpers | sed 's/, $//'))) # uzura"
+# qos-test's uzura cases on x86_64's graph machine (pc).  Their names
+# have no '/': GLib's -p selects the cases of one suite, not deeper.
+qos_path=/x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus/uzura/uzura-tests
+rline="test('qtest-x86_64/uzura-qos-test', qtest_executables['qos-test'], depends: [test_deps, qtest_emulator], env: qtest_env, args: ['--tap', '-k', '-p', '$qos_path'], protocol: 'tap', timeout: 120, suite: ['qtest', 'qtest-x86_64']) # uzura"
 qmeson=$src/tests/qtest/meson.build
 if ! grep -qxF -- "$qline" "$qmeson" || ! grep -qxF -- "$hline" "$qmeson" ||
-   ! grep -qxF -- "$dline" "$qmeson" || ! grep -qxF -- "$sline" "$qmeson"; then
+   ! grep -qxF -- "$dline" "$qmeson" || ! grep -qxF -- "$sline" "$qmeson" ||
+   ! grep -qxF -- "$oline" "$qmeson" || ! grep -qxF -- "$rline" "$qmeson"; then
 	sed -i "/ # uzura\$/d; /^qtests_x86_64 += \['uzura-test'\]\$/d" "$qmeson"
 	add_line "$qmeson" "qtests_x86_64 = qtests_i386" "$qline"
-	awk -v s="$sline" '$0 == "qtests_generic = [" { print s } { print }' \
-		"$qmeson" > "$qmeson.new"
+	awk -v s="$sline" -v o="$oline" '
+		$0 == "qtests_generic = [" { print s }
+		$0 == "if config_all_devices.has_key('"'"'CONFIG_VIRTIO_SERIAL'"'"')" { print o }
+		{ print }' "$qmeson" > "$qmeson.new"
 	mv "$qmeson.new" "$qmeson"
+	echo "$rline" >> "$qmeson"
 	# Before the loop that builds the qtests, after every qtests entry.
 	awk -v h="$hline" -v d="$dline" '
 		$0 == "qtest_executables = {}" { print h; print d }
 		{ print }' "$qmeson" > "$qmeson.new"
 	mv "$qmeson.new" "$qmeson"
-	grep -qxF -- "$dline" "$qmeson" || { log "cannot edit $qmeson"; exit 1; }
+	for l in "$dline" "$oline"; do
+		grep -qxF -- "$l" "$qmeson" || { log "cannot edit $qmeson"; exit 1; }
+	done
 fi
+add_line "$src/tests/qtest/libqos/meson.build" "        'igb.c'," \
+	"        'uzura.c',"
 [ "$copy" = 1 ] && exit 0
 
 # The release build has KVM beside TCG (./uzura up probes which one the
@@ -149,7 +170,7 @@ extra=(--enable-kvm) targets=()
 if [ "$sanitize" = 1 ]; then
 	extra=(--cc=clang --cxx=clang++ --enable-asan --enable-ubsan
 	       --enable-fuzzing)
-	targets=(qemu-fuzz-x86_64)
+	targets=(qemu-fuzz-x86_64 tests/qtest/qos-test)
 fi
 conf=(--target-list=x86_64-softmmu --without-default-features
       --enable-slirp --enable-tcg --enable-fdt=system

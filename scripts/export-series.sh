@@ -138,6 +138,7 @@ S: Maintained
 F: hw/rdma/uzura/
 F: include/standard-headers/drivers/infiniband/hw/uzura/
 F: tests/qtest/uzura*
+F: tests/qtest/libqos/uzura*
 F: tests/qtest/fuzz/uzura*
 F: docs/specs/uzura.rst
 EOF
@@ -160,6 +161,10 @@ commit "tests/qtest: helpers that drive a uzura NIC as a driver would" \
 "Boot a machine with uzura NICs, bring up the admin queue, create
 objects and post work requests through rings in guest memory; one
 library every uzura qtest links." $(printf "tests/qtest/%s " $helpers)
+commit "tests/qtest/libqos: a uzura driver node" \
+"The NIC on any machine whose graph has a PCI bus, on a hub port, for
+the tests of one NIC that qos-test runs." tests/qtest/libqos/uzura.c \
+	tests/qtest/libqos/uzura.h tests/qtest/libqos/meson.build
 commit "tests/qtest: the uzura device's tests" \
 "Registers, commands and their refusals, every verb on the data path,
 the transport under loss, the research layers, and what no guest or

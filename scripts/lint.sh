@@ -74,8 +74,8 @@ echo "1..6"
 qcp() { (cd "$qsrc" && scripts/checkpatch.pl --no-signoff --terse -f "$@"); }
 check "QEMU checkpatch: the device (hw/rdma/uzura)" \
 	qcp $(cd "$qsrc" && ls hw/rdma/uzura/*.[ch] hw/rdma/uzura/*/*.[ch])
-check "QEMU checkpatch: the qtests (tests/qtest/uzura*)" \
-	qcp $(cd "$qsrc" && ls tests/qtest/uzura*.[ch])
+check "QEMU checkpatch: the qtests (tests/qtest/uzura*, libqos/uzura*)" \
+	qcp $(cd "$qsrc" && ls tests/qtest/uzura*.[ch] tests/qtest/libqos/uzura*.[ch])
 check "QEMU checkpatch: the fuzz targets (tests/qtest/fuzz/uzura*)" \
 	qcp $(cd "$qsrc" && ls tests/qtest/fuzz/uzura*.[ch])
 check "QEMU checkpatch: the shm netdev (net/shm*)" \
