@@ -4,8 +4,8 @@
 # Boot hook of the uzura layer disk, run by uzura-init as "boot.sh NODE".
 # Installs the modules built from the checkout with the module index made
 # on the host (depmod in the guest takes half a minute under TCG), loads
-# the driver, installs the verbs provider and gives the uzura interface of
-# node N the address 10.77.0.N/24.
+# the driver, installs the verbs provider and its man pages and gives the
+# uzura interface of node N the address 10.77.0.N/24.
 layer=$(dirname "$0")
 kdir=/lib/modules/$(uname -r)
 node=$1
@@ -28,6 +28,18 @@ if [ -f "$layer"/provider/libuzura.so.1 ]; then
 	cp "$layer"/provider/*.driver /etc/libibverbs.d/
 	ldconfig
 fi
+
+# The provider's man pages (uzuradv(7), uzuradv_post_crw(3), ...), where
+# man-db looks before /usr/share/man; an alias is a link to its page.  The
+# base image (debootstrap minbase) has no man(1): they are there for one
+# installed later, or to read with man -l.
+for f in "$layer"/man/*.[1-9]; do
+	[ -e "$f" ] || [ -L "$f" ] || continue
+	d=/usr/local/share/man/man${f##*.}
+	mkdir -p "$d"
+	rm -f "$d/${f##*/}"
+	cp -P "$f" "$d/"
+done
 
 # Guest test programs (tests/guest), on the PATH.
 if [ -n "$(ls "$layer"/tests/ 2>/dev/null)" ]; then

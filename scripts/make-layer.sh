@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...] [PROGRAM...]
+# make-layer.sh OUT.img BOOT-HOOK MODULE.ko... [PROVIDER-FILE...] [MAN-PAGE...]
+#	[PROGRAM...]
 #
 # The read-only second disk of every node: what this checkout builds for the
 # guest.  It carries the modules and the module index files for the guest
@@ -36,13 +37,14 @@ fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/modules" "$stage/provider" "$stage/tests" \
+mkdir -p "$stage/modules" "$stage/provider" "$stage/man" "$stage/tests" \
 	"$stage/depmod/lib/modules"
 modules=()
 for f in "$@"; do
 	case $f in
 	*.ko) modules+=("$f"); cp "$f" "$stage/modules/" ;;
 	*.so|*.so.*|*.driver) cp "$f" "$stage/provider/" ;;	# the verbs provider
+	*.[1-9]) cp -P "$f" "$stage/man/" ;;	# its man pages (aliases: links)
 	*) cp "$f" "$stage/tests/" ;;	# guest test programs
 	esac
 done

@@ -17,6 +17,9 @@ BOOKWORM_PKGS=(
 	build-essential ccache ninja-build pkg-config git python3 python3-venv
 	libglib2.0-dev libslirp-dev libpixman-1-dev libfdt-dev zlib1g-dev
 	flex bison dpkg-dev cmake
+	# rdma-core's man pages, the provider's among them, are Markdown made
+	# into man pages by pandoc; groff formats them (scripts/lint.sh).
+	pandoc groff-base
 	libnl-3-dev libnl-route-3-dev libudev-dev
 	seabios qemu-system-data
 	debootstrap e2fsprogs openssh-client zstd xz-utils cpio

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later OR BSD-2-Clause */
 /*
  * uzuradv: direct verbs of the uzura RoCEv2 NIC, in the manner of mlx5dv
- * and efadv.  Link with -luzura (and -libverbs).  The reference is
- * docs/uzuradv.md; the device behaviour behind it is section 8.12 of
- * docs/device-spec.md (Conditional RDMA Write) and section 10 (counters).
+ * and efadv.  Link with -luzura (and -libverbs).  The reference is the
+ * man pages (guest-lib/uzura/man: uzuradv(7), uzuradv_post_crw(3), ...),
+ * the guide docs/uzuradv.md; the device behaviour behind it is section
+ * 8.12 of docs/device-spec.md (Conditional RDMA Write) and section 10
+ * (counters).
  *
  * Conditional RDMA Write (CRW): the data source posts a write that names
  * a 64-bit tag and its local data but no target; the NIC holds it until
