@@ -76,6 +76,20 @@ bool uzura_mr_shape_ok(UzuraCore *core, uint32_t access, uint64_t iova,
     return !paged || uzura_mr_pages_cover(iova, len, shift, npages);
 }
 
+/* @mr, found by @key, is there and @uctx's; traced when not. */
+static bool uzura_mr_owned(const UzuraMr *mr, uint32_t key, uint32_t uctx)
+{
+    if (!mr) {
+        trace_uzura_mr_err_key(key, uctx);
+        return false;
+    }
+    if (mr->uctx != uctx) {
+        trace_uzura_mr_err_key_uctx(key, uctx, mr->uctx);
+        return false;
+    }
+    return true;
+}
+
 uint8_t uzura_cmd_reg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
                          struct uz_admin_cqe *cqe)
 {
@@ -201,12 +215,7 @@ uint8_t uzura_cmd_rereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
     UzuraMr next;
     UzuraPd *pd;
 
-    if (!mr) {
-        trace_uzura_mr_err_key(key, uctx);
-        return UZ_CMD_BAD_HANDLE;
-    }
-    if (mr->uctx != uctx) {
-        trace_uzura_mr_err_key_uctx(key, uctx, mr->uctx);
+    if (!uzura_mr_owned(mr, key, uctx)) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (mr->mw_count) {
@@ -298,12 +307,7 @@ uint8_t uzura_cmd_page_resume(UzuraCore *core, const struct uz_admin_cmd *cmd,
     uint32_t key = le32_to_cpu(c->handle);
     UzuraMr *mr = uzura_mr_lookup(core, key);
 
-    if (!mr) {
-        trace_uzura_mr_err_key(key, le32_to_cpu(c->uctx));
-        return UZ_CMD_BAD_HANDLE;
-    }
-    if (mr->uctx != le32_to_cpu(c->uctx)) {
-        trace_uzura_mr_err_key_uctx(key, le32_to_cpu(c->uctx), mr->uctx);
+    if (!uzura_mr_owned(mr, key, le32_to_cpu(c->uctx))) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (!(mr->flags & (UZ_MR_F_ODP | UZ_MR_F_IMPLICIT))) {
@@ -350,12 +354,7 @@ uint8_t uzura_cmd_dereg_mr(UzuraCore *core, const struct uz_admin_cmd *cmd,
      * A fast-reg MR's key byte changes with each REG_MR WR, one the
      * driver may not have seen through: its index is enough.
      */
-    if (!mr) {
-        trace_uzura_mr_err_key(key, le32_to_cpu(c->uctx));
-        return UZ_CMD_BAD_HANDLE;
-    }
-    if (mr->uctx != le32_to_cpu(c->uctx)) {
-        trace_uzura_mr_err_key_uctx(key, le32_to_cpu(c->uctx), mr->uctx);
+    if (!uzura_mr_owned(mr, key, le32_to_cpu(c->uctx))) {
         return UZ_CMD_BAD_HANDLE;
     }
     if (!(mr->flags & UZ_MR_F_FAST) && mr->key != UZ_KEY_BYTE(key)) {
