@@ -509,7 +509,10 @@ static bool uzura_req_next_new(UzuraCore *core, UzuraQp *qp, UzuraSwqe *m)
     for (i = 0; i < UZ_REQ_SRC_NUM; i++) {
         const UzuraReqSource *src = uzura_req_sources[i];
 
-        id = src ? src->ready(qp) : -1;
+        if (!src) {
+            continue;           /* the SQ: asked last, below */
+        }
+        id = src->ready(qp);
         if (id >= 0) {
             *m = (UzuraSwqe) { .src = i, .src_id = id };
             src->describe(qp, id, m);

@@ -211,11 +211,15 @@ enum {
 typedef struct UzuraSwqe {
     uint64_t wr_id;
     uint64_t seq;               /* which message of the QP's life, from 1 */
-    uint32_t sq_idx;            /* the SQ WQE it came from (or stands for) */
+    /* the SQ WQE it came from; a rendezvous' slot number, in traces */
+    uint32_t sq_idx;
     uint8_t src;                /* UZ_REQ_SRC_* */
     bool park;                  /* parks the CRW of src_id: sends nothing */
-    int32_t src_id;             /* the source's: a CRW's tag table entry, */
-                                /* a rendezvous slot; -1 for an SQ WQE */
+    /*
+     * The source's id of it: a CRW's tag table entry, a rendezvous slot;
+     * for an SQ WQE -1, or the entry of the CRW it parks.
+     */
+    int32_t src_id;
     uint32_t first_psn;
     uint32_t npkts;             /* PSNs it consumes */
     uint32_t byte_len;
@@ -260,9 +264,10 @@ typedef struct UzuraReqSource {
 } UzuraReqSource;
 
 /*
- * A send WQE read back from the ring for a message started before.  It
- * is keyed by the message's seq, which never wraps, not by its index:
- * 2^24 messages later the same index names another WQE.
+ * A message's work request loaded again from its source (an SQ WQE read
+ * back from the ring) for a message started before.  It is keyed by the
+ * message's seq, which never wraps, not by its index: 2^24 messages
+ * later the same index names another WQE.
  */
 typedef struct UzuraWqeCache {
     UzuraSendWr wr;
