@@ -2741,6 +2741,18 @@ static void case_loss(Env *e)
     loss_settle(e, &p, &snap);
 }
 
+/*
+ * The same with selective repeat: a SACK names the lost packets of
+ * matched CRWs' writes, which are rebuilt from the tag table and sent
+ * again alone, as any other message.
+ */
+static void case_loss_sr(Env *e)
+{
+    case_loss(e);
+    g_assert_cmpuint(counter(e, 0, "sr_resent") +
+                     counter(e, 1, "sr_resent"), >, 0);
+}
+
 /* ------------------------------------------------------------------ */
 
 /*
@@ -2823,6 +2835,7 @@ static const Case cases[] = {
     { "flush/destroy", case_flush_destroy },
     { "flush/offers-forgotten", case_flush_offers_forgotten },
     { "loss", case_loss },
+    { "loss-sr", case_loss_sr, "-global uzura.recovery=sr" },
 };
 
 static void run_case(gconstpointer data)
