@@ -676,16 +676,16 @@ static bool uzura_req_start(UzuraCore *core, UzuraQp *qp)
 }
 
 /* Where a packet's payload comes from: a WQE, from an offset. */
-typedef struct UzuraReqSrc {
+typedef struct UzuraPayloadSrc {
     UzuraQp *qp;
     const UzuraSendWr *wr;
     uint32_t off;
-} UzuraReqSrc;
+} UzuraPayloadSrc;
 
 static bool uzura_req_gather(UzuraCore *core, void *opaque, uint8_t *dst,
                              uint32_t len, UzuraTxMap *m, uint8_t *verr)
 {
-    UzuraReqSrc *src = opaque;
+    UzuraPayloadSrc *src = opaque;
 
     if (src->wr->h.flags & UZ_WQE_F_INLINE) {
         memcpy(dst, src->wr->inl + src->off, len);
@@ -758,7 +758,7 @@ static uint8_t uzura_req_emit(UzuraCore *core, UzuraQp *qp,
     uint32_t mtu = uzura_req_mtu(core, qp), n = 0;
     bool first = off == 0, last, data;
     UzuraPkt pkt = { .psn = psn };
-    UzuraReqSrc src = { .qp = qp, .wr = wr, .off = off };
+    UzuraPayloadSrc src = { .qp = qp, .wr = wr, .off = off };
 
     if (uzura_qp_is_raw(qp)) {
         uint8_t verr = UZ_VERR_NONE;
