@@ -23,7 +23,7 @@ void uz_machine_start(UzMachine *m, int n, const char *extra)
     }
     g_string_append(cmd, extra ? extra : "");
     m->qs = qtest_pc_boot("%s", cmd->str);
-    g_string_free(cmd, true);
+    m->cmdline = g_string_free(cmd, false);
 }
 
 void uz_machine_stop(UzMachine *m)
@@ -31,6 +31,7 @@ void uz_machine_stop(UzMachine *m)
     qtest_shutdown(m->qs);
     unlink(m->log_path);
     g_free(m->log_path);
+    g_free(m->cmdline);
 }
 
 char *uz_machine_log(UzMachine *m)

@@ -51,6 +51,7 @@ typedef struct UzDev {
 typedef struct UzMachine {
     QOSState *qs;
     char *log_path;
+    char *cmdline;              /* for a migration's incoming side */
 } UzMachine;
 
 /*

@@ -126,15 +126,18 @@ done
 tests=$(cd "$top/qtest" && ls *-test.c | grep -v -- '-qos-test\.c$' |
 	sed 's/\.c$//')
 helpers=$(cd "$top/qtest" && ls *.c | grep -v -- '-test\.c$')
+# uzura-migrate.c drives QEMU's migration qtest helpers: the library takes
+# their sources; qos-test's cases do not migrate and leave it out.
+mig="'migration/migration-qmp.c', 'migration/migration-util.c'"
 qos_tests=$(cd "$top/qtest" && ls *-qos-test.c)
 qline="qtests_x86_64 += [$(printf "'%s', " $tests | sed 's/, $//')] # uzura"
-hline="uzura_qtest_helpers = declare_dependency(link_with: static_library('uzura-qtest', files($(printf "'%s', " $helpers | sed 's/, $//')) + genh, dependencies: [qemuutil, qos], build_by_default: false)) # uzura"
+hline="uzura_qtest_helpers = declare_dependency(link_with: static_library('uzura-qtest', files($(printf "'%s', " $helpers | sed 's/, $//'), $mig) + genh, dependencies: [qemuutil, qos], build_by_default: false)) # uzura"
 dline="qtests += {$(printf "'%s': [uzura_qtest_helpers], " $tests | sed 's/, $//')} # uzura"
 # QEMU gives a qtest 60 s unless slow_qtests says more: these take 10 to
 # 30 s under ASan on a 2-core host, two at a time.
 slow="uzura-crw-test uzura-errors-test uzura-fault-test uzura-harden-test uzura-ops-test"
 sline="slow_qtests += {$(printf "'%s': 180, " $slow | sed 's/, $//')} # uzura"
-oline="qos_test_ss.add(files($(printf "'%s', " $qos_tests $helpers | sed 's/, $//'))) # uzura"
+oline="qos_test_ss.add(files($(printf "'%s', " $qos_tests $(echo "$helpers" | grep -vx uzura-migrate.c) | sed 's/, $//'))) # uzura"
 # qos-test's uzura cases on x86_64's graph machine (pc).  Their names
 # have no '/': GLib's -p selects the cases of one suite, not deeper.
 qos_path=/x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus/uzura/uzura-tests

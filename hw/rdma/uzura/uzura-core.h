@@ -423,6 +423,10 @@ void uzura_model_kick(UzuraCore *core, int64_t delay_ns);
 void uzura_model_send(UzuraCore *core, const uint8_t *buf, size_t len);
 ssize_t uzura_model_receive(UzuraCore *core, const uint8_t *buf, size_t len);
 
+/* uzura-migration.c: what moves, and what blocks a move (spec 7.4) */
+extern const VMStateDescription vmstate_uzura_core;
+bool uzura_migration_check(UzuraCore *core, Error **errp);
+
 /* uzura-crc.c */
 uint32_t uzura_crc32(uint32_t crc, const uint8_t *p, size_t len);
 uint32_t uzura_crc32_iov(uint32_t crc, const struct iovec *iov, unsigned n);

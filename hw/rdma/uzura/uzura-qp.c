@@ -695,6 +695,18 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
 }
 
 /*
+ * A QP that came in a migration stream (uzura-migration.c) in RESET or
+ * INIT: its transport as CREATE_QP left it, as INIT -> RTR and RTR -> RTS
+ * set up the rest.
+ */
+void uzura_qp_restore_xfer(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+{
+    qp->x = uzura_qp_new_xfer(core, qpn, qp->sq_log_depth,
+                              qp->type == UZ_QPT_RC);
+    qp->x->resp.xrc_srqn = UZ_NO_SRQ;
+}
+
+/*
  * CREATE_QP's objects, other than an XRC target's: each must be the
  * context's own, and an SRQ neither an XRC SRQ nor one that matches tags
  * for a QP that is not RC (a TM SRQ's SENDs carry a TMH).

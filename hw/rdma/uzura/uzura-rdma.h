@@ -477,6 +477,7 @@ void uzura_qp_work(UzuraCore *core);
 UzuraQp *uzura_qp_lookup(UzuraCore *core, uint32_t qpn);
 void uzura_qp_fail(UzuraCore *core, UzuraQp *qp, uint8_t event);
 void uzura_qp_flush_later(UzuraCore *core);
+void uzura_qp_restore_xfer(UzuraCore *core, UzuraQp *qp, uint32_t qpn);
 
 /* uzura-shadow.c */
 bool uzura_shadow_poll(UzuraCore *core, UzuraQp *qp);

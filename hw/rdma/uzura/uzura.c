@@ -14,7 +14,8 @@
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
-#include "migration/blocker.h"
+#include "migration/misc.h"
+#include "migration/vmstate.h"
 #include "net/net.h"
 #include "system/system.h"
 #include "qom/object.h"
@@ -36,7 +37,7 @@ struct UzuraState {
     MemoryRegion dm;
     NICState *nic;
     NICConf conf;
-    Error *migration_blocker;
+    NotifierWithReturn migration_notifier;
 
     uint32_t num_vectors;
     uint32_t db_pages;
@@ -216,6 +217,47 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
     return true;
 }
 
+/*
+ * What does not migrate yet refuses a migration as it starts, naming
+ * itself (uzura_migration_check); what starts during one fails it at
+ * its end, in the core's pre_save.
+ */
+static int uzura_migration_notify(NotifierWithReturn *n, MigrationEvent *e,
+                                  Error **errp)
+{
+    UzuraState *s = container_of(n, UzuraState, migration_notifier);
+
+    if (e->type != MIG_EVENT_PRECOPY_SETUP ||
+        uzura_migration_check(&s->core, errp)) {
+        return 0;
+    }
+    trace_uzura_migration_blocked(error_get_pretty(*errp));
+    return -EBUSY;
+}
+
+/* The link is the new host's: its change reaches the driver as an event. */
+static int uzura_post_load(void *opaque, int version_id)
+{
+    UzuraState *s = opaque;
+
+    uzura_core_set_link(&s->core, !qemu_get_queue(s->nic)->link_down,
+                        s->link);
+    return 0;
+}
+
+static const VMStateDescription vmstate_uzura = {
+    .name = "uzura",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = uzura_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, UzuraState),
+        VMSTATE_MSIX(parent_obj, UzuraState),
+        VMSTATE_STRUCT(core, UzuraState, 1, vmstate_uzura_core, UzuraCore),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static void uzura_realize(PCIDevice *pdev, Error **errp)
 {
     ERRP_GUARD();
@@ -292,13 +334,7 @@ static void uzura_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
-    error_setg(&s->migration_blocker,
-               "uzura: migration of the RDMA NIC's queue state is not "
-               "implemented");
-    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
-        msix_uninit(pdev, &s->msix, &s->msix);
-        return;
-    }
+    migration_add_notifier(&s->migration_notifier, uzura_migration_notify);
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     s->nic = qemu_new_nic(&uzura_net_info, &s->conf,
@@ -330,7 +366,7 @@ static void uzura_exit(PCIDevice *pdev)
     uzura_model_set_sync(&s->core, false, NULL);
     qemu_del_nic(s->nic);
     uzura_core_uninit(&s->core);
-    migrate_del_blocker(&s->migration_blocker);
+    migration_remove_notifier(&s->migration_notifier);
     msix_unuse_all_vectors(pdev);
     msix_uninit(pdev, &s->msix, &s->msix);
 }
@@ -643,6 +679,7 @@ static void uzura_class_init(ObjectClass *klass, void *data)
     rc->phases.hold = uzura_reset_hold;
 
     dc->desc = "uzura emulated RDMA NIC (RoCEv2)";
+    dc->vmsd = &vmstate_uzura;
     device_class_set_props(dc, uzura_properties);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }

@@ -1,0 +1,835 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * uzura RDMA NIC: migration and snapshots (docs/device-spec.md 7.4).
+ *
+ * What moves: the register file, the admin queue, the event queues, the
+ * Ethernet rings, the counters and every object table.  What is derived
+ * is rebuilt on the incoming side, never taken from the stream: the
+ * doorbell map (from each queue's doorbell offset), the bitmaps of live
+ * QPs and used device memory pages, a fresh transport for each QP, and
+ * empty caches (translations, a paged CQ's page, an implicit MR's child).
+ * Device memory is RAM of its own and moves with the guest's.
+ *
+ * What does not move yet blocks a migration while it is in use, by name
+ * (uzura_migration_check): a QP past INIT (its transport's state in
+ * flight), a TM SRQ, an RSS QP, a flow rule, an ODP page fault, the
+ * timing model, fault injection and a PAUSE in progress.
+ *
+ * A stream is checked as the guest's commands are: every handle names an
+ * entry of its table, every ring a depth the device takes, every doorbell
+ * a slot of its own.  A stream that fails leaves the device reset.
+ */
+#include "qemu/osdep.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "qapi/error.h"
+#include "migration/vmstate.h"
+#include "uzura-core.h"
+#include "trace.h"
+
+/* ---- what blocks a migration ---- */
+
+static const char *const uzura_qps_name[] = {
+    "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+};
+
+bool uzura_migration_check(UzuraCore *core, Error **errp)
+{
+    UzuraRdma *r = &core->rdma;
+    UzuraFault *f = &core->fault;
+    uint32_t i;
+
+    if (core->model.on) {
+        error_setg(errp, "uzura: the timing model (model=on) does not "
+                   "migrate");
+        return false;
+    }
+    if (f->nrules || uzura_fault_tx_active(f) || f->pipe[1].frames ||
+        timer_pending(f->flap_timer) || core->flap_down) {
+        error_setg(errp, "uzura: fault injection is on (rules, "
+                   "probabilities, a delay or a link flap): it does not "
+                   "migrate yet");
+        return false;
+    }
+    if (core->pause.paused) {
+        error_setg(errp, "uzura: the link is paused by a PAUSE or PFC frame; "
+                   "try again when it resumes");
+        return false;
+    }
+    if (r->nflows) {
+        error_setg(errp, "uzura: %u flow rules are attached: they do not "
+                   "migrate yet", r->nflows);
+        return false;
+    }
+    for (i = 0; i < r->lim.max_srq; i++) {
+        if (r->srq[i].valid && r->srq[i].tm) {
+            error_setg(errp, "uzura: SRQ %u matches tags: a TM SRQ does not "
+                       "migrate yet", i);
+            return false;
+        }
+    }
+    for (i = 0; i < r->lim.max_qp; i++) {
+        UzuraQp *qp = &r->qp[i];
+
+        if (!qp->valid) {
+            continue;
+        }
+        if (qp->rss) {
+            error_setg(errp, "uzura: QP %u is an RSS QP: it does not "
+                       "migrate yet", i);
+            return false;
+        }
+        if (qp->attr.state > UZ_QPS_INIT) {
+            error_setg(errp, "uzura: QP %u is in state %s: the transport "
+                       "state of a QP past INIT does not migrate yet", i,
+                       qp->attr.state < ARRAY_SIZE(uzura_qps_name) ?
+                       uzura_qps_name[qp->attr.state] : "?");
+            return false;
+        }
+    }
+    for (i = 0; i < r->lim.max_mr; i++) {
+        if (r->mr[i].valid && r->mr[i].fault_posted) {
+            error_setg(errp, "uzura: MR %u has an ODP page fault "
+                       "outstanding; try again when it is resumed", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- the stream ---- */
+
+static const VMStateDescription vmstate_uzura_admin = {
+    .name = "uzura/admin",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(sq_addr, UzuraAdmin),
+        VMSTATE_UINT64(cq_addr, UzuraAdmin),
+        VMSTATE_UINT32(log_depth, UzuraAdmin),
+        VMSTATE_BOOL(enabled, UzuraAdmin),
+        VMSTATE_BOOL(intr, UzuraAdmin),
+        VMSTATE_BOOL(error, UzuraAdmin),
+        VMSTATE_UINT32(pi, UzuraAdmin),
+        VMSTATE_UINT32(ci, UzuraAdmin),
+        VMSTATE_UINT64(yields, UzuraAdmin),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_eq = {
+    .name = "uzura/eq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraEq),
+        VMSTATE_BOOL(async, UzuraEq),
+        VMSTATE_BOOL(armed, UzuraEq),
+        VMSTATE_BOOL(overflowed, UzuraEq),
+        VMSTATE_UINT64(ring_addr, UzuraEq),
+        VMSTATE_UINT32(log_depth, UzuraEq),
+        VMSTATE_UINT16(vector, UzuraEq),
+        VMSTATE_UINT32(pi, UzuraEq),
+        VMSTATE_UINT32(ci, UzuraEq),
+        VMSTATE_UINT32(db_offset, UzuraEq),
+        VMSTATE_UINT32(users, UzuraEq),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_eth_ring = {
+    .name = "uzura/eth-ring",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraEthRing),
+        VMSTATE_BOOL(event_owed, UzuraEthRing),
+        VMSTATE_UINT64(ring_addr, UzuraEthRing),
+        VMSTATE_UINT32(log_depth, UzuraEthRing),
+        VMSTATE_UINT32(eqn, UzuraEthRing),
+        VMSTATE_UINT32(pi, UzuraEthRing),
+        VMSTATE_UINT32(ci, UzuraEthRing),
+        VMSTATE_UINT32(db_offset, UzuraEthRing),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_uctx = {
+    .name = "uzura/uctx",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraUctx),
+        VMSTATE_UINT32(users, UzuraUctx),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_pd = {
+    .name = "uzura/pd",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraPd),
+        VMSTATE_UINT32(uctx, UzuraPd),
+        VMSTATE_UINT32(users, UzuraPd),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_cq = {
+    .name = "uzura/cq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraCq),
+        VMSTATE_BOOL(error, UzuraCq),
+        VMSTATE_UINT8(arm, UzuraCq),
+        VMSTATE_UINT32(uctx, UzuraCq),
+        VMSTATE_UINT32(eqn, UzuraCq),
+        VMSTATE_UINT64(ring_addr, UzuraCq),
+        VMSTATE_BOOL(paged, UzuraCq),
+        VMSTATE_BOOL(ts, UzuraCq),
+        VMSTATE_UINT32(log_depth, UzuraCq),
+        VMSTATE_UINT32(pi, UzuraCq),
+        VMSTATE_UINT32(ci, UzuraCq),
+        VMSTATE_UINT32(db_offset, UzuraCq),
+        VMSTATE_UINT32(users, UzuraCq),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_srq = {
+    .name = "uzura/srq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraSrq),
+        VMSTATE_BOOL(xrc, UzuraSrq),
+        VMSTATE_UINT32(uctx, UzuraSrq),
+        VMSTATE_UINT32(pdn, UzuraSrq),
+        VMSTATE_UINT32(xrcd, UzuraSrq),
+        VMSTATE_UINT32(cqn, UzuraSrq),
+        VMSTATE_UINT64(ring_addr, UzuraSrq),
+        VMSTATE_UINT32(log_depth, UzuraSrq),
+        VMSTATE_UINT32(log_wqe_size, UzuraSrq),
+        VMSTATE_UINT32(limit, UzuraSrq),
+        VMSTATE_UINT32(pi, UzuraSrq),
+        VMSTATE_UINT32(ci, UzuraSrq),
+        VMSTATE_UINT32(db_offset, UzuraSrq),
+        VMSTATE_UINT32(users, UzuraSrq),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* struct uz_qp_attr, host order, field by field. */
+static const VMStateDescription vmstate_uzura_qp_attr = {
+    .name = "uzura/qp-attr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(state, struct uz_qp_attr),
+        VMSTATE_UINT8(path_mtu, struct uz_qp_attr),
+        VMSTATE_UINT8(timeout, struct uz_qp_attr),
+        VMSTATE_UINT8(retry_cnt, struct uz_qp_attr),
+        VMSTATE_UINT8(rnr_retry, struct uz_qp_attr),
+        VMSTATE_UINT8(min_rnr_timer, struct uz_qp_attr),
+        VMSTATE_UINT8(max_rd_atomic, struct uz_qp_attr),
+        VMSTATE_UINT8(max_dest_rd_atomic, struct uz_qp_attr),
+        VMSTATE_UINT32(access_flags, struct uz_qp_attr),
+        VMSTATE_UINT32(sq_psn, struct uz_qp_attr),
+        VMSTATE_UINT32(rq_psn, struct uz_qp_attr),
+        VMSTATE_UINT32(dest_qpn, struct uz_qp_attr),
+        VMSTATE_UINT32(qkey, struct uz_qp_attr),
+        VMSTATE_UINT16(pkey_index, struct uz_qp_attr),
+        VMSTATE_UINT8(port, struct uz_qp_attr),
+        VMSTATE_UINT8_ARRAY(dgid, struct uz_qp_attr, 16),
+        VMSTATE_UINT8_ARRAY(sgid, struct uz_qp_attr, 16),
+        VMSTATE_UINT8_ARRAY(dmac, struct uz_qp_attr, 6),
+        VMSTATE_UINT8(hop_limit, struct uz_qp_attr),
+        VMSTATE_UINT8(traffic_class, struct uz_qp_attr),
+        VMSTATE_UINT32(flow_label, struct uz_qp_attr),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_qp = {
+    .name = "uzura/qp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraQp),
+        VMSTATE_UINT8(type, UzuraQp),
+        VMSTATE_UINT8(flags, UzuraQp),
+        VMSTATE_UINT32(uctx, UzuraQp),
+        VMSTATE_UINT32(pdn, UzuraQp),
+        VMSTATE_UINT32(send_cqn, UzuraQp),
+        VMSTATE_UINT32(recv_cqn, UzuraQp),
+        VMSTATE_UINT32(srqn, UzuraQp),
+        VMSTATE_UINT64(sq_addr, UzuraQp),
+        VMSTATE_UINT64(rq_addr, UzuraQp),
+        VMSTATE_UINT32(sq_log_depth, UzuraQp),
+        VMSTATE_UINT32(rq_log_depth, UzuraQp),
+        VMSTATE_UINT32(sq_log_wqe_size, UzuraQp),
+        VMSTATE_UINT32(rq_log_wqe_size, UzuraQp),
+        VMSTATE_UINT32(sq_db, UzuraQp),
+        VMSTATE_UINT32(rq_db, UzuraQp),
+        VMSTATE_UINT32(sq_pi, UzuraQp),
+        VMSTATE_BOOL(shadow_armed, UzuraQp),
+        VMSTATE_BOOL(shadow_bad, UzuraQp),
+        VMSTATE_UINT32(shadow_event, UzuraQp),
+        VMSTATE_UINT32(shadow_bad_pi, UzuraQp),
+        VMSTATE_UINT32(rq_pi, UzuraQp),
+        VMSTATE_UINT32(sq_ci, UzuraQp),
+        VMSTATE_UINT32(rq_ci, UzuraQp),
+        VMSTATE_STRUCT(attr, UzuraQp, 1, vmstate_uzura_qp_attr,
+                       struct uz_qp_attr),
+        VMSTATE_UINT32(mw_count, UzuraQp),
+        VMSTATE_UINT32(xrcd, UzuraQp),
+        VMSTATE_UINT32(flows, UzuraQp),
+        VMSTATE_UINT64(raw_seq, UzuraQp),
+        VMSTATE_UINT32(rss_refs, UzuraQp),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_mr = {
+    .name = "uzura/mr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraMr),
+        VMSTATE_BOOL(free, UzuraMr),
+        VMSTATE_UINT8(mw_type, UzuraMr),
+        VMSTATE_UINT8(key, UzuraMr),
+        VMSTATE_UINT8(flags, UzuraMr),
+        VMSTATE_UINT8(page_shift, UzuraMr),
+        VMSTATE_UINT32(uctx, UzuraMr),
+        VMSTATE_UINT32(pdn, UzuraMr),
+        VMSTATE_UINT32(access, UzuraMr),
+        VMSTATE_UINT64(iova, UzuraMr),
+        VMSTATE_UINT64(length, UzuraMr),
+        VMSTATE_UINT64(pbl_addr, UzuraMr),
+        VMSTATE_UINT32(npages, UzuraMr),
+        VMSTATE_UINT32(max_pages, UzuraMr),
+        VMSTATE_UINT64(gen, UzuraMr),
+        VMSTATE_UINT32(mw_count, UzuraMr),
+        VMSTATE_UINT32(mw_mr, UzuraMr),
+        VMSTATE_UINT32(mw_qpn, UzuraMr),
+        VMSTATE_UINT32(dm, UzuraMr),
+        VMSTATE_UINT64(dm_base, UzuraMr),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_ah = {
+    .name = "uzura/ah",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraAh),
+        VMSTATE_UINT32(uctx, UzuraAh),
+        VMSTATE_UINT32(pdn, UzuraAh),
+        VMSTATE_UINT8_ARRAY(av.dgid, UzuraAh, 16),
+        VMSTATE_UINT8_ARRAY(av.sgid, UzuraAh, 16),
+        VMSTATE_UINT8_ARRAY(av.dmac, UzuraAh, 6),
+        VMSTATE_UINT8(av.hop_limit, UzuraAh),
+        VMSTATE_UINT8(av.traffic_class, UzuraAh),
+        VMSTATE_UINT32(av.flow_label, UzuraAh),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_mcast = {
+    .name = "uzura/mcast",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(addr, UzuraMcastGroup),
+        VMSTATE_UINT32(nqp, UzuraMcastGroup),
+        VMSTATE_UINT32_ARRAY(qpn, UzuraMcastGroup, UZ_MCAST_MAX_QP_ATTACH),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_xrcd = {
+    .name = "uzura/xrcd",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraXrcd),
+        VMSTATE_UINT32(users, UzuraXrcd),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_dm = {
+    .name = "uzura/dm",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraDm),
+        VMSTATE_UINT32(uctx, UzuraDm),
+        VMSTATE_UINT32(first, UzuraDm),
+        VMSTATE_UINT32(npages, UzuraDm),
+        VMSTATE_UINT32(users, UzuraDm),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The counters as one array: a counter added later goes in a subsection,
+ * not into this array.
+ */
+#define UZ_MIG_NCOUNTERS    (sizeof(UzuraCounters) / sizeof(uint64_t))
+QEMU_BUILD_BUG_ON(sizeof(UzuraCounters) % sizeof(uint64_t));
+
+#define VMSTATE_UZURA_COUNTERS(_f, _s) {                            \
+    .name = stringify(_f),                                          \
+    .num = UZ_MIG_NCOUNTERS,                                        \
+    .info = &vmstate_info_uint64,                                   \
+    .size = sizeof(uint64_t),                                       \
+    .flags = VMS_ARRAY,                                             \
+    .offset = offsetof(_s, _f),                                     \
+}
+
+/* An object table, as long as the property that sizes it says. */
+#define VMSTATE_UZURA_TABLE(_f, _n, _vmsd, _type)                   \
+    VMSTATE_STRUCT_VARRAY_POINTER_UINT32(rdma._f, UzuraCore, _n, _vmsd, \
+                                         _type)
+
+/* ---- checking a stream, and what it leaves to rebuild ---- */
+
+/* A stream refused: QEMU's error, and the reason in a trace event. */
+#define UZ_MIG_FAIL(fmt, ...) do {                                      \
+        g_autofree char *why_ = g_strdup_printf(fmt, ## __VA_ARGS__);   \
+        trace_uzura_migration_err_stream(why_);                         \
+        error_report("uzura: migration stream: %s", why_);              \
+        return false;                                                   \
+    } while (0)
+
+/* A ring's indices: 24 bits, the producer at most a ring ahead. */
+static bool uzura_mig_ring_ok(uint32_t pi, uint32_t ci, uint32_t log_depth)
+{
+    return pi <= UZ_IDX_MASK && ci <= UZ_IDX_MASK && log_depth < 24 &&
+           uzura_ring_used(pi, ci) <= (1u << log_depth);
+}
+
+/*
+ * Give doorbell slot @off to (@kind, @index): a slot of the pages, not
+ * the clock's, and no other queue's.
+ */
+static bool uzura_mig_db(UzuraCore *core, uint32_t off, UzuraDbKind kind,
+                         uint32_t index)
+{
+    uint32_t slot = off / 4;
+
+    if (off % 4 || off >= core->db_pages * UZ_DB_PAGE_SIZE ||
+        off % UZ_DB_PAGE_SIZE >= UZ_DB_CLOCK || core->db_map[slot]) {
+        UZ_MIG_FAIL("doorbell 0x%x of queue kind %u, %u is not free", off,
+                    kind, index);
+    }
+    core->db_map[slot] = (uint32_t)kind << 24 | index;
+    return true;
+}
+
+static bool uzura_mig_eq_ref(UzuraCore *core, uint32_t eqn)
+{
+    return eqn < UZ_MAX_EQ && core->eq[eqn].valid;
+}
+
+static bool uzura_mig_uctx_ref(UzuraCore *core, uint32_t uctx)
+{
+    return uzura_uctx_ok(core, uctx);
+}
+
+static bool uzura_mig_pd_ref(UzuraCore *core, uint32_t pdn, uint32_t uctx)
+{
+    return uzura_pd_lookup(core, pdn, uctx) != NULL;
+}
+
+static bool uzura_mig_cq_ref(UzuraCore *core, uint32_t cqn)
+{
+    return cqn < core->rdma.lim.max_cq && core->rdma.cq[cqn].valid;
+}
+
+static bool uzura_mig_core_ok(UzuraCore *core)
+{
+    UzuraAdmin *a = &core->admin;
+    uint32_t i;
+
+    if (a->enabled &&
+        (a->log_depth < UZ_ADMIN_DEPTH_MIN ||
+         a->log_depth > UZ_ADMIN_DEPTH_MAX ||
+         !uzura_mig_ring_ok(a->pi, a->ci, a->log_depth))) {
+        UZ_MIG_FAIL("admin queue of depth 2^%u at %u/%u", a->log_depth,
+                    a->pi, a->ci);
+    }
+    if (core->mtu < UZ_MIN_MTU || core->mtu > UZ_MAX_MTU) {
+        UZ_MIG_FAIL("MTU %u", core->mtu);
+    }
+    uzura_db_reset(core);
+    for (i = 0; i < UZ_MAX_EQ; i++) {
+        UzuraEq *eq = &core->eq[i];
+
+        if (!eq->valid) {
+            continue;
+        }
+        if (eq->log_depth < UZ_EQ_DEPTH_MIN ||
+            eq->log_depth > UZ_EQ_DEPTH_MAX ||
+            !uzura_mig_ring_ok(eq->pi, eq->ci, eq->log_depth) ||
+            eq->vector >= core->num_vectors) {
+            UZ_MIG_FAIL("EQ %u: depth 2^%u, vector %u", i, eq->log_depth,
+                        eq->vector);
+        }
+        if (!uzura_mig_db(core, eq->db_offset, UZ_DBK_EQ, i)) {
+            return false;
+        }
+    }
+    for (i = 0; i < 2; i++) {
+        UzuraEthRing *ring = i ? &core->eth_rx : &core->eth_tx;
+
+        if (!ring->valid) {
+            continue;
+        }
+        if (ring->log_depth < UZ_ETH_DEPTH_MIN ||
+            ring->log_depth > UZ_ETH_DEPTH_MAX ||
+            !uzura_mig_ring_ok(ring->pi, ring->ci, ring->log_depth) ||
+            !uzura_mig_eq_ref(core, ring->eqn)) {
+            UZ_MIG_FAIL("Ethernet %s ring: depth 2^%u, EQ %u",
+                        i ? "RX" : "TX", ring->log_depth, ring->eqn);
+        }
+        if (!uzura_mig_db(core, ring->db_offset,
+                          i ? UZ_DBK_ETH_RX : UZ_DBK_ETH_TX, 0)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool uzura_mig_cqs_ok(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_pd; i++) {
+        if (r->pd[i].valid && !uzura_mig_uctx_ref(core, r->pd[i].uctx)) {
+            UZ_MIG_FAIL("PD %u: context %u", i, r->pd[i].uctx);
+        }
+    }
+    for (i = 0; i < r->lim.max_cq; i++) {
+        UzuraCq *cq = &r->cq[i];
+
+        if (!cq->valid) {
+            continue;
+        }
+        if (cq->log_depth < 1 || (1u << MIN(cq->log_depth, 31)) >
+            r->lim.max_cqe || !uzura_mig_ring_ok(cq->pi, cq->ci,
+                                                 cq->log_depth) ||
+            (cq->arm && cq->arm != UZ_DB_ARM >> 24 &&
+             cq->arm != UZ_DB_ARM_SOLICITED >> 24) ||
+            !uzura_mig_eq_ref(core, cq->eqn) ||
+            !uzura_mig_uctx_ref(core, cq->uctx)) {
+            UZ_MIG_FAIL("CQ %u: depth 2^%u, EQ %u, context %u", i,
+                        cq->log_depth, cq->eqn, cq->uctx);
+        }
+        cq->page_addr = UZ_CQ_NO_PAGE;
+        if (!uzura_mig_db(core, cq->db_offset, UZ_DBK_CQ, i)) {
+            return false;
+        }
+    }
+    for (i = 0; i < r->lim.max_srq; i++) {
+        UzuraSrq *srq = &r->srq[i];
+
+        if (!srq->valid) {
+            continue;
+        }
+        if (srq->log_depth < 1 || srq->log_depth > 16 ||
+            (1u << srq->log_depth) > r->lim.max_srq_wr ||
+            srq->log_wqe_size < 4 || srq->log_wqe_size > 9 ||
+            !uzura_mig_ring_ok(srq->pi, srq->ci, srq->log_depth) ||
+            !uzura_mig_uctx_ref(core, srq->uctx) ||
+            !uzura_mig_pd_ref(core, srq->pdn, srq->uctx) ||
+            (srq->xrc && (srq->xrcd >= UZ_XRCD_MAX ||
+                          !r->xrcd[srq->xrcd].valid ||
+                          !uzura_mig_cq_ref(core, srq->cqn)))) {
+            UZ_MIG_FAIL("SRQ %u: depth 2^%u, WQEs of 2^%u bytes, PD %u, "
+                        "CQ %u, XRC domain %u", i, srq->log_depth,
+                        srq->log_wqe_size, srq->pdn, srq->cqn, srq->xrcd);
+        }
+        if (!uzura_mig_db(core, srq->db_offset, UZ_DBK_SRQ, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool uzura_mig_qp_queues_ok(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraRdma *r = &core->rdma;
+
+    if (uzura_qp_has_sq(qp) &&
+        (qp->sq_log_depth < 1 || qp->sq_log_depth > 16 ||
+         (1u << qp->sq_log_depth) > r->lim.max_qp_wr ||
+         qp->sq_log_wqe_size < 6 || qp->sq_log_wqe_size > 9 ||
+         !uzura_mig_ring_ok(qp->sq_pi, qp->sq_ci, qp->sq_log_depth) ||
+         !uzura_mig_cq_ref(core, qp->send_cqn))) {
+        return false;
+    }
+    if (uzura_qp_has_rq(qp) &&
+        (qp->rq_log_depth < 1 || qp->rq_log_depth > 16 ||
+         (1u << qp->rq_log_depth) > r->lim.max_qp_wr ||
+         qp->rq_log_wqe_size < 4 || qp->rq_log_wqe_size > 9 ||
+         !uzura_mig_ring_ok(qp->rq_pi, qp->rq_ci, qp->rq_log_depth))) {
+        return false;
+    }
+    if (uz_qpt_receives(qp->type) && qp->type != UZ_QPT_XRC_TGT &&
+        !uzura_mig_cq_ref(core, qp->recv_cqn)) {
+        return false;
+    }
+    if (qp->srqn != UZ_NO_SRQ &&
+        (qp->srqn >= r->lim.max_srq || !r->srq[qp->srqn].valid)) {
+        return false;
+    }
+    return true;
+}
+
+/* The types CREATE_QP takes, but RSS: an RSS QP does not migrate yet. */
+static bool uzura_mig_qpt_ok(uint8_t type)
+{
+    switch (type) {
+    case UZ_QPT_RC:
+    case UZ_QPT_UC:
+    case UZ_QPT_UD:
+    case UZ_QPT_GSI:
+    case UZ_QPT_RAW:
+    case UZ_QPT_XRC_INI:
+    case UZ_QPT_XRC_TGT:
+        return true;
+    }
+    return false;
+}
+
+static bool uzura_mig_qps_ok(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i, j;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        UzuraQp *qp = &r->qp[i];
+
+        if (!qp->valid) {
+            continue;
+        }
+        if (!uzura_mig_qpt_ok(qp->type) ||
+            qp->attr.state > UZ_QPS_INIT || qp->flows || qp->rss_refs ||
+            !uzura_mig_uctx_ref(core, qp->uctx) ||
+            (qp->type == UZ_QPT_XRC_TGT ?
+             qp->xrcd >= UZ_XRCD_MAX || !r->xrcd[qp->xrcd].valid :
+             !uzura_mig_pd_ref(core, qp->pdn, qp->uctx)) ||
+            !uzura_mig_qp_queues_ok(core, qp)) {
+            UZ_MIG_FAIL("QP %u: type %u in state %u, PD %u, CQs %u and %u, "
+                        "SRQ %u", i, qp->type, qp->attr.state, qp->pdn,
+                        qp->send_cqn, qp->recv_cqn, qp->srqn);
+        }
+        if ((uzura_qp_has_sq(qp) &&
+             !uzura_mig_db(core, qp->sq_db, UZ_DBK_SQ, i)) ||
+            (uzura_qp_has_rq(qp) &&
+             !uzura_mig_db(core, qp->rq_db, UZ_DBK_RQ, i))) {
+            return false;
+        }
+        set_bit(i, r->qp_live);
+        uzura_qp_restore_xfer(core, qp, i);
+    }
+    if (r->rr_next >= r->lim.max_qp) {
+        UZ_MIG_FAIL("work loop at QP %u", r->rr_next);
+    }
+    for (i = 0; i < UZ_MCAST_MAX_GRP; i++) {
+        UzuraMcastGroup *g = &r->mcast[i];
+
+        if (g->nqp > UZ_MCAST_MAX_QP_ATTACH) {
+            UZ_MIG_FAIL("multicast group %u has %u QPs", i, g->nqp);
+        }
+        for (j = 0; j < g->nqp; j++) {
+            if (g->qpn[j] >= r->lim.max_qp || !r->qp[g->qpn[j]].valid) {
+                UZ_MIG_FAIL("multicast group %u: QP %u", i, g->qpn[j]);
+            }
+        }
+    }
+    return true;
+}
+
+static bool uzura_mig_mrs_ok(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_mr; i++) {
+        UzuraMr *mr = &r->mr[i];
+
+        if (!mr->valid) {
+            continue;
+        }
+        if (mr->mw_type > UZ_MW_TYPE_2 || mr->page_shift > 63 ||
+            (!mr->mw_type &&
+             !uzura_mr_shape_ok(core, mr->access, 0, mr->length, 0, 0,
+                                false)) ||
+            mr->fault_posted || !uzura_mig_uctx_ref(core, mr->uctx) ||
+            !uzura_mig_pd_ref(core, mr->pdn, mr->uctx) ||
+            (mr->max_pages && mr->max_pages > r->lim.max_fast_reg_pages) ||
+            (mr->max_pages && mr->npages > mr->max_pages) ||
+            (mr->mw_type && !mr->free &&
+             (mr->mw_mr >= r->lim.max_mr || !r->mr[mr->mw_mr].valid ||
+              r->mr[mr->mw_mr].mw_type ||
+              (mr->mw_type == UZ_MW_TYPE_2 &&
+               (mr->mw_qpn >= r->lim.max_qp ||
+                !r->qp[mr->mw_qpn].valid))))) {
+            UZ_MIG_FAIL("MR %u: window type %u, pages %u of %u, PD %u, "
+                        "bound to MR %u by QP %u", i, mr->mw_type,
+                        mr->npages, mr->max_pages, mr->pdn, mr->mw_mr,
+                        mr->mw_qpn);
+        }
+        if (mr->flags & UZ_MR_F_DM &&
+            (mr->dm >= r->max_dm || !r->dm[mr->dm].valid ||
+             !uzura_in_range(mr->dm_base, mr->length,
+                             (uint64_t)r->dm[mr->dm].first * UZ_DM_PAGE_SIZE,
+                             (uint64_t)r->dm[mr->dm].npages *
+                             UZ_DM_PAGE_SIZE))) {
+            UZ_MIG_FAIL("MR %u: device memory %u at 0x%" PRIx64, i, mr->dm,
+                        mr->dm_base);
+        }
+        mr->imr_chunk = 0;
+        mr->imr_key = 0;
+    }
+    for (i = 0; i < r->lim.max_ah; i++) {
+        UzuraAh *ah = &r->ah[i];
+
+        if (ah->valid && !uzura_mig_pd_ref(core, ah->pdn, ah->uctx)) {
+            UZ_MIG_FAIL("AH %u: PD %u", i, ah->pdn);
+        }
+    }
+    return true;
+}
+
+static bool uzura_mig_dm_ok(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i;
+
+    if (!r->dm_size) {
+        return true;
+    }
+    bitmap_zero(r->dm_used, r->max_dm);
+    for (i = 0; i < r->max_dm; i++) {
+        UzuraDm *dm = &r->dm[i];
+
+        if (!dm->valid) {
+            continue;
+        }
+        if (!dm->npages || dm->first >= r->max_dm ||
+            dm->npages > r->max_dm - dm->first ||
+            find_next_bit(r->dm_used, dm->first + dm->npages, dm->first) <
+            dm->first + dm->npages ||
+            !uzura_mig_uctx_ref(core, dm->uctx)) {
+            UZ_MIG_FAIL("device memory %u: pages %u..+%u", i, dm->first,
+                        dm->npages);
+        }
+        bitmap_set(r->dm_used, dm->first, dm->npages);
+    }
+    return true;
+}
+
+static int uzura_core_pre_save(void *opaque)
+{
+    UzuraCore *core = opaque;
+    Error *err = NULL;
+
+    if (!uzura_migration_check(core, &err)) {
+        trace_uzura_migration_blocked(error_get_pretty(err));
+        error_report_err(err);
+        return -EBUSY;
+    }
+    return 0;
+}
+
+/*
+ * A stream lands on a device just reset: an incoming side's, or one that
+ * loadvm reset with its machine.  Device memory's RAM came before it.
+ */
+static int uzura_core_post_load(void *opaque, int version_id)
+{
+    UzuraCore *core = opaque;
+    UzuraRdma *r = &core->rdma;
+
+    uzura_xlat_reset(core);
+    bitmap_zero(r->qp_live, r->lim.max_qp);
+    if (!uzura_mig_core_ok(core) || !uzura_mig_dm_ok(core) ||
+        !uzura_mig_cqs_ok(core) || !uzura_mig_qps_ok(core) ||
+        !uzura_mig_mrs_ok(core)) {
+        uzura_core_reset(core);
+        return -EINVAL;
+    }
+    trace_uzura_migration_loaded(bitmap_count_one(r->qp_live,
+                                                  r->lim.max_qp));
+    /* Whatever the doorbells asked for before the move goes on. */
+    if (core->admin.enabled && core->admin.pi != core->admin.ci) {
+        qemu_bh_schedule(core->admin.bh);
+    }
+    uzura_work_schedule(core);
+    return 0;
+}
+
+const VMStateDescription vmstate_uzura_core = {
+    .name = "uzura/core",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = uzura_core_pre_save,
+    .post_load = uzura_core_post_load,
+    .fields = (const VMStateField[]) {
+        /* The tables' sizes: the same properties on both sides. */
+        VMSTATE_UINT32_EQUAL(db_pages, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(num_vectors, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_pd, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_cq, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_srq, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_qp, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_mr, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_ah, UzuraCore, NULL),
+        VMSTATE_UINT32_EQUAL(rdma.max_dm, UzuraCore, NULL),
+
+        VMSTATE_UINT8_ARRAY(mac, UzuraCore, 6),
+        VMSTATE_UINT32(mtu, UzuraCore),
+        VMSTATE_UINT32(status, UzuraCore),
+        VMSTATE_UINT32(scratch, UzuraCore),
+        VMSTATE_UINT32(err_status, UzuraCore),
+        VMSTATE_UINT32(err_count, UzuraCore),
+        VMSTATE_UINT32(err_addr, UzuraCore),
+        VMSTATE_STRUCT(admin, UzuraCore, 1, vmstate_uzura_admin, UzuraAdmin),
+        VMSTATE_STRUCT_ARRAY(eq, UzuraCore, UZ_MAX_EQ, 1, vmstate_uzura_eq,
+                             UzuraEq),
+        VMSTATE_STRUCT(eth_tx, UzuraCore, 1, vmstate_uzura_eth_ring,
+                       UzuraEthRing),
+        VMSTATE_STRUCT(eth_rx, UzuraCore, 1, vmstate_uzura_eth_ring,
+                       UzuraEthRing),
+        VMSTATE_UZURA_COUNTERS(counters, UzuraCore),
+
+        VMSTATE_UZURA_TABLE(uctx, db_pages, vmstate_uzura_uctx, UzuraUctx),
+        VMSTATE_UZURA_TABLE(pd, rdma.lim.max_pd, vmstate_uzura_pd, UzuraPd),
+        VMSTATE_UZURA_TABLE(cq, rdma.lim.max_cq, vmstate_uzura_cq, UzuraCq),
+        VMSTATE_UZURA_TABLE(srq, rdma.lim.max_srq, vmstate_uzura_srq,
+                            UzuraSrq),
+        VMSTATE_UZURA_TABLE(qp, rdma.lim.max_qp, vmstate_uzura_qp, UzuraQp),
+        VMSTATE_UZURA_TABLE(mr, rdma.lim.max_mr, vmstate_uzura_mr, UzuraMr),
+        VMSTATE_UZURA_TABLE(ah, rdma.lim.max_ah, vmstate_uzura_ah, UzuraAh),
+        VMSTATE_STRUCT_ARRAY(rdma.mcast, UzuraCore, UZ_MCAST_MAX_GRP, 1,
+                             vmstate_uzura_mcast, UzuraMcastGroup),
+        VMSTATE_STRUCT_ARRAY(rdma.xrcd, UzuraCore, UZ_XRCD_MAX, 1,
+                             vmstate_uzura_xrcd, UzuraXrcd),
+        VMSTATE_UZURA_TABLE(dm, rdma.max_dm, vmstate_uzura_dm, UzuraDm),
+        VMSTATE_UINT64(rdma.xlat_gen, UzuraCore),
+        VMSTATE_UINT32(rdma.rr_next, UzuraCore),
+        VMSTATE_UINT64(rdma.raw_seq, UzuraCore),
+        VMSTATE_END_OF_LIST()
+    }
+};

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest for the uzura NIC's migration (docs/device-spec.md 7.4): a NIC
+ * with objects of every kind that migrates moves to a new process and
+ * goes on; what does not migrate yet refuses by name; a corrupt stream
+ * fails the incoming side cleanly and leaves its NIC reset.
+ */
+#include "uzura-verbs.h"
+#include "uzura-migrate.h"
+
+#define ACCESS  (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
+                 UZ_ACCESS_REMOTE_READ)
+
+typedef struct Objs {
+    UzCq *cq, *paged;
+    UzSrq *srq;
+    UzMr *ma, *mb;
+    UzQp *qa, *qb, *ud;
+    uint32_t ahn;
+    uint32_t mw;                /* a type 1 window */
+    uint32_t xrcd;
+    uint32_t dm, dm_bar;        /* device memory: handle, offset in BAR 4 */
+} Objs;
+
+static uint8_t obj_cmd(UzNode *n, uint8_t op, uint32_t handle)
+{
+    struct uz_cmd_obj c = {
+        .handle = cpu_to_le32(handle), .uctx = cpu_to_le32(n->uctx),
+    };
+
+    return uz_cmd(n, op, &c, sizeof(c), NULL);
+}
+
+/* An allocation command's handle (out0) and its out1. */
+static uint32_t alloc_cmd(UzNode *n, uint8_t op, const void *c, size_t len,
+                          uint32_t *out1)
+{
+    struct uz_admin_cqe cqe;
+
+    g_assert_cmpint(uz_cmd(n, op, c, len, &cqe), ==, UZ_CMD_OK);
+    if (out1) {
+        *out1 = le32_to_cpu(cqe.out1);
+    }
+    return le32_to_cpu(cqe.out0);
+}
+
+/* One of each kind, the RC pair in INIT, the UD QP (on the SRQ) in RESET. */
+static void objs_create(UzNode *n, Objs *o)
+{
+    o->cq = uz_cq_create(n, 6);
+    o->paged = uz_cq_create_paged(n, 9);
+    o->srq = uz_srq_create(n, 5, 0);
+    o->ma = uz_mr_reg(n, 3 * 4096, ACCESS);
+    o->mb = uz_mr_reg(n, 3 * 4096, ACCESS);
+    o->qa = uz_qp_create(n, UZ_QPT_RC, o->cq, o->paged, NULL, 0);
+    o->qb = uz_qp_create(n, UZ_QPT_RC, NULL, NULL, NULL, 0);
+    o->ud = uz_qp_create(n, UZ_QPT_UD, o->cq, o->cq, o->srq, 0);
+    o->ahn = uz_ah_create(n, 0);
+    uz_rc_init(o->qa);
+    uz_rc_init(o->qb);
+    {
+        struct uz_cmd_alloc_mw mw = {
+            .pdn = cpu_to_le32(n->pdn), .type = UZ_MW_TYPE_1,
+            .key = n->next_key++,
+        };
+        struct uz_cmd_alloc_dm dm = { .length = cpu_to_le64(8192) };
+        struct uz_cmd_obj xrcd = { 0 };
+
+        o->mw = alloc_cmd(n, UZ_CMD_ALLOC_MW, &mw, sizeof(mw), NULL);
+        o->xrcd = alloc_cmd(n, UZ_CMD_ALLOC_XRCD, &xrcd, sizeof(xrcd), NULL);
+        o->dm = alloc_cmd(n, UZ_CMD_ALLOC_DM, &dm, sizeof(dm), &o->dm_bar);
+    }
+}
+
+/* QUERY_QP's answer, without what it computes at the time. */
+static void query(UzQp *qp, struct uz_qp_attr *a)
+{
+    uz_qp_query(qp, a);
+    a->sq_draining = 0;
+}
+
+static void test_objects_move(void)
+{
+    static const UzRcOpts ro = UZ_RC_OPTS_DEFAULT;
+    UzMachine m;
+    UzNode n;
+    Objs o;
+    struct uz_qp_attr before, after;
+    UzDev *devs[] = { &n.d };
+    uint64_t cmds, cqes;
+    uint32_t pdn;
+    uint8_t dm[8192], got[8192];
+
+    uz_machine_start(&m, 1, NULL);
+    uz_node_start(&n, &m, 0);
+    objs_create(&n, &o);
+    uz_pattern(dm, sizeof(dm), 0xd1);
+    qpci_memwrite(n.d.pdev, n.d.db, o.dm_bar, dm, sizeof(dm));
+    query(o.qa, &before);
+    cmds = uz_counter(&m, 0, "admin_cmds");
+
+    uz_migrate(&m, devs, 1);
+
+    /* Device memory is RAM of its own: its bytes moved. */
+    memset(got, 0, sizeof(got));
+    qpci_memread(n.d.pdev, n.d.db, o.dm_bar, got, sizeof(got));
+    uz_assert_bytes(got, dm, sizeof(dm), "device memory");
+
+    /* The counters came along, and the QP answers as before. */
+    g_assert_cmpuint(uz_counter(&m, 0, "admin_cmds"), ==, cmds);
+    query(o.qa, &after);
+    g_assert_cmpmem(&before, sizeof(before), &after, sizeof(after));
+    g_assert_cmpuint(after.state, ==, UZ_QPS_INIT);
+
+    /* The tables did: a new PD takes a slot the moved ones do not hold. */
+    pdn = uz_pd_alloc(&n);
+    g_assert_cmpuint(pdn, !=, n.pdn);
+
+    /*
+     * Every queue works on the new side: the pair connects and moves
+     * data through both MRs, its CQs (one paged) and the EQs; the SRQ
+     * takes a receive WQE.
+     */
+    cqes = uz_counter(&m, 0, "cqes");
+    uz_rc_rtr(o.qa, o.qb, ro.psn[1], &ro);
+    uz_rc_rtr(o.qb, o.qa, ro.psn[0], &ro);
+    uz_rc_rts(o.qa, ro.psn[0], &ro);
+    uz_rc_rts(o.qb, ro.psn[1], &ro);
+    uz_check_write(o.qa, o.qb, o.ma, o.mb, 5000, true, 1);
+    uz_check_write(o.qb, o.qa, o.mb, o.ma, 100, false, 2);
+    g_assert_cmpuint(uz_counter(&m, 0, "cqes"), >=, cqes + 3);
+    {
+        UzSge s = uz_mr_sge(o.ma, 0, 64);
+
+        uz_srq_post(o.srq, 0x5a, &s, 1);
+    }
+
+    /*
+     * What moved goes as it would have where it was: each object is
+     * found, and the counts of its users came along (the SRQ goes only
+     * after its QP).
+     */
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DESTROY_SRQ, o.srq->srqn), ==,
+                    UZ_CMD_BUSY);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DESTROY_QP, o.ud->qpn), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DESTROY_SRQ, o.srq->srqn), ==,
+                    UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_MW, o.mw), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_DM, o.dm), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DEALLOC_XRCD, o.xrcd), ==, UZ_CMD_OK);
+    g_assert_cmpint(obj_cmd(&n, UZ_CMD_DESTROY_AH, o.ahn), ==, UZ_CMD_OK);
+    uz_node_stop(&n);
+    uz_machine_stop(&m);
+}
+
+/* A QP past INIT refuses a migration by name, and runs on where it is. */
+static void test_refused(void)
+{
+    UzMachine m;
+    UzNode n;
+    Objs o;
+    g_autofree char *err = NULL;
+    static const UzRcOpts ro = UZ_RC_OPTS_DEFAULT;
+
+    uz_machine_start(&m, 1, NULL);
+    uz_node_start(&n, &m, 0);
+    objs_create(&n, &o);
+    uz_rc_rtr(o.qa, o.qb, ro.psn[1], &ro);
+    uz_rc_rtr(o.qb, o.qa, ro.psn[0], &ro);
+    uz_rc_rts(o.qa, ro.psn[0], &ro);
+    uz_rc_rts(o.qb, ro.psn[1], &ro);
+
+    err = uz_migrate_refused(&m);
+    g_assert_nonnull(strstr(err, "uzura: QP"));
+    g_assert_nonnull(strstr(err, "is in state RTS"));
+
+    uz_check_write(o.qa, o.qb, o.ma, o.mb, 3000, false, 3);
+    uz_node_stop(&n);
+    uz_machine_stop(&m);
+}
+
+/*
+ * Where the uzura core's section starts in a saved state: the sizes the
+ * stream names first (db-pages 64, vectors 8 and the default limits),
+ * then max_dm.  Returns the offset just after them.
+ */
+static size_t core_start(const uint8_t *buf, size_t len)
+{
+    static const uint32_t sizes[] = { 64, 8, 1024, 1024, 256, 1024, 4096,
+                                      1024 };
+    uint8_t pat[sizeof(sizes)];
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+        stl_be_p(pat + 4 * i, sizes[i]);
+    }
+    for (i = 0; i + sizeof(pat) + 4 <= len; i++) {
+        if (!memcmp(buf + i, pat, sizeof(pat))) {
+            return i + sizeof(pat) + 4;
+        }
+    }
+    g_assert_not_reached();
+}
+
+/* Offsets from core_start(), as vmstate_uzura_core lays them out. */
+#define OFF_ADMIN           30                  /* after mac .. err_addr */
+#define OFF_ADMIN_DEPTH     (OFF_ADMIN + 16)
+#define OFF_EQ0             (OFF_ADMIN + 39)
+#define OFF_EQ0_VECTOR      (OFF_EQ0 + 16)
+
+typedef struct Corruption {
+    const char *what;
+    long off;                   /* from core_start(); < 0: before it */
+    uint8_t byte;
+    size_t len;
+    const char *error;          /* the reason traced, or NULL: none */
+} Corruption;
+
+static const Corruption corruptions[] = {
+    /* QEMU's own check of a size both sides must agree on */
+    { "max-mr", -12, 0x7f, 1, NULL },
+    { "admin depth", OFF_ADMIN_DEPTH + 3, 0x7f, 1,
+      "admin queue of depth 2^127" },
+    { "EQ vector", OFF_EQ0_VECTOR, 0xff, 2, "vector 65535" },
+    { "everything after the admin queue", OFF_EQ0, 0xff, 4096,
+      "EQ 0: depth 2^4294967295" },
+};
+
+static void test_corrupt_stream(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("uzura-migration-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", dir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree uint8_t *buf = NULL;
+    UzMachine m;
+    UzNode n;
+    Objs o;
+    QOSState *to;
+    size_t len, start;
+    char *err;
+    int i;
+
+    uz_machine_start(&m, 1, "-trace uzura_migration_err_stream");
+    uz_node_start(&n, &m, 0);
+    objs_create(&n, &o);
+    uz_save(&m, path);
+    g_assert(g_file_get_contents(path, (char **)&buf, &len, NULL));
+    start = core_start(buf, len);
+
+    /* The stream as saved loads. */
+    err = uz_load(&m, path, &to);
+    g_assert_null(err);
+    qtest_shutdown(to);
+
+    for (i = 0; i < ARRAY_SIZE(corruptions); i++) {
+        const Corruption *c = &corruptions[i];
+        g_autofree uint8_t *copy = g_memdup2(buf, len);
+        size_t at = start + c->off;
+
+        g_assert_cmpuint(at + c->len, <=, len);
+        memset(copy + at, c->byte, c->len);
+        g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+        err = uz_load(&m, bad, &to);
+        g_test_message("%s: %s", c->what, err ? err : "(loaded)");
+        g_assert_nonnull(err);
+        g_free(err);
+        if (c->error) {
+            g_autofree char *log = uz_machine_log(&m);
+
+            g_assert_nonnull(strstr(log, c->error));
+        }
+        /* The incoming side failed cleanly: it is up and answers. */
+        qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
+        qtest_shutdown(to);
+    }
+    unlink(bad);
+    unlink(path);
+    rmdir(dir);
+    uz_node_stop(&n);
+    uz_machine_stop(&m);
+}
+
+/*
+ * Runs of random bytes anywhere in the core's section, from a fixed
+ * seed: each stream loads or fails cleanly, and the incoming side stays
+ * up either way.  Most runs land in table entries, whose valid flags
+ * they set at random: the checks must catch what that makes.
+ */
+#define MUTATIONS       24
+#define MUTATION_SPAN   (512 * 1024)
+
+static void test_mutated_streams(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("uzura-migration-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", dir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree uint8_t *buf = NULL;
+    GRand *rnd = g_rand_new_with_seed(0x75a7a);
+    UzMachine m;
+    UzNode n;
+    Objs o;
+    size_t len, start, span;
+    int i, loaded = 0;
+
+    uz_machine_start(&m, 1, NULL);
+    uz_node_start(&n, &m, 0);
+    objs_create(&n, &o);
+    uz_save(&m, path);
+    g_assert(g_file_get_contents(path, (char **)&buf, &len, NULL));
+    start = core_start(buf, len);
+    span = MIN(len - start, MUTATION_SPAN);
+
+    for (i = 0; i < MUTATIONS; i++) {
+        g_autofree uint8_t *copy = g_memdup2(buf, len);
+        size_t at = start + g_rand_int_range(rnd, 0, span - 64);
+        int run = g_rand_int_range(rnd, 1, 64), j;
+        QOSState *to;
+        char *err;
+
+        for (j = 0; j < run; j++) {
+            copy[at + j] = g_rand_int_range(rnd, 0, 256);
+        }
+        g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+        err = uz_load(&m, bad, &to);
+        loaded += !err;
+        g_free(err);
+        qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
+        qtest_shutdown(to);
+    }
+    g_test_message("%d of %d mutated streams loaded", loaded, MUTATIONS);
+    g_rand_free(rnd);
+    unlink(bad);
+    unlink(path);
+    rmdir(dir);
+    uz_node_stop(&n);
+    uz_machine_stop(&m);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/uzura/migration/objects-move", test_objects_move);
+    qtest_add_func("/uzura/migration/refused-past-init", test_refused);
+    qtest_add_func("/uzura/migration/corrupt-stream", test_corrupt_stream);
+    qtest_add_func("/uzura/migration/mutated-streams", test_mutated_streams);
+    return g_test_run();
+}
