@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * QTest for the uzura NIC's migration (docs/device-spec.md 7.4): a NIC
- * with objects of every kind that migrates moves to a new process and
- * goes on; what does not migrate yet refuses by name; a corrupt stream
- * fails the incoming side cleanly and leaves its NIC reset.
+ * with objects of every kind moves to a new process and goes on; two
+ * NICs move with RC traffic in flight between them, and nothing is lost
+ * or doubled; what does not migrate yet refuses by name; a corrupt
+ * stream fails the incoming side cleanly and leaves its NIC reset.
  */
-#include "uzura-verbs.h"
+#include "uzura-pair.h"
 #include "uzura-migrate.h"
 
 #define ACCESS  (UZ_ACCESS_LOCAL_WRITE | UZ_ACCESS_REMOTE_WRITE | \
@@ -153,30 +154,156 @@ static void test_objects_move(void)
     uz_machine_stop(&m);
 }
 
-/* A QP past INIT refuses a migration by name, and runs on where it is. */
+/*
+ * Messages of a pair, from uz0's MR to uz1's: SENDs into receive WQEs
+ * at @first.., each of LEN bytes of its own pattern.
+ */
+#define NMSG    8
+#define LEN     3000            /* three packets at MTU 1024 */
+
+static void post_sends(Pair *p, int first, int n)
+{
+    int i;
+
+    for (i = first; i < first + n; i++) {
+        uint8_t data[LEN];
+        UzSge s = uz_mr_sge(p->ma, (i % NMSG) * 4096, LEN);
+        UzSge r = uz_mr_sge(p->mb, (i % NMSG) * 4096, 4096);
+        UzWr wr = {
+            .wr_id = 0x5e00 + i, .opcode = UZ_WR_SEND,
+            .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        };
+
+        uz_pattern(data, LEN, 0x100 + i);
+        uz_mr_write(p->ma, (i % NMSG) * 4096, data, LEN);
+        uz_post_recv(p->qb, 0x7e00 + i, &r, 1);
+        uz_post_send(p->qa, &wr);
+    }
+}
+
+/* Each SEND completed once, in order, on both sides, with its bytes. */
+static void check_sends(Pair *p, int first, int n)
+{
+    struct uz_cqe c;
+    int i;
+
+    for (i = first; i < first + n; i++) {
+        uint8_t data[LEN];
+
+        uz_cq_wait_clock(p->qa->scq, &c, STEP_NS, 100);
+        uz_cqe_expect(&c, 0x5e00 + i, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0,
+                      p->qa->qpn);
+        uz_cq_wait_clock(p->qb->rcq, &c, STEP_NS, 100);
+        uz_cqe_expect(&c, 0x7e00 + i, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                      p->qb->qpn);
+        g_assert_cmpuint(c.byte_len, ==, LEN);
+        uz_pattern(data, LEN, 0x100 + i);
+        uz_assert_mr(p->mb, (i % NMSG) * 4096, data, LEN, "received");
+    }
+    uz_cq_assert_empty(p->qa->scq, 100);
+    uz_cq_assert_empty(p->qb->rcq, 100);
+}
+
+/*
+ * Two NICs move together with RC traffic in flight: first with their
+ * peer's link down, so that uz0 holds SENDs, a WRITE and a READ sent and
+ * not acknowledged, then with SENDs just posted, wherever the devices
+ * are with them.  On the new side every message completes once, with
+ * its bytes, and the QPs stay in RTS.
+ */
+static void test_traffic_in_flight(void)
+{
+    Pair p;
+    UzDev *devs[2];
+    uint8_t wdata[5000], rdata[4000];
+    struct uz_cqe c;
+    UzSge ws, rs;
+    UzWr write, read;
+    int i;
+
+    pair_start(&p);
+    devs[0] = &p.n[0].d;
+    devs[1] = &p.n[1].d;
+    post_sends(&p, 0, NMSG / 2);
+    check_sends(&p, 0, NMSG / 2);
+
+    uz_link_set(&p.m, 1, false);
+    post_sends(&p, NMSG / 2, NMSG / 2);
+    uz_pattern(wdata, sizeof(wdata), 0x77);
+    uz_mr_write(p.ma, 32768, wdata, sizeof(wdata));
+    ws = uz_mr_sge(p.ma, 32768, sizeof(wdata));
+    write = (UzWr) {
+        .wr_id = 0x3300, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &ws, .num_sge = 1,
+        .remote_addr = uz_mr_va(p.mb, 32768), .rkey = p.mb->key,
+    };
+    uz_post_send(p.qa, &write);
+    uz_pattern(rdata, sizeof(rdata), 0x88);
+    uz_mr_write(p.mb, 40960, rdata, sizeof(rdata));
+    uz_mr_fill(p.ma, 40960, 0, sizeof(rdata));
+    rs = uz_mr_sge(p.ma, 40960, sizeof(rdata));
+    read = (UzWr) {
+        .wr_id = 0x3400, .opcode = UZ_WR_RDMA_READ,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &rs, .num_sge = 1,
+        .remote_addr = uz_mr_va(p.mb, 40960), .rkey = p.mb->key,
+    };
+    uz_post_send(p.qa, &read);
+    for (i = 0; i < 100; i++) {
+        uz_poll_pause(&p.n[0].d);
+    }
+    g_assert_cmpuint(uz_counter(&p.m, 0, "retransmits"), ==, 0);
+
+    /* The new process starts with the link property up. */
+    uz_migrate(&p.m, devs, 2);
+    for (i = NMSG / 2; i < NMSG; i++) {
+        uz_cq_wait_clock(p.qa->scq, &c, STEP_NS, 100);
+        uz_cqe_expect(&c, 0x5e00 + i, UZ_WC_SEND, UZ_WC_STATUS_SUCCESS, 0,
+                      p.qa->qpn);
+    }
+    uz_cq_wait_clock(p.qa->scq, &c, STEP_NS, 100);
+    uz_cqe_expect(&c, 0x3300, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
+    uz_cq_wait_clock(p.qa->scq, &c, STEP_NS, 100);
+    uz_cqe_expect(&c, 0x3400, UZ_WC_RDMA_READ, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
+    g_assert_cmpuint(c.byte_len, ==, sizeof(rdata));
+    for (i = NMSG / 2; i < NMSG; i++) {
+        uint8_t data[LEN];
+
+        uz_cq_wait_clock(p.qb->rcq, &c, STEP_NS, 100);
+        uz_cqe_expect(&c, 0x7e00 + i, UZ_WC_RECV, UZ_WC_STATUS_SUCCESS, 0,
+                      p.qb->qpn);
+        uz_pattern(data, LEN, 0x100 + i);
+        uz_assert_mr(p.mb, (i % NMSG) * 4096, data, LEN, "received");
+    }
+    uz_cq_assert_empty(p.qb->rcq, 100);
+    uz_assert_mr(p.mb, 32768, wdata, sizeof(wdata), "written");
+    uz_assert_mr(p.ma, 40960, rdata, sizeof(rdata), "read");
+    /* The new side sent again what the old one's peer never took. */
+    g_assert_cmpuint(uz_counter(&p.m, 0, "retransmits"), >, 0);
+
+    /* Again, with the devices wherever the SENDs just posted left them. */
+    post_sends(&p, NMSG, NMSG);
+    uz_migrate(&p.m, devs, 2);
+    check_sends(&p, NMSG, NMSG);
+    g_assert_cmpuint(uz_qp_state(p.qa), ==, UZ_QPS_RTS);
+    g_assert_cmpuint(uz_qp_state(p.qb), ==, UZ_QPS_RTS);
+    pair_stop(&p);
+}
+
+/* What does not migrate yet refuses by name, and runs on where it is. */
 static void test_refused(void)
 {
-    UzMachine m;
-    UzNode n;
-    Objs o;
+    Pair p;
     g_autofree char *err = NULL;
-    static const UzRcOpts ro = UZ_RC_OPTS_DEFAULT;
 
-    uz_machine_start(&m, 1, NULL);
-    uz_node_start(&n, &m, 0);
-    objs_create(&n, &o);
-    uz_rc_rtr(o.qa, o.qb, ro.psn[1], &ro);
-    uz_rc_rtr(o.qb, o.qa, ro.psn[0], &ro);
-    uz_rc_rts(o.qa, ro.psn[0], &ro);
-    uz_rc_rts(o.qb, ro.psn[1], &ro);
-
-    err = uz_migrate_refused(&m);
-    g_assert_nonnull(strstr(err, "uzura: QP"));
-    g_assert_nonnull(strstr(err, "is in state RTS"));
-
-    uz_check_write(o.qa, o.qb, o.ma, o.mb, 3000, false, 3);
-    uz_node_stop(&n);
-    uz_machine_stop(&m);
+    pair_start(&p);
+    pair_set_str(&p, 0, "fault-rules", "dir=tx op=ack nth=2 drop", true);
+    err = uz_migrate_refused(&p.m);
+    g_assert_nonnull(strstr(err, "uzura: fault injection is on"));
+    pair_set_str(&p, 0, "fault-rules", "", true);
+    exchange(&p, UZ_WR_RDMA_WRITE, 3000);
+    pair_stop(&p);
 }
 
 /*
@@ -340,7 +467,9 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/uzura/migration/objects-move", test_objects_move);
-    qtest_add_func("/uzura/migration/refused-past-init", test_refused);
+    qtest_add_func("/uzura/migration/traffic-in-flight",
+                   test_traffic_in_flight);
+    qtest_add_func("/uzura/migration/refused-fault-rules", test_refused);
     qtest_add_func("/uzura/migration/corrupt-stream", test_corrupt_stream);
     qtest_add_func("/uzura/migration/mutated-streams", test_mutated_streams);
     return g_test_run();

@@ -10,10 +10,16 @@
  * empty caches (translations, a paged CQ's page, an implicit MR's child).
  * Device memory is RAM of its own and moves with the guest's.
  *
+ * Each QP's transport moves with its messages in flight, its READ and
+ * atomic slots and its timer; the message being sent starts over from
+ * its source and a reliable QP resends from its oldest unacknowledged
+ * message, as after a timeout (uzura_req_migrated).  Packets selective
+ * repeat kept and the rate limiter's state are not carried.
+ *
  * What does not move yet blocks a migration while it is in use, by name
- * (uzura_migration_check): a QP past INIT (its transport's state in
- * flight), a TM SRQ, an RSS QP, a flow rule, an ODP page fault, the
- * timing model, fault injection and a PAUSE in progress.
+ * (uzura_migration_check): a conditional RDMA write, a TM SRQ, an RSS
+ * QP, a flow rule, an ODP page fault, the timing model, fault injection
+ * and a PAUSE in progress.
  *
  * A stream is checked as the guest's commands are: every handle names an
  * entry of its table, every ring a depth the device takes, every doorbell
@@ -24,6 +30,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
+#include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
 #include "uzura-core.h"
 #include "trace.h"
@@ -80,11 +87,15 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
                        "migrate yet", i);
             return false;
         }
-        if (qp->attr.state > UZ_QPS_INIT) {
-            error_setg(errp, "uzura: QP %u is in state %s: the transport "
-                       "state of a QP past INIT does not migrate yet", i,
-                       qp->attr.state < ARRAY_SIZE(uzura_qps_name) ?
-                       uzura_qps_name[qp->attr.state] : "?");
+        if (!uzura_crw_idle(core, qp)) {
+            error_setg(errp, "uzura: QP %u (%s) holds conditional RDMA "
+                       "writes: they do not migrate yet", i,
+                       uzura_qps_name[MIN(qp->attr.state, UZ_QPS_ERR)]);
+            return false;
+        }
+        if (qp->x->req.fault_wait || qp->x->resp.answer_fault_wait) {
+            error_setg(errp, "uzura: QP %u waits for an ODP page; try again "
+                       "when it is resumed", i);
             return false;
         }
     }
@@ -378,6 +389,193 @@ static const VMStateDescription vmstate_uzura_dm = {
     }
 };
 
+static const VMStateDescription vmstate_uzura_swqe = {
+    .name = "uzura/message",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(wr_id, UzuraSwqe),
+        VMSTATE_UINT64(seq, UzuraSwqe),
+        VMSTATE_UINT32(sq_idx, UzuraSwqe),
+        VMSTATE_UINT8(src, UzuraSwqe),
+        VMSTATE_BOOL(park, UzuraSwqe),
+        VMSTATE_INT32(src_id, UzuraSwqe),
+        VMSTATE_UINT32(first_psn, UzuraSwqe),
+        VMSTATE_UINT32(npkts, UzuraSwqe),
+        VMSTATE_UINT32(byte_len, UzuraSwqe),
+        VMSTATE_UINT8(opcode, UzuraSwqe),
+        VMSTATE_BOOL(signaled, UzuraSwqe),
+        VMSTATE_BOOL(done, UzuraSwqe),
+        VMSTATE_UINT32(resp_got, UzuraSwqe),
+        VMSTATE_UINT64(resp_bits, UzuraSwqe),
+        VMSTATE_UINT32(resp_from, UzuraSwqe),
+        VMSTATE_UINT8(status, UzuraSwqe),
+        VMSTATE_UINT8(verr, UzuraSwqe),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_sge = {
+    .name = "uzura/sge",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(addr, struct uz_sge),
+        VMSTATE_UINT32(length, struct uz_sge),
+        VMSTATE_UINT32(lkey, struct uz_sge),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_rd_atom = {
+    .name = "uzura/rd-atom",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraRdAtom),
+        VMSTATE_UINT8(opcode, UzuraRdAtom),
+        VMSTATE_BOOL(pending, UzuraRdAtom),
+        VMSTATE_BOOL(again, UzuraRdAtom),
+        VMSTATE_UINT32(psn, UzuraRdAtom),
+        VMSTATE_UINT32(npkts, UzuraRdAtom),
+        VMSTATE_UINT64(va, UzuraRdAtom),
+        VMSTATE_UINT32(rkey, UzuraRdAtom),
+        VMSTATE_UINT32(len, UzuraRdAtom),
+        VMSTATE_UINT64(orig, UzuraRdAtom),
+        VMSTATE_UINT32(sent, UzuraRdAtom),
+        VMSTATE_UINT32(xrc_srqn, UzuraRdAtom),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* A QP's transport: the requester, the completer and the responder. */
+static const VMStateDescription vmstate_uzura_xfer = {
+    .name = "uzura/transport",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(req.nmsg, UzuraXfer, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(req.msg, UzuraXfer, req.nmsg,
+                                             vmstate_uzura_swqe, UzuraSwqe),
+        VMSTATE_UINT32(req.oldest, UzuraXfer),
+        VMSTATE_UINT32(req.next, UzuraXfer),
+        VMSTATE_UINT32(req.end, UzuraXfer),
+        VMSTATE_UINT64(req.started, UzuraXfer),
+        VMSTATE_UINT32(req.sq_next, UzuraXfer),
+        VMSTATE_BOOL(req.cur_active, UzuraXfer),
+        VMSTATE_UINT32(req.next_psn, UzuraXfer),
+        VMSTATE_UINT32(req.end_psn, UzuraXfer),
+        VMSTATE_BOOL(req.blocked, UzuraXfer),
+
+        VMSTATE_UINT32(comp.acked_psn, UzuraXfer),
+        VMSTATE_UINT8(comp.retry_left, UzuraXfer),
+        VMSTATE_INT64(comp.progress_ns, UzuraXfer),
+        VMSTATE_UINT8(comp.rnr_left, UzuraXfer),
+        VMSTATE_BOOL(comp.rnr_wait, UzuraXfer),
+        VMSTATE_INT64(comp.srtt_ns, UzuraXfer),
+        VMSTATE_INT64(comp.rttvar_ns, UzuraXfer),
+        VMSTATE_UINT8(comp.rto_shift, UzuraXfer),
+
+        VMSTATE_UINT32(resp.epsn, UzuraXfer),
+        VMSTATE_UINT32(resp.msn, UzuraXfer),
+        VMSTATE_BOOL(resp.nak_seq_sent, UzuraXfer),
+        VMSTATE_BOOL(resp.uc_drop, UzuraXfer),
+        VMSTATE_BOOL(resp.ack_owed, UzuraXfer),
+        VMSTATE_UINT8(resp.in_msg, UzuraXfer),
+        VMSTATE_BOOL(resp.have_rwqe, UzuraXfer),
+        VMSTATE_BOOL(resp.rwqe_failed, UzuraXfer),
+        VMSTATE_UINT64(resp.rwqe.wr_id, UzuraXfer),
+        VMSTATE_UINT32(resp.rwqe.sgl.num, UzuraXfer),
+        VMSTATE_UINT64(resp.rwqe.sgl.len, UzuraXfer),
+        VMSTATE_STRUCT_ARRAY(resp.rwqe.sgl.sge, UzuraXfer, UZ_SGL_MAX, 1,
+                             vmstate_uzura_sge, struct uz_sge),
+        VMSTATE_UINT32(resp.xrc_srqn, UzuraXfer),
+        VMSTATE_UINT8(resp.tm_kind, UzuraXfer),
+        VMSTATE_UINT32(resp.recv_off, UzuraXfer),
+        VMSTATE_UINT64(resp.wr_va, UzuraXfer),
+        VMSTATE_UINT32(resp.wr_rkey, UzuraXfer),
+        VMSTATE_UINT32(resp.wr_len, UzuraXfer),
+        VMSTATE_UINT32(resp.wr_off, UzuraXfer),
+        VMSTATE_UINT32_EQUAL(resp.nrd, UzuraXfer, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(resp.rd, UzuraXfer, resp.nrd,
+                                             vmstate_uzura_rd_atom,
+                                             UzuraRdAtom),
+        VMSTATE_UINT32(resp.rd_head, UzuraXfer),
+        VMSTATE_BOOL(resp.err_owed, UzuraXfer),
+        VMSTATE_UINT32(resp.err_psn, UzuraXfer),
+        VMSTATE_UINT8(resp.err_syndrome, UzuraXfer),
+        VMSTATE_UINT8(resp.err_status, UzuraXfer),
+        VMSTATE_UINT8(resp.err_verr, UzuraXfer),
+        VMSTATE_INT64(resp.np_cnp_ns, UzuraXfer),
+        VMSTATE_BOOL(resp.np_cnp_once, UzuraXfer),
+
+        VMSTATE_TIMER_PTR(timer, UzuraXfer),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The transports of the valid QPs, each after its QP number, then
+ * UINT32_MAX.  Loading one allocates it as CREATE_QP would, once the QP
+ * table says the QP is there and what its SQ's depth is.
+ */
+static int uzura_xfers_put(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field, JSONWriter *vmdesc)
+{
+    UzuraCore *core = pv;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < core->rdma.lim.max_qp; i++) {
+        if (!core->rdma.qp[i].valid) {
+            continue;
+        }
+        qemu_put_be32(f, i);
+        ret = vmstate_save_state(f, &vmstate_uzura_xfer, core->rdma.qp[i].x,
+                                 NULL);
+        if (ret) {
+            return ret;
+        }
+    }
+    qemu_put_be32(f, UINT32_MAX);
+    return 0;
+}
+
+static int uzura_xfers_get(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field)
+{
+    UzuraCore *core = pv;
+    UzuraRdma *r = &core->rdma;
+    uint32_t qpn;
+    int ret;
+
+    while ((qpn = qemu_get_be32(f)) != UINT32_MAX) {
+        UzuraQp *qp = qpn < r->lim.max_qp ? &r->qp[qpn] : NULL;
+
+        if (qemu_file_get_error(f)) {
+            return qemu_file_get_error(f);
+        }
+        if (!qp || !qp->valid || qp->x || qp->sq_log_depth > 16) {
+            error_report("uzura: migration stream: a transport for QP %u, "
+                         "which is not there, has one or has an SQ of 2^%u",
+                         qpn, qp ? qp->sq_log_depth : 0);
+            return -EINVAL;
+        }
+        uzura_qp_restore_xfer(core, qp, qpn);
+        ret = vmstate_load_state(f, &vmstate_uzura_xfer, qp->x, 1);
+        if (ret) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static const VMStateInfo vmstate_info_uzura_xfers = {
+    .name = "uzura transports",
+    .get = uzura_xfers_get,
+    .put = uzura_xfers_put,
+};
+
 /*
  * The counters as one array: a counter added later goes in a subsection,
  * not into this array.
@@ -595,6 +793,62 @@ static bool uzura_mig_qp_queues_ok(UzuraCore *core, UzuraQp *qp)
     return true;
 }
 
+static bool uzura_mig_srq_ref(UzuraCore *core, uint32_t srqn)
+{
+    return srqn == UZ_NO_SRQ ||
+           (srqn < core->rdma.lim.max_srq && core->rdma.srq[srqn].valid);
+}
+
+/*
+ * A QP's transport: every message started and not retired is an SQ
+ * WQE's (what other sources hold does not migrate yet), the indices lie
+ * in order, and what the responder holds names what is there.
+ */
+static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+{
+    UzuraXfer *x = qp->x;
+    UzuraReq *q;
+    uint32_t used, m, k;
+
+    if (!x) {
+        UZ_MIG_FAIL("QP %u has no transport", qpn);
+    }
+    q = &x->req;
+    used = uzura_ring_used(q->end, q->oldest);
+    if (q->oldest > UZ_IDX_MASK || q->next > UZ_IDX_MASK ||
+        q->end > UZ_IDX_MASK || q->sq_next > UZ_IDX_MASK ||
+        used > q->nmsg || uzura_ring_used(q->next, q->oldest) > used ||
+        q->next_psn > UZ_PSN_MASK || q->end_psn > UZ_PSN_MASK ||
+        x->comp.acked_psn > UZ_PSN_MASK) {
+        UZ_MIG_FAIL("QP %u: messages %u..%u..%u", qpn, q->oldest, q->next,
+                    q->end);
+    }
+    for (m = q->oldest, k = 0; k < used; m = (m + 1) & UZ_IDX_MASK, k++) {
+        const UzuraSwqe *w = &q->msg[m & q->msg_mask];
+
+        if (w->src != UZ_REQ_SRC_SQ || w->park) {
+            UZ_MIG_FAIL("QP %u: message %u is not an SQ WQE's", qpn, m);
+        }
+    }
+    if (x->resp.rwqe.sgl.num > UZ_SGL_MAX || x->resp.rd_head >= x->resp.nrd ||
+        x->resp.tm_kind != UZ_TMK_NONE ||
+        (x->resp.in_msg && x->resp.in_msg != UZ_FAM_SEND &&
+         x->resp.in_msg != UZ_FAM_WRITE) ||
+        !uzura_mig_srq_ref(core, x->resp.xrc_srqn)) {
+        UZ_MIG_FAIL("QP %u: a receive of %u SGEs, READ slot %u, message "
+                    "kind %u, SRQ %u", qpn, x->resp.rwqe.sgl.num,
+                    x->resp.rd_head, x->resp.in_msg, x->resp.xrc_srqn);
+    }
+    for (k = 0; k < x->resp.nrd; k++) {
+        if (x->resp.rd[k].valid &&
+            !uzura_mig_srq_ref(core, x->resp.rd[k].xrc_srqn)) {
+            UZ_MIG_FAIL("QP %u: READ slot %u of SRQ %u", qpn, k,
+                        x->resp.rd[k].xrc_srqn);
+        }
+    }
+    return true;
+}
+
 /* The types CREATE_QP takes, but RSS: an RSS QP does not migrate yet. */
 static bool uzura_mig_qpt_ok(uint8_t type)
 {
@@ -623,7 +877,7 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
             continue;
         }
         if (!uzura_mig_qpt_ok(qp->type) ||
-            qp->attr.state > UZ_QPS_INIT || qp->flows || qp->rss_refs ||
+            qp->attr.state > UZ_QPS_ERR || qp->flows || qp->rss_refs ||
             !uzura_mig_uctx_ref(core, qp->uctx) ||
             (qp->type == UZ_QPT_XRC_TGT ?
              qp->xrcd >= UZ_XRCD_MAX || !r->xrcd[qp->xrcd].valid :
@@ -639,8 +893,10 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
              !uzura_mig_db(core, qp->rq_db, UZ_DBK_RQ, i))) {
             return false;
         }
+        if (!uzura_mig_xfer_ok(core, qp, i)) {
+            return false;
+        }
         set_bit(i, r->qp_live);
-        uzura_qp_restore_xfer(core, qp, i);
     }
     if (r->rr_next >= r->lim.max_qp) {
         UZ_MIG_FAIL("work loop at QP %u", r->rr_next);
@@ -761,6 +1017,7 @@ static int uzura_core_post_load(void *opaque, int version_id)
 {
     UzuraCore *core = opaque;
     UzuraRdma *r = &core->rdma;
+    uint32_t i;
 
     uzura_xlat_reset(core);
     bitmap_zero(r->qp_live, r->lim.max_qp);
@@ -770,6 +1027,13 @@ static int uzura_core_post_load(void *opaque, int version_id)
         uzura_core_reset(core);
         return -EINVAL;
     }
+    for (i = 0; i < r->lim.max_qp; i++) {
+        if (r->qp[i].valid) {
+            uzura_req_migrated(core, &r->qp[i]);
+        }
+    }
+    /* A QP in ERR may hold WQEs to flush. */
+    r->flush_owed = true;
     trace_uzura_migration_loaded(bitmap_count_one(r->qp_live,
                                                   r->lim.max_qp));
     /* Whatever the doorbells asked for before the move goes on. */
@@ -830,6 +1094,13 @@ const VMStateDescription vmstate_uzura_core = {
         VMSTATE_UINT64(rdma.xlat_gen, UzuraCore),
         VMSTATE_UINT32(rdma.rr_next, UzuraCore),
         VMSTATE_UINT64(rdma.raw_seq, UzuraCore),
+        VMSTATE_UINT32_EQUAL(rdma.lim.max_qp_rd_atom, UzuraCore, NULL),
+        {
+            .name = "transports",
+            .info = &vmstate_info_uzura_xfers,
+            .flags = VMS_SINGLE,
+            .size = sizeof(UzuraCore),
+        },
         VMSTATE_END_OF_LIST()
     }
 };

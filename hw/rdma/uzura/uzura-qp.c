@@ -687,17 +687,18 @@ static UzuraXfer *uzura_qp_new_xfer(UzuraCore *core, uint32_t qpn,
     x->core = core;
     x->qpn = qpn;
     x->req.msg = g_new0(UzuraSwqe, nmsg);
+    x->req.nmsg = nmsg;
     x->req.msg_mask = nmsg - 1;
-    x->resp.rd = g_new0(UzuraRdAtom, core->rdma.lim.max_qp_rd_atom);
+    x->resp.nrd = core->rdma.lim.max_qp_rd_atom;
+    x->resp.rd = g_new0(UzuraRdAtom, x->resp.nrd);
     x->comp.answer.seq = x->comp.resend.seq = 0;
     x->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_req_timer, x);
     return x;
 }
 
 /*
- * A QP that came in a migration stream (uzura-migration.c) in RESET or
- * INIT: its transport as CREATE_QP left it, as INIT -> RTR and RTR -> RTS
- * set up the rest.
+ * The transport of a QP that comes in a migration stream
+ * (uzura-migration.c), as CREATE_QP makes it, for the stream to fill.
  */
 void uzura_qp_restore_xfer(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
 {

@@ -1452,6 +1452,27 @@ void uzura_req_fault_resume(UzuraCore *core, UzuraQp *qp)
     x->resp.answer_fault_wait = false;
 }
 
+/*
+ * A QP's transport just came in a migration stream, without the message
+ * in progress, the rate limiter or the cached WQEs.  The message in
+ * progress starts over from its source; a reliable QP goes back to its
+ * oldest unacknowledged message, as after a timeout, since the ACKs for
+ * it went to the old side (the peer answers duplicates again).
+ */
+void uzura_req_migrated(UzuraCore *core, UzuraQp *qp)
+{
+    UzuraXfer *x = qp->x;
+
+    if (x->req.cur_active) {
+        x->req.cur_active = false;
+        x->req.next_psn = uzura_msg(qp, x->req.next)->first_psn;
+    }
+    x->req.rp_wait = false;
+    if (!uzura_qp_is_ud(qp) && !uzura_qp_is_uc(qp) && !uzura_qp_is_raw(qp)) {
+        uzura_req_rewind(core, qp);
+    }
+}
+
 /* Stop the send side: RESET, ERR, destroy. */
 void uzura_req_reset(UzuraCore *core, UzuraQp *qp)
 {

@@ -379,6 +379,7 @@ typedef struct UzuraCrw {
  */
 typedef struct UzuraReq {
     UzuraSwqe *msg;
+    uint32_t nmsg;              /* its entries */
     uint32_t msg_mask;          /* entries - 1 */
     uint32_t oldest;            /* oldest message not completed */
     uint32_t next;              /* next message to (re)start */
@@ -439,7 +440,8 @@ typedef struct UzuraResp {
     uint32_t wr_rkey;
     uint32_t wr_len;
     uint32_t wr_off;
-    UzuraRdAtom *rd;            /* max_qp_rd_atom entries, a ring */
+    UzuraRdAtom *rd;            /* a ring of nrd = max_qp_rd_atom entries */
+    uint32_t nrd;
     uint32_t rd_head;           /* next entry to use = the oldest */
     bool answer_fault_wait;     /* an answer to send met an absent ODP page */
     /* selective repeat: packets after a hole, by PSN % UZ_SR_WINDOW */
@@ -488,6 +490,7 @@ void uzura_req_work(UzuraCore *core, UzuraQp *qp, unsigned *budget);
 void uzura_req_paced(UzuraCore *core, UzuraXfer *x);
 void uzura_req_response(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 void uzura_req_timer(void *opaque);
+void uzura_req_migrated(UzuraCore *core, UzuraQp *qp);
 
 /* uzura-crw.c */
 uint8_t uzura_crw_park(UzuraCore *core, UzuraQp *qp, const UzuraSendWr *wr,
@@ -497,6 +500,7 @@ uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 extern const UzuraReqSource uzura_crw_source;
 void uzura_crw_unpin(UzuraQp *qp, int32_t e);
 void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
+bool uzura_crw_idle(UzuraCore *core, UzuraQp *qp);
 
 /* uzura-tm.c: the data path's side of tag matching */
 bool uzura_tm_qp(UzuraCore *core, UzuraQp *qp);
