@@ -849,22 +849,6 @@ static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
     return true;
 }
 
-/* The types CREATE_QP takes, but RSS: an RSS QP does not migrate yet. */
-static bool uzura_mig_qpt_ok(uint8_t type)
-{
-    switch (type) {
-    case UZ_QPT_RC:
-    case UZ_QPT_UC:
-    case UZ_QPT_UD:
-    case UZ_QPT_GSI:
-    case UZ_QPT_RAW:
-    case UZ_QPT_XRC_INI:
-    case UZ_QPT_XRC_TGT:
-        return true;
-    }
-    return false;
-}
-
 static bool uzura_mig_qps_ok(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
@@ -876,7 +860,8 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
         if (!qp->valid) {
             continue;
         }
-        if (!uzura_mig_qpt_ok(qp->type) ||
+        /* An RSS QP does not migrate yet. */
+        if (!uzura_qpt_known(qp->type) || qp->type == UZ_QPT_RSS ||
             qp->attr.state > UZ_QPS_ERR || qp->flows || qp->rss_refs ||
             !uzura_mig_uctx_ref(core, qp->uctx) ||
             (qp->type == UZ_QPT_XRC_TGT ?

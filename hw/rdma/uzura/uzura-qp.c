@@ -790,17 +790,7 @@ static uint8_t uzura_qp_create_shape(UzuraCore *core,
     uint64_t sq = le64_to_cpu(c->sq_addr), rq = le64_to_cpu(c->rq_addr);
     uint64_t len;
 
-    switch (c->type) {
-    case UZ_QPT_RC:
-    case UZ_QPT_UC:
-    case UZ_QPT_UD:
-    case UZ_QPT_GSI:
-    case UZ_QPT_RAW:
-    case UZ_QPT_XRC_INI:
-    case UZ_QPT_XRC_TGT:
-    case UZ_QPT_RSS:
-        break;
-    default:
+    if (!uzura_qpt_known(c->type)) {
         trace_uzura_qp_err_create_type(c->type);
         return UZ_CMD_BAD_PARAM;
     }

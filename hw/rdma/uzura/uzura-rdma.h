@@ -293,6 +293,23 @@ typedef struct UzuraRdma {
                          UZ_ACCESS_REMOTE_READ | UZ_ACCESS_REMOTE_ATOMIC | \
                          UZ_ACCESS_MW_BIND | UZ_ACCESS_FLUSH_GLOBAL)
 
+/* The QP types CREATE_QP takes. */
+static inline bool uzura_qpt_known(uint8_t type)
+{
+    switch (type) {
+    case UZ_QPT_RC:
+    case UZ_QPT_UC:
+    case UZ_QPT_UD:
+    case UZ_QPT_GSI:
+    case UZ_QPT_RAW:
+    case UZ_QPT_XRC_INI:
+    case UZ_QPT_XRC_TGT:
+    case UZ_QPT_RSS:
+        return true;
+    }
+    return false;
+}
+
 /* The transport of a QP, asked for on every packet. */
 static inline bool uzura_qp_is_ud(const UzuraQp *qp)
 {
