@@ -57,6 +57,8 @@ typedef struct NetShmState {
     uint32_t ring_size;         /* the region's, from private memory */
     uint32_t reconnect_ms;
     int listen_fd;
+    dev_t sock_dev;             /* server: the socket file it made */
+    ino_t sock_ino;
     int sock_fd;                /* to the peer: wake-ups, and its end */
     ShmLinkHdr *hdr;            /* the region, while a peer is attached */
     size_t map_len;
@@ -573,8 +575,17 @@ static void net_shm_cleanup(NetClientState *nc)
     }
     net_shm_release(s);
     if (s->listen_fd >= 0) {
+        struct stat st;
+
         net_shm_close_fd(&s->listen_fd);
-        unlink(s->path);
+        /*
+         * Only the file we made: a server that took over the path (a
+         * migrated node's new QEMU) has its own there now.
+         */
+        if (lstat(s->path, &st) == 0 && st.st_dev == s->sock_dev &&
+            st.st_ino == s->sock_ino) {
+            unlink(s->path);
+        }
     }
     qemu_bh_delete(s->flush_bh);
     qemu_bh_delete(s->rx_bh);
@@ -677,6 +688,14 @@ int net_init_shm(const Netdev *netdev, const char *name,
     s->ring_size = ring;
     s->reconnect_ms = opts->has_reconnect_ms ? opts->reconnect_ms : 0;
     s->listen_fd = fd;
+    if (server) {
+        struct stat st;
+
+        if (lstat(s->path, &st) == 0) {
+            s->sock_dev = st.st_dev;
+            s->sock_ino = st.st_ino;
+        }
+    }
     s->sock_fd = -1;
     s->rx_buf = g_malloc(SHM_FRAME_MAX);
     s->flush_bh = qemu_bh_new(net_shm_flush_bh, s);

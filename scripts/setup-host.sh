@@ -22,6 +22,9 @@ BOOKWORM_PKGS=(
 	pandoc groff-base
 	libnl-3-dev libnl-route-3-dev libudev-dev
 	seabios qemu-system-data
+	# qemu-img: each node's disk is a qcow2 overlay of the image, a file
+	# a migrated node's new QEMU opens after its old one (./uzura migrate).
+	qemu-utils
 	debootstrap e2fsprogs openssh-client zstd xz-utils cpio
 	clang libclang-rt-14-dev llvm
 	tshark

@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Live migration of booted nodes (./uzura migrate, docs/usage.md "Moving
+# a node"; the device's side is docs/device-spec.md 7.4).  Two nodes on
+# the shm link run RDMA traffic with unmodified tools, started on the
+# nodes themselves (an ssh session into a node ends when its QEMU does):
+# ib_write_bw for a fixed time, node 1 to node 2, and rping with every
+# ping's data checked (-V), node 1 to node 2 over the RDMA CM.  Meanwhile
+# node 2 moves to a new QEMU twice and node 1 once.  Every tool must end
+# with status 0 and its result, with no error line; each guest's kernel
+# and each QEMU's device log must have nothing to say about it.  Speaks
+# TAP.  UZURA_BUILD picks the build (and cluster) dir.
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+log=${UZURA_BUILD:-$top/build}/test-logs/migrate
+mkdir -p "$log"
+cluster=${UZURA_BUILD:-$top/build}/cluster
+
+# start NODE NAME CMD: CMD in the background on NODE, detached from the
+# ssh session, its output and then its status in /tmp/NAME.{log,rc}.
+start() {
+	"$uz" run "$1" -- "rm -f /tmp/$2.rc
+		( ( $3 ) > /tmp/$2.log 2>&1; echo \$? > /tmp/$2.rc ) < /dev/null > /dev/null 2>&1 &"
+}
+
+# finished NODE NAME: wait (up to 3 minutes) for start's CMD to end; its
+# output to $log/NAME.log; succeeds when it exited 0.
+finished() {
+	"$uz" run "$1" -- "for k in \$(seq 360); do [ -s /tmp/$2.rc ] && break; sleep 0.5; done
+		cat /tmp/$2.log; exit \$(cat /tmp/$2.rc 2>/dev/null || echo 1)" \
+		> "$log/$2.log" 2>&1
+}
+
+# moved I: migrate node I; its report to $log/migrate-N.log.
+moves=0
+moved() {
+	moves=$((moves + 1))
+	"$uz" migrate "$1" > "$log/migrate-$moves.log" 2>&1
+	local rc=$?
+	sed 's/^/# /' "$log/migrate-$moves.log"
+	[ $rc -eq 0 ] && grep -q "^uzura: node $1 moved to QEMU pid" \
+		"$log/migrate-$moves.log"
+}
+
+# A perftest result row: #bytes, #iterations, then at least two figures.
+row='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'
+
+"$uz" down
+# The traces say, should a tool fail, when each NIC's state came in and
+# its link went down and up again, and when a QP's ACK timer fired.
+t "two nodes boot" "$uz" up -n 2 --trace uzura_migration_loaded \
+	--trace uzura_regs_link --trace uzura_req_timeout
+
+t "ib_write_bw server starts on node 2" \
+	serve 2 18515 wbw-server "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 45"
+t "rping server starts on node 2" \
+	serve_cm 2 rping-server "timeout 150 rping -s -a 10.77.0.2 -V -C 8000 -S 4096"
+t "ib_write_bw client starts on node 1" \
+	start 1 wbw-client "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 45 10.77.0.2"
+t "rping client starts on node 1" \
+	start 1 rping-client "timeout 150 rping -c -a 10.77.0.2 -V -C 8000 -S 4096"
+
+sleep 8
+t "node 2 migrates under traffic" moved 2
+sleep 5
+t "node 2 migrates again" moved 2
+sleep 5
+t "node 1 migrates" moved 1
+
+for s in wbw-server wbw-client rping-server rping-client; do
+	node=2
+	[[ $s == *client ]] && node=1
+	t "$s on node $node exits 0" finished $node $s
+done
+t "ib_write_bw: the client prints its result row" grep -Eq "$row" "$log/wbw-client.log"
+t "ib_write_bw: the server prints its result row" grep -Eq "$row" "$log/wbw-server.log"
+t "rping: no data mismatch and no error line" \
+	bash -c "! grep -Eiq 'mismatch|error|fail' '$log'/rping-*.log"
+for i in 1 2; do
+	t "node $i: no kernel warning or uzura error" bash -c "
+		out=\$('$uz' run $i -- dmesg) && [ -n \"\$out\" ] || exit 1
+		! grep -E 'WARNING:|BUG:|uzura [0-9a-f]{4}:.*(error|fail)' <<< \"\$out\" |
+			sed 's/^/# node $i: /' | grep ."
+done
+t "no QEMU logged a device error (every generation's log)" bash -c "
+	! cat '$cluster'/node*/guest-errors.log* 2>/dev/null | sed 's/^/# /' | grep ."
+t "node 2 moved twice, node 1 once" bash -c "
+	[ \"\$(cat '$cluster/node2/migrations')\" = 2 ] &&
+	[ \"\$(cat '$cluster/node1/migrations')\" = 1 ]"
+"$uz" stats 1 | grep -E '^(retransmits|retry_timeouts|roce_tx_dropped) ' |
+	sed 's/^/# node 1 after the moves: /'
+if [ "$fails" -gt 0 ]; then
+	for i in 1 2; do
+		cat "$cluster/node$i"/trace.log* | sort -t@ -k2 | grep -v '^$' |
+			tail -n 40 | sed "s/^/# node $i trace: /"
+	done
+fi
+
+"$uz" down
+t "down leaves no cluster state" [ ! -e "$cluster" ]
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
