@@ -637,11 +637,6 @@ static bool uzura_mig_eq_ref(UzuraCore *core, uint32_t eqn)
     return eqn < UZ_MAX_EQ && core->eq[eqn].valid;
 }
 
-static bool uzura_mig_uctx_ref(UzuraCore *core, uint32_t uctx)
-{
-    return uzura_uctx_ok(core, uctx);
-}
-
 static bool uzura_mig_pd_ref(UzuraCore *core, uint32_t pdn, uint32_t uctx)
 {
     return uzura_pd_lookup(core, pdn, uctx) != NULL;
@@ -712,7 +707,7 @@ static bool uzura_mig_cqs_ok(UzuraCore *core)
     uint32_t i;
 
     for (i = 0; i < r->lim.max_pd; i++) {
-        if (r->pd[i].valid && !uzura_mig_uctx_ref(core, r->pd[i].uctx)) {
+        if (r->pd[i].valid && !uzura_uctx_ok(core, r->pd[i].uctx)) {
             UZ_MIG_FAIL("PD %u: context %u", i, r->pd[i].uctx);
         }
     }
@@ -728,7 +723,7 @@ static bool uzura_mig_cqs_ok(UzuraCore *core)
             (cq->arm && cq->arm != UZ_DB_ARM >> 24 &&
              cq->arm != UZ_DB_ARM_SOLICITED >> 24) ||
             !uzura_mig_eq_ref(core, cq->eqn) ||
-            !uzura_mig_uctx_ref(core, cq->uctx)) {
+            !uzura_uctx_ok(core, cq->uctx)) {
             UZ_MIG_FAIL("CQ %u: depth 2^%u, EQ %u, context %u", i,
                         cq->log_depth, cq->eqn, cq->uctx);
         }
@@ -747,7 +742,7 @@ static bool uzura_mig_cqs_ok(UzuraCore *core)
             (1u << srq->log_depth) > r->lim.max_srq_wr ||
             srq->log_wqe_size < 4 || srq->log_wqe_size > 9 ||
             !uzura_mig_ring_ok(srq->pi, srq->ci, srq->log_depth) ||
-            !uzura_mig_uctx_ref(core, srq->uctx) ||
+            !uzura_uctx_ok(core, srq->uctx) ||
             !uzura_mig_pd_ref(core, srq->pdn, srq->uctx) ||
             (srq->xrc && (srq->xrcd >= UZ_XRCD_MAX ||
                           !r->xrcd[srq->xrcd].valid ||
@@ -761,6 +756,11 @@ static bool uzura_mig_cqs_ok(UzuraCore *core)
         }
     }
     return true;
+}
+
+static bool uzura_mig_srq_ref(UzuraCore *core, uint32_t srqn)
+{
+    return srqn == UZ_NO_SRQ || uzura_srq_lookup(core, srqn);
 }
 
 static bool uzura_mig_qp_queues_ok(UzuraCore *core, UzuraQp *qp)
@@ -786,17 +786,7 @@ static bool uzura_mig_qp_queues_ok(UzuraCore *core, UzuraQp *qp)
         !uzura_mig_cq_ref(core, qp->recv_cqn)) {
         return false;
     }
-    if (qp->srqn != UZ_NO_SRQ &&
-        (qp->srqn >= r->lim.max_srq || !r->srq[qp->srqn].valid)) {
-        return false;
-    }
-    return true;
-}
-
-static bool uzura_mig_srq_ref(UzuraCore *core, uint32_t srqn)
-{
-    return srqn == UZ_NO_SRQ ||
-           (srqn < core->rdma.lim.max_srq && core->rdma.srq[srqn].valid);
+    return uzura_mig_srq_ref(core, qp->srqn);
 }
 
 /*
@@ -863,7 +853,7 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
         /* An RSS QP does not migrate yet. */
         if (!uzura_qpt_known(qp->type) || qp->type == UZ_QPT_RSS ||
             qp->attr.state > UZ_QPS_ERR || qp->flows || qp->rss_refs ||
-            !uzura_mig_uctx_ref(core, qp->uctx) ||
+            !uzura_uctx_ok(core, qp->uctx) ||
             (qp->type == UZ_QPT_XRC_TGT ?
              qp->xrcd >= UZ_XRCD_MAX || !r->xrcd[qp->xrcd].valid :
              !uzura_mig_pd_ref(core, qp->pdn, qp->uctx)) ||
@@ -916,7 +906,7 @@ static bool uzura_mig_mrs_ok(UzuraCore *core)
             (!mr->mw_type &&
              !uzura_mr_shape_ok(core, mr->access, 0, mr->length, 0, 0,
                                 false)) ||
-            mr->fault_posted || !uzura_mig_uctx_ref(core, mr->uctx) ||
+            mr->fault_posted || !uzura_uctx_ok(core, mr->uctx) ||
             !uzura_mig_pd_ref(core, mr->pdn, mr->uctx) ||
             (mr->max_pages && mr->max_pages > r->lim.max_fast_reg_pages) ||
             (mr->max_pages && mr->npages > mr->max_pages) ||
@@ -972,7 +962,7 @@ static bool uzura_mig_dm_ok(UzuraCore *core)
             dm->npages > r->max_dm - dm->first ||
             find_next_bit(r->dm_used, dm->first + dm->npages, dm->first) <
             dm->first + dm->npages ||
-            !uzura_mig_uctx_ref(core, dm->uctx)) {
+            !uzura_uctx_ok(core, dm->uctx)) {
             UZ_MIG_FAIL("device memory %u: pages %u..+%u", i, dm->first,
                         dm->npages);
         }
