@@ -289,7 +289,12 @@ def migrate(argv):
                 # monitor may not answer for a few hundred milliseconds
                 # while it finishes (QEMU holds its main loop), and a
                 # failure there ends the stream, which the new side sees.
-                status = d.qmp("query-migrate").get("status")
+                try:
+                    status = d.qmp("query-migrate").get("status")
+                except (QMPError, OSError, EOFError):
+                    # The new side quit: its load failed, or the old
+                    # side's migration did (it ends the stream).
+                    status = "failed"
                 if status in ("completed", "failed"):
                     break
                 if time.monotonic() - t0 > MIGRATE_WAIT_S:
@@ -305,12 +310,15 @@ def migrate(argv):
                 # stopped and its disk let go, it has nothing to save.
                 os.kill(int(argv[3]), signal.SIGKILL)
             elif status != "completed":
-                why = s.qmp("query-migrate").get("error-desc") or \
-                    d.qmp("query-migrate").get("error-desc")
-            else:
-                last = s.qmp("query-migrate")
+                why = s.qmp("query-migrate").get("error-desc")
+                try:
+                    why = why or d.qmp("query-migrate").get("error-desc")
+                except (QMPError, OSError, EOFError):
+                    pass
                 sys.exit("uzura: migration %s: %s" %
                          (status, why or "no reason given"))
+            else:
+                last = s.qmp("query-migrate")
     except QMPError as e:
         sys.exit("uzura: %s" % e)
     except (TimeoutError, OSError) as e:
