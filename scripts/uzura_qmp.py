@@ -30,6 +30,11 @@
 #     through URI, and kill SRC's process PID the moment DST runs; prints
 #     the time it took (and without PID, SRC's RAM figures) as JSON
 #     (./uzura migrate).
+# uzura_qmp.py save SOCK FILE [SOCK FILE]...: stop every VM, then save
+#     each one's state to its FILE; they stay stopped.  uzura_qmp.py cont
+#     SOCK...: run them again.  uzura_qmp.py incoming SOCK...: wait until
+#     each (started with -incoming file:FILE -S) has loaded, then run them
+#     all (./uzura snapshot save, up --from).
 # An error prints "uzura: " and its text on stderr and exits 1.
 
 import asyncio
@@ -327,9 +332,111 @@ def migrate(argv):
                       "ram": last.get("ram", {})}))
 
 
+# Saving a snapshot: the VMs are stopped, so nothing is gained by capping
+# the copy as a live migration must (QEMU's default cap is 128 MiB/s).
+SAVE_PARAMS = {"max-bandwidth": 64 << 30}
+
+
+def _wait_done(mons, what):
+    # Every migration of mons (QMP socket -> Monitor) until it completes;
+    # exits naming the first QEMU whose migration failed.
+    import time
+    t0 = time.monotonic()
+    pending = dict(mons)
+    while pending:
+        for sock, m in list(pending.items()):
+            info = m.qmp("query-migrate")
+            status = info.get("status")
+            if status == "completed":
+                del pending[sock]
+            elif status in ("failed", "cancelled"):
+                sys.exit("uzura: %s: %s %s: %s" %
+                         (sock, what, status,
+                          info.get("error-desc") or "no reason given"))
+        if pending and time.monotonic() - t0 > MIGRATE_WAIT_S:
+            sys.exit("uzura: %s: %s not done after %d s" %
+                     (" ".join(pending), what, MIGRATE_WAIT_S))
+        time.sleep(0.05)
+
+
+def _monitors(socks, fn):
+    mons = {}
+    try:
+        for sock in socks:
+            mons[sock] = connect(sock, 30)
+        fn(mons)
+    except QMPError as e:
+        sys.exit("uzura: %s" % e)
+    except (TimeoutError, OSError) as e:
+        sys.exit("uzura: %s" % (e or "no answer from QEMU"))
+    finally:
+        for m in mons.values():
+            m.close()
+
+
+def _cancel(mons):
+    # After one failed: end the others' migrations, and wait until they
+    # have ended, so that what runs them again (cont) is not undone by a
+    # migration that completes after it (QEMU stops a VM whose migration
+    # completes).
+    import time
+    for m in mons.values():
+        if m.qmp("query-migrate").get("status") not in ENDED:
+            m.qmp("migrate_cancel")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:
+        if all(m.qmp("query-migrate").get("status") in ENDED
+               for m in mons.values()):
+            return
+        time.sleep(0.05)
+
+
+ENDED = (None, "none", "completed", "failed", "cancelled")
+
+
+def save(argv):
+    # save SOCK FILE...: stop every VM first, so that the files hold one
+    # moment of the whole cluster, then write each one's state to its FILE
+    # (QEMU's migration to a file).  The VMs stay stopped (cont).
+    if not argv or len(argv) % 2:
+        sys.exit("usage: uzura_qmp.py save SOCK FILE [SOCK FILE]...")
+    files = dict(zip(argv[0::2], argv[1::2]))
+
+    def run(mons):
+        for m in mons.values():
+            m.qmp("stop")
+        try:
+            for sock, m in mons.items():
+                m.qmp("migrate-set-parameters", **SAVE_PARAMS)
+                m.qmp("migrate", uri="file:" + files[sock])
+            _wait_done(mons, "saving its state")
+        except (SystemExit, QMPError):
+            _cancel(mons)
+            raise
+    _monitors(files, run)
+
+
+def cont(argv, incoming):
+    # cont SOCK...: run every VM again; incoming SOCK...: first wait for
+    # each one's incoming migration (-incoming file:..., -S) to load.
+    if not argv:
+        sys.exit("usage: uzura_qmp.py cont|incoming SOCK...")
+
+    def run(mons):
+        if incoming:
+            _wait_done(mons, "loading its state")
+        for m in mons.values():
+            m.qmp("cont")
+    _monitors(argv, run)
+
+
 def main(argv):
     if argv[:1] == ["migrate"]:
         return migrate(argv[1:])
+    if argv[:1] == ["save"]:
+        return save(argv[1:])
+    if argv[:1] in (["cont"], ["incoming"]):
+        return cont(argv[1:], argv[0] == "incoming")
     timeout = None
     if argv[:1] == ["--timeout"] and len(argv) > 1:
         timeout = float(argv[1])

@@ -62,7 +62,7 @@ agree() {
 "$uz" down
 t "the spec lists the counters by index (82 or more)" \
 	[ "$(wc -l < "$tmp/spec")" -ge 82 ]
-t "two nodes boot" "$uz" up -n 2
+t "two nodes boot" boot -n 2
 
 for i in 1 2; do
 	t "node $i: hw_counters holds exactly the spec's counters" \

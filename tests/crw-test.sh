@@ -49,7 +49,7 @@ crw_parked() {
 }
 
 "$uz" down
-t "two nodes boot" "$uz" up -n 2
+t "two nodes boot" boot -n 2
 t "node 1 and 2: libuzura.so.1 and the plugin link are installed" bash -c "
 	'$uz' run 1 -- 'ls /usr/lib/*/libuzura.so.1 && [ -L /usr/lib/*/libibverbs/libuzura-rdmav34.so ]' >/dev/null &&
 	'$uz' run 2 -- 'ls /usr/lib/*/libuzura.so.1' >/dev/null"

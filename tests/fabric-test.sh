@@ -59,7 +59,7 @@ write_bw() {
 }
 
 booted() {
-	"$uz" up -n 3 > "$log/up.log" 2>&1
+	boot -n 3 > "$log/up.log" 2>&1
 	local rc=$?
 	cat "$log/up.log" | sed 's/^/# /'
 	[ "$rc" -eq 0 ] && grep -q 'on the fabric link' "$log/up.log"

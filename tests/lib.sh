@@ -21,6 +21,33 @@ t() {
 	fi
 }
 
+# boot ARGS...: a cluster as './uzura up ARGS' boots it.  The first boot
+# of ARGS is saved ('./uzura snapshot save'), and later ones resume that
+# snapshot while this build can ('up --from'): the suite's nodes as they
+# were just booted, in seconds.  The boot test boots for real, every time;
+# UZURA_CHECK_BOOT=1 makes every suite do so.  The name covers what the
+# launcher reads from the environment for a boot.
+boot() {
+	local name
+	name=check-$(printf '%s\n' "$*" "${UZURA_MEM:-}" "${UZURA_SMP:-}" \
+		"${UZURA_KERNEL_ARGS:-}" | sha256sum | cut -c 1-12)
+	if [ -z "${UZURA_CHECK_BOOT:-}" ] &&
+		"$uz" snapshot check "$name" 2> /dev/null; then
+		"$uz" up --from "$name"
+	else
+		"$uz" up "$@" && "$uz" snapshot save "$name"
+	fi
+}
+
+# says CMD... -- TEXT: CMD fails, and what it prints contains TEXT.
+says() {
+	local args=() out
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	out=$("${args[@]}" 2>&1) && return 1
+	sed 's/^/# /' <<< "$out"
+	grep -qF -- "$2" <<< "$out"
+}
+
 # On a node: the uzura netdev, the uzura ib_device (on a Soft-RoCE node of
 # "./uzura up --rxe", its rxe0), and the index of the RoCE v2 GID of the
 # node's 10.77.0.N (N from its hostname, nodeN; one grep reads the GID
@@ -43,6 +70,21 @@ serve() {
 		( ( $4 ) > /tmp/$3.log 2>&1; echo \$? > /tmp/$3.rc ) < /dev/null > /dev/null 2>&1 &
 		for k in \$(seq 120); do ss -ltun | grep -q ':$2 ' && exit 0; sleep 0.5; done
 		echo 'server did not listen'; exit 1"
+}
+
+# start NODE NAME CMD: CMD in the background on NODE, detached from the
+# ssh session (which ends when the node's QEMU does: migrate, snapshots), its output and then its status in /tmp/NAME.{log,rc}.
+start() {
+	"$uz" run "$1" -- "rm -f /tmp/$2.rc
+		( ( $3 ) > /tmp/$2.log 2>&1; echo \$? > /tmp/$2.rc ) < /dev/null > /dev/null 2>&1 &"
+}
+
+# finished NODE NAME: wait (up to 3 minutes) for start's CMD to end; its
+# output to $log/NAME.log; succeeds when it exited 0.
+finished() {
+	"$uz" run "$1" -- "for k in \$(seq 360); do [ -s /tmp/$2.rc ] && break; sleep 0.5; done
+		cat /tmp/$2.log; exit \$(cat /tmp/$2.rc 2>/dev/null || echo 1)" \
+		> "$log/$2.log" 2>&1
 }
 
 # serve_cm NODE NAME CMD: serve for a server of the RDMA CM (rping), which

@@ -24,21 +24,6 @@ log=${UZURA_BUILD:-$top/build}/test-logs/migrate
 mkdir -p "$log"
 cluster=${UZURA_BUILD:-$top/build}/cluster
 
-# start NODE NAME CMD: CMD in the background on NODE, detached from the
-# ssh session, its output and then its status in /tmp/NAME.{log,rc}.
-start() {
-	"$uz" run "$1" -- "rm -f /tmp/$2.rc
-		( ( $3 ) > /tmp/$2.log 2>&1; echo \$? > /tmp/$2.rc ) < /dev/null > /dev/null 2>&1 &"
-}
-
-# finished NODE NAME: wait (up to 3 minutes) for start's CMD to end; its
-# output to $log/NAME.log; succeeds when it exited 0.
-finished() {
-	"$uz" run "$1" -- "for k in \$(seq 360); do [ -s /tmp/$2.rc ] && break; sleep 0.5; done
-		cat /tmp/$2.log; exit \$(cat /tmp/$2.rc 2>/dev/null || echo 1)" \
-		> "$log/$2.log" 2>&1
-}
-
 # moved I: migrate node I; its report to $log/migrate-N.log.
 moves=0
 moved() {
@@ -56,8 +41,16 @@ row='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'
 "$uz" down
 # The traces say, should a tool fail, when each NIC's state came in and
 # its link went down and up again, and when a QP's ACK timer fired.
-t "two nodes boot" "$uz" up -n 2 --trace uzura_migration_loaded \
+t "two nodes boot" boot -n 2 --trace uzura_migration_loaded \
 	--trace uzura_regs_link --trace uzura_req_timeout
+
+# A migration the device refuses (a fault rule is state it cannot carry
+# yet) says why, and the node runs on in its QEMU.
+"$uz" fault 2 rule 'op=ack nth=1000000 drop' > /dev/null
+t "a refused migration fails with the device's reason" \
+	says "$uz" migrate 2 -- "fault injection is on"
+t "node 2 runs on in its QEMU after it" "$uz" run 2 -- true
+"$uz" fault 2 rules clear > /dev/null
 
 t "ib_write_bw server starts on node 2" \
 	serve 2 18515 wbw-server "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 45 -u 16"

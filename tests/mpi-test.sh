@@ -148,7 +148,7 @@ link_up() {
 }
 
 "$uz" down
-t "two nodes boot" "$uz" up -n 2
+t "two nodes boot" boot -n 2
 t "site configuration: a job with no settings runs its data over the uzura NIC" on_rdma
 t "mpi-p2p, Open MPI defaults, 2 ranks on 2 nodes, 0 B..4 MiB" mpi_job mpi-p2p 2 "$src/mpi-p2p.c"
 t "mpi-coll, Open MPI defaults, 2 ranks on 2 nodes, to 1 MiB" mpi_job mpi-coll 2 "$src/mpi-coll.c" 1048576

@@ -62,7 +62,7 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
 "$uz" down
-t "two nodes boot on the stream link" "$uz" up -n 2 --link stream
+t "two nodes boot on the stream link" boot -n 2 --link stream
 t "node 1 and node 2 have a uzura ib_device and a RoCE v2 GID of 10.77.0.N" \
 	node_info
 

@@ -176,7 +176,7 @@ known() {
 }
 
 "$uz" down
-t "one node boots" "$uz" up -n 1
+t "one node boots" boot -n 1
 
 SECONDS=0
 run_suite

@@ -146,7 +146,7 @@ sr_lossy() {
 }
 
 "$uz" down
-t "two nodes boot, node 2 a Soft-RoCE node (up --rxe 2)" "$uz" up -n 2 --rxe 2
+t "two nodes boot, node 2 a Soft-RoCE node (up --rxe 2)" boot -n 2 --rxe 2
 t "node 2: no uzura device; rxe0 ACTIVE on the link's virtio-net NIC (52:54:00:7a:00:02, 10.77.0.2/24) with a RoCE v2 GID" \
 	rxe_node
 t "status marks node 2 as Soft-RoCE; stats and fault refuse it" bash -c "

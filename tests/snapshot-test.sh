@@ -24,15 +24,6 @@ cluster=$b/cluster
 snap=${UZURA_SNAPSHOTS:-$b/snapshots}/snapshot-test
 qemu_procs() { pgrep -f "$b/qemu/qemu-system-x86_64" | wc -l; }
 
-# says CMD... -- TEXT: CMD fails, and what it prints contains TEXT.
-says() {
-	local args=() out
-	while [ "$1" != -- ]; do args+=("$1"); shift; done
-	out=$("${args[@]}" 2>&1) && return 1
-	sed 's/^/# /' <<< "$out"
-	grep -qF -- "$2" <<< "$out"
-}
-
 # uptime_of NODE: the guest's uptime in whole seconds.
 uptime_of() { "$uz" run "$1" -- 'cut -d. -f1 /proc/uptime'; }
 

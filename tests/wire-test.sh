@@ -128,7 +128,7 @@ timed_capture() {
 
 "$uz" down
 t "tshark is installed (scripts/setup-host.sh)" have_tshark
-t "two nodes boot" "$uz" up -n 2
+t "two nodes boot" boot -n 2
 
 # The counters just before the capture starts and just after it ends:
 # the nodes are idle then, so the RoCE frames between are the capture's.
