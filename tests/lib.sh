@@ -119,6 +119,53 @@ served() {
 		cat /tmp/$2.log; exit \$(cat /tmp/$2.rc 2>/dev/null || echo 1)"
 }
 
+# on NODE CMD: CMD on NODE, its output kept in $log/on.log, shown on failure.
+on() {
+	local rc
+	"$uz" run "$1" -- "$2" > "$log/on.log" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || sed 's/^/# /' "$log/on.log" | tail -n 20
+	return "$rc"
+}
+
+# NVMe over RDMA, set up as a user does with configfs and nvme-cli.
+nqn=nqn.2026-11.org.uzura:ulp-test
+
+# The target: a 64 MiB RAM disk as namespace 1, on port 4420 of 10.77.0.2.
+nvmet_up() {
+	on 2 'set -e
+		modprobe brd rd_nr=1 rd_size=65536
+		modprobe nvmet-rdma
+		mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+		s=/sys/kernel/config/nvmet/subsystems/'"$nqn"'
+		mkdir $s
+		echo 1 > $s/attr_allow_any_host
+		mkdir $s/namespaces/1
+		echo -n /dev/ram0 > $s/namespaces/1/device_path
+		echo 1 > $s/namespaces/1/enable
+		p=/sys/kernel/config/nvmet/ports/1
+		mkdir $p
+		echo rdma > $p/addr_trtype
+		echo ipv4 > $p/addr_adrfam
+		echo 10.77.0.2 > $p/addr_traddr
+		echo 4420 > $p/addr_trsvcid
+		ln -s $s $p/subsystems/'"$nqn"
+}
+
+# The namespace's block device on node 1, by the subsystem's NQN (the
+# multipath head nvmeXnY, not a controller's hidden path nvmeXcZnY).
+nsdev='$(for b in /sys/block/nvme*n*; do case ${b##*/} in *c*) continue ;; esac
+	[ "$(cat $b/device/subsysnqn 2>/dev/null)" = '"$nqn"' ] && echo /dev/${b##*/}
+	done | head -n 1)'
+
+nvme_connect() {
+	on 1 'set -e
+		modprobe nvme-rdma
+		nvme connect -t rdma -a 10.77.0.2 -s 4420 -n '"$nqn"'
+		for k in $(seq 40); do d='"$nsdev"'; [ -b "$d" ] && exit 0; sleep 0.5; done
+		nvme list; exit 1'
+}
+
 # mpi_job NAME RANKS [--mpich] FILE ARGS...: run a program of
 # tests/guest/mpi through './uzura mpirun' (log in $log/NAME-RANKS.log);
 # its TAP lines become comments, and it must pass every check it printed

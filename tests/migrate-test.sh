@@ -12,7 +12,10 @@
 # ping's data checked (-V), node 1 to node 2 over the RDMA CM.  Meanwhile
 # node 2 moves to a new QEMU twice and node 1 once.  Then an MPI job with
 # Open MPI's defaults (UCX over the NIC), mpi-p2p checking every byte it
-# receives, runs from node 1 while node 2 moves twice more.  Every tool
+# receives, runs from node 1 while node 2 moves twice more.  Last, node 1
+# writes an NVMe-over-RDMA namespace of node 2 with fio, checking every
+# block it wrote (verify=crc32c), while ib_read_bw runs beside it and
+# node 2 moves twice again.  Every tool
 # must end with status 0 and its result, with no error line; each guest's
 # kernel and each QEMU's device log must have nothing to say about it.
 # Speaks TAP.  UZURA_BUILD picks the build (and cluster) dir.
@@ -90,6 +93,38 @@ cat "$log/mpi-job.tap"
 t "mpi-p2p, Open MPI defaults: every check passed, no UCX or MPI error line" \
 	[ "$(cat "$log/mpi-job.rc")" = 0 ]
 
+# NVMe over RDMA: node 1's fio writes the namespace node 2 exports and
+# reads every block back against its CRC32C (as it goes: verify_backlog)
+# for 30 s, while ib_read_bw runs beside it and node 2, the target, moves
+# twice.
+t "nvmet-rdma on node 2 exports a RAM disk" nvmet_up
+t "node 1: nvme connect -t rdma finds the namespace" nvme_connect
+t "ib_read_bw server starts on node 2" \
+	serve 2 18516 rbw-server "timeout 150 ib_read_bw -d $ibdev -x $gidx -p 18516 -D 30 -u 16"
+t "ib_read_bw client starts on node 1" \
+	start 1 rbw-client "timeout 150 ib_read_bw -d $ibdev -x $gidx -p 18516 -D 30 -u 16 10.77.0.2"
+t "fio with verify=crc32c starts on node 1" \
+	start 1 fio "d=$nsdev; timeout 150 fio --name=migrate --filename=\$d \
+		--direct=1 --ioengine=libaio --rw=randwrite --bs=16k --iodepth=8 \
+		--size=32M --time_based --runtime=30 --verify=crc32c \
+		--verify_backlog=64 --verify_fatal=1"
+sleep 6
+t "node 2 migrates under NVMe I/O and RDMA READs" moved 2
+sleep 4
+t "node 2 migrates again under them" moved 2
+t "fio on node 1 exits 0" finished 1 fio
+t "fio: no I/O or verify error, and it verified what it wrote" bash -c "
+	grep -E 'err=|verify|IOPS' '$log/fio.log' | sed 's/^/# /'
+	grep -q 'err= 0' '$log/fio.log' && grep -q ' read: IOPS=' '$log/fio.log' &&
+		! grep -Eiq 'verify.*(fail|bad)|crc32c.*(fail|bad)' '$log/fio.log'"
+for s in rbw-server rbw-client; do
+	node=2
+	[[ $s == *client ]] && node=1
+	t "$s on node $node exits 0" finished $node $s
+done
+t "ib_read_bw: the client prints its result row" grep -Eq "$row" "$log/rbw-client.log"
+t "node 1: nvme disconnect" on 1 "nvme disconnect -n $nqn | grep -q 'disconnected 1'"
+
 for i in 1 2; do
 	t "node $i: no kernel warning or uzura error" bash -c "
 		out=\$('$uz' run $i -- dmesg) && [ -n \"\$out\" ] || exit 1
@@ -103,8 +138,8 @@ t "no QEMU logged a device error or died (every generation's log)" bash -c "
 		2>/dev/null | grep -Ev '^[0-9]+@[0-9.]+:uzura_|^\$' |
 		sed 's/^/# /' | grep ."
 
-t "node 2 moved four times, node 1 once" bash -c "
-	[ \"\$(cat '$cluster/node2/migrations')\" = 4 ] &&
+t "node 2 moved six times, node 1 once" bash -c "
+	[ \"\$(cat '$cluster/node2/migrations')\" = 6 ] &&
 	[ \"\$(cat '$cluster/node1/migrations')\" = 1 ]"
 "$uz" stats 1 | grep -E '^(retransmits|retry_timeouts|roce_tx_dropped) ' |
 	sed 's/^/# node 1 after the moves: /'

@@ -27,53 +27,8 @@ set -uo pipefail
 
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-nqn=nqn.2026-11.org.uzura:ulp-test
 
-# on NODE CMD: CMD on NODE, its output kept in $log/on.log, shown on failure.
-on() {
-	local rc
-	"$uz" run "$1" -- "$2" > "$log/on.log" 2>&1
-	rc=$?
-	[ "$rc" = 0 ] || sed 's/^/# /' "$log/on.log" | tail -n 20
-	return "$rc"
-}
-
-# ---- NVMe over RDMA
-
-# The target: a 64 MiB RAM disk as namespace 1, on port 4420 of 10.77.0.2.
-nvmet_up() {
-	on 2 'set -e
-		modprobe brd rd_nr=1 rd_size=65536
-		modprobe nvmet-rdma
-		mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
-		s=/sys/kernel/config/nvmet/subsystems/'"$nqn"'
-		mkdir $s
-		echo 1 > $s/attr_allow_any_host
-		mkdir $s/namespaces/1
-		echo -n /dev/ram0 > $s/namespaces/1/device_path
-		echo 1 > $s/namespaces/1/enable
-		p=/sys/kernel/config/nvmet/ports/1
-		mkdir $p
-		echo rdma > $p/addr_trtype
-		echo ipv4 > $p/addr_adrfam
-		echo 10.77.0.2 > $p/addr_traddr
-		echo 4420 > $p/addr_trsvcid
-		ln -s $s $p/subsystems/'"$nqn"
-}
-
-# The namespace's block device on node 1, by the subsystem's NQN (the
-# multipath head nvmeXnY, not a controller's hidden path nvmeXcZnY).
-nsdev='$(for b in /sys/block/nvme*n*; do case ${b##*/} in *c*) continue ;; esac
-	[ "$(cat $b/device/subsysnqn 2>/dev/null)" = '"$nqn"' ] && echo /dev/${b##*/}
-	done | head -n 1)'
-
-nvme_connect() {
-	on 1 'set -e
-		modprobe nvme-rdma
-		nvme connect -t rdma -a 10.77.0.2 -s 4420 -n '"$nqn"'
-		for k in $(seq 40); do d='"$nsdev"'; [ -b "$d" ] && exit 0; sleep 0.5; done
-		nvme list; exit 1'
-}
+# ---- NVMe over RDMA (the target and the connection: tests/lib.sh)
 
 nvme_transport_rdma() {
 	on 1 'for c in /sys/class/nvme/nvme*; do
@@ -359,7 +314,7 @@ mckey_group() {
 }
 
 "$uz" down > /dev/null 2>&1
-t "two nodes boot" "$uz" up -n 2
+t "two nodes boot" boot -n 2
 
 t "nvmet-rdma on node 2 exports a 64 MiB RAM disk on 10.77.0.2:4420" nvmet_up
 t "node 1: nvme connect -t rdma finds the namespace" nvme_connect
