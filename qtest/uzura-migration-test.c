@@ -298,11 +298,70 @@ static void test_refused(void)
     g_autofree char *err = NULL;
 
     pair_start(&p);
-    pair_set_str(&p, 0, "fault-rules", "dir=tx op=ack nth=2 drop", true);
+    pair_set_uint(&p, 0, "fault-flap-down-us", 5000000, true);
     err = uz_migrate_refused(&p.m);
-    g_assert_nonnull(strstr(err, "uzura: fault injection is on"));
-    pair_set_str(&p, 0, "fault-rules", "", true);
+    g_assert_nonnull(strstr(err, "uzura: a link flap is in progress"));
+    pair_set_uint(&p, 0, "fault-flap-down-us", 0, true);
     exchange(&p, UZ_WR_RDMA_WRITE, 3000);
+    pair_stop(&p);
+}
+
+static QDict *fault_get(Pair *p, const char *prop)
+{
+    return qtest_qmp(qts(p), "{'execute': 'qom-get', 'arguments': "
+                     "{'path': '/machine/peripheral/uz0', 'property': %s}}",
+                     prop);
+}
+
+/*
+ * Fault injection moves with its settings, its rules and their counts,
+ * and goes on acting on the new side.
+ */
+#define FAULT_RULES "op=write-only nth=2 count=1 dup=1\n" \
+                    "dir=rx kind=ack nth=1000000 drop\n"
+
+static void test_fault_moves(void)
+{
+    Pair p;
+    UzDev *devs[2];
+    g_autofree char *before = NULL;
+    g_autofree char *after = NULL;
+    QDict *rsp;
+
+    pair_start(&p);
+    devs[0] = &p.n[0].d;
+    devs[1] = &p.n[1].d;
+    rules_set(&p, 0, FAULT_RULES);
+    pair_set_uint(&p, 0, "fault-seed", 42, true);
+    pair_set_uint(&p, 0, "fault-delay-us", 20, true);
+    rsp = qtest_qmp(qts(&p), "{'execute': 'qom-set', 'arguments': "
+                    "{'path': '/machine/peripheral/uz0', "
+                    "'property': 'fault-dup', 'value': 0.25}}");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    exchange(&p, UZ_WR_RDMA_WRITE, 512);
+    exchange(&p, UZ_WR_RDMA_WRITE, 512);
+    g_assert_cmpuint(rule_acted(&p, 0, 1), ==, 1);
+    before = rules_get(&p, 0);
+
+    uz_migrate(&p.m, devs, 2);
+    after = rules_get(&p, 0);
+    g_assert_cmpstr(after, ==, before);
+    rsp = fault_get(&p, "fault-dup");
+    g_assert_cmpfloat(qdict_get_double(rsp, "return"), ==, 0.25);
+    qobject_unref(rsp);
+    rsp = fault_get(&p, "fault-seed");
+    g_assert_cmpint(qdict_get_int(rsp, "return"), ==, 42);
+    qobject_unref(rsp);
+    rsp = fault_get(&p, "fault-delay-us");
+    g_assert_cmpint(qdict_get_int(rsp, "return"), ==, 20);
+    qobject_unref(rsp);
+
+    /* The rules go on counting where they were. */
+    exchange(&p, UZ_WR_RDMA_WRITE, 512);
+    g_assert_cmpuint(rule_acted(&p, 0, 1), ==, 1);
+    exchange(&p, UZ_WR_SEND, 3000);
+    rules_set(&p, 0, "");
     pair_stop(&p);
 }
 
@@ -353,6 +412,9 @@ static const Corruption corruptions[] = {
       "EQ 0: depth 2^4294967295" },
 };
 
+/* A rule that never acts, in the stream test_corrupt_stream spoils. */
+#define FAULT_RULE_JSON "'dir=rx kind=ack nth=1000000 drop'"
+
 static void test_corrupt_stream(void)
 {
     g_autofree char *dir = g_dir_make_tmp("uzura-migration-XXXXXX", NULL);
@@ -370,6 +432,10 @@ static void test_corrupt_stream(void)
     uz_machine_start(&m, 1, "-trace uzura_migration_err_stream");
     uz_node_start(&n, &m, 0);
     objs_create(&n, &o);
+    qtest_qmp_assert_success(m.qs->qts, "{'execute': 'qom-set', "
+                             "'arguments': {'path': '/machine/peripheral/uz0',"
+                             " 'property': 'fault-rules', "
+                             "'value': " FAULT_RULE_JSON "}}");
     uz_save(&m, path);
     g_assert(g_file_get_contents(path, (char **)&buf, &len, NULL));
     start = core_start(buf, len);
@@ -397,6 +463,23 @@ static void test_corrupt_stream(void)
             g_assert_nonnull(strstr(log, c->error));
         }
         /* The incoming side failed cleanly: it is up and answers. */
+        qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
+        qtest_shutdown(to);
+    }
+    /* A fault rule the incoming side's parser refuses. */
+    {
+        g_autofree uint8_t *copy = g_memdup2(buf, len);
+        uint8_t *at = memmem(copy, len, "nth=1000000", 11);
+        g_autofree char *log = NULL;
+
+        g_assert_nonnull(at);
+        at[5] = 'x';
+        g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+        err = uz_load(&m, bad, &to);
+        g_assert_nonnull(err);
+        g_free(err);
+        log = uz_machine_log(&m);
+        g_assert_nonnull(strstr(log, "fault injection: rules:"));
         qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
         qtest_shutdown(to);
     }
@@ -469,7 +552,8 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/migration/objects-move", test_objects_move);
     qtest_add_func("/uzura/migration/traffic-in-flight",
                    test_traffic_in_flight);
-    qtest_add_func("/uzura/migration/refused-fault-rules", test_refused);
+    qtest_add_func("/uzura/migration/fault-moves", test_fault_moves);
+    qtest_add_func("/uzura/migration/refused-flap", test_refused);
     qtest_add_func("/uzura/migration/corrupt-stream", test_corrupt_stream);
     qtest_add_func("/uzura/migration/mutated-streams", test_mutated_streams);
     return g_test_run();

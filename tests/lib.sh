@@ -119,6 +119,15 @@ served() {
 		cat /tmp/$2.log; exit \$(cat /tmp/$2.rc 2>/dev/null || echo 1)"
 }
 
+# kernel_quiet NODE: NODE's kernel log has something in it, and no
+# warning, BUG or uzura error (those print as comments).
+kernel_quiet() {
+	local out
+	out=$("$uz" run "$1" -- dmesg) && [ -n "$out" ] || return 1
+	! grep -E 'WARNING:|BUG:|uzura [0-9a-f]{4}:.*(error|fail)' <<< "$out" |
+		sed "s/^/# node $1: /" | grep .
+}
+
 # on NODE CMD: CMD on NODE, its output kept in $log/on.log, shown on failure.
 on() {
 	local rc

@@ -16,10 +16,13 @@
  * message, as after a timeout (uzura_req_migrated).  Packets selective
  * repeat kept and the rate limiter's state are not carried.
  *
+ * Fault injection moves as its settings and rules, with the rules'
+ * counts; the frames it holds back are lost, as on a wire.
+ *
  * What does not move yet blocks a migration while it is in use, by name
  * (uzura_migration_check): a conditional RDMA write, a TM SRQ, an RSS
- * QP, a flow rule, an ODP page fault, the timing model, fault injection
- * and a PAUSE in progress.
+ * QP, a flow rule, an ODP page fault, the timing model, a link flap and
+ * a PAUSE in progress.
  *
  * A stream is checked as the guest's commands are: every handle names an
  * entry of its table, every ring a depth the device takes, every doorbell
@@ -52,11 +55,9 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
                    "migrate");
         return false;
     }
-    if (f->nrules || uzura_fault_tx_active(f) || f->pipe[1].frames ||
-        timer_pending(f->flap_timer) || core->flap_down) {
-        error_setg(errp, "uzura: fault injection is on (rules, "
-                   "probabilities, a delay or a link flap): it does not "
-                   "migrate yet");
+    if (timer_pending(f->flap_timer) || core->flap_down) {
+        error_setg(errp, "uzura: a link flap is in progress (fault-flap-*): "
+                   "it does not migrate yet");
         return false;
     }
     if (core->pause.paused) {
@@ -1019,6 +1020,158 @@ static int uzura_core_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/* ---- fault injection ---- */
+
+/*
+ * Fault injection moves as its settings: the four probabilities (their
+ * IEEE 754 bits: VMState has no double), the delay, the seed and where
+ * its sequence is, the flap's settings, and the rules as the text that
+ * fault-rules reads, then each rule's counts.  The incoming side parses
+ * the text as qom-set does, so a stream's rules are checked as a user's
+ * are.  Frames held back (delayed, reordered) are not carried.
+ */
+#define UZ_MIG_NPROBS   4
+
+static double *uzura_fault_probs(UzuraFault *f, int i)
+{
+    double *const probs[UZ_MIG_NPROBS] = {
+        &f->drop, &f->dup, &f->reorder, &f->corrupt,
+    };
+
+    return probs[i];
+}
+
+static int uzura_fault_put(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field, JSONWriter *vmdesc)
+{
+    UzuraCore *core = pv;
+    UzuraFault *ft = &core->fault;
+    g_autofree char *text = uzura_fault_get_rules(core);
+    uint32_t len = strlen(text), i;
+    uint64_t bits;
+
+    for (i = 0; i < UZ_MIG_NPROBS; i++) {
+        memcpy(&bits, uzura_fault_probs(ft, i), sizeof(bits));
+        qemu_put_be64(f, bits);
+    }
+    qemu_put_be32(f, ft->delay_us);
+    qemu_put_be64(f, ft->seed);
+    qemu_put_be64(f, ft->rng);
+    qemu_put_be32(f, ft->flap_down_us);
+    qemu_put_be32(f, ft->flap_period_us);
+    qemu_put_be32(f, len);
+    qemu_put_buffer(f, (uint8_t *)text, len);
+    qemu_put_be32(f, ft->nrules);
+    for (i = 0; i < ft->nrules; i++) {
+        qemu_put_be64(f, ft->rules[i].matched);
+        qemu_put_be64(f, ft->rules[i].acted);
+    }
+    return 0;
+}
+
+static bool uzura_fault_load(QEMUFile *f, UzuraCore *core)
+{
+    UzuraFault *ft = &core->fault;
+    double probs[UZ_MIG_NPROBS];
+    uint32_t delay, down, period, len, n, i;
+    uint64_t seed, rng, bits;
+    g_autofree char *text = NULL;
+    g_autofree char *why = NULL;
+
+    for (i = 0; i < UZ_MIG_NPROBS; i++) {
+        bits = qemu_get_be64(f);
+        memcpy(&probs[i], &bits, sizeof(bits));
+        /* Also false for a NaN. */
+        if (!(probs[i] >= 0 && probs[i] <= 1)) {
+            UZ_MIG_FAIL("fault injection: a probability of %g", probs[i]);
+        }
+    }
+    delay = qemu_get_be32(f);
+    seed = qemu_get_be64(f);
+    rng = qemu_get_be64(f);
+    down = qemu_get_be32(f);
+    period = qemu_get_be32(f);
+    len = qemu_get_be32(f);
+    if (qemu_file_get_error(f)) {
+        UZ_MIG_FAIL("fault injection: the stream ends");
+    }
+    if (delay > UZ_FAULT_DELAY_MAX_US || !rng ||
+        down > UZ_FAULT_FLAP_MAX_US || period > UZ_FAULT_FLAP_MAX_US ||
+        len > UZ_FAULT_RULES_TEXT_MAX) {
+        UZ_MIG_FAIL("fault injection: delay %u us, generator %" PRIx64
+                    ", flap %u/%u us, rules of %u bytes", delay, rng, down,
+                    period, len);
+    }
+    text = g_malloc(len + 1);
+    if (qemu_get_buffer(f, (uint8_t *)text, len) != len ||
+        memchr(text, 0, len)) {
+        UZ_MIG_FAIL("fault injection: the rules' text is cut or has a NUL");
+    }
+    text[len] = 0;
+    n = qemu_get_be32(f);
+    if (!uzura_fault_set_rules(core, text, &why)) {
+        UZ_MIG_FAIL("fault injection: rules: %s", why);
+    }
+    if (n != ft->nrules) {
+        UZ_MIG_FAIL("fault injection: %u rules counted, %u in the text", n,
+                    ft->nrules);
+    }
+    for (i = 0; i < n; i++) {
+        ft->rules[i].matched = qemu_get_be64(f);
+        ft->rules[i].acted = qemu_get_be64(f);
+    }
+    if (qemu_file_get_error(f)) {
+        UZ_MIG_FAIL("fault injection: the stream ends");
+    }
+    for (i = 0; i < UZ_MIG_NPROBS; i++) {
+        *uzura_fault_probs(ft, i) = probs[i];
+    }
+    ft->delay_us = delay;
+    ft->seed = seed;
+    ft->rng = rng;
+    ft->flap_down_us = down;
+    ft->flap_period_us = period;
+    return true;
+}
+
+static int uzura_fault_get(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field)
+{
+    return uzura_fault_load(f, pv) ? 0 : -EINVAL;
+}
+
+static const VMStateInfo vmstate_info_uzura_fault = {
+    .name = "uzura fault injection",
+    .get = uzura_fault_get,
+    .put = uzura_fault_put,
+};
+
+/* Only when something is set: a stream without it loads on older builds. */
+static bool uzura_fault_needed(void *opaque)
+{
+    UzuraFault *f = &((UzuraCore *)opaque)->fault;
+
+    return f->drop > 0 || f->dup > 0 || f->reorder > 0 || f->corrupt > 0 ||
+           f->delay_us || f->seed || f->nrules || f->flap_down_us ||
+           f->flap_period_us;
+}
+
+static const VMStateDescription vmstate_uzura_fault = {
+    .name = "uzura/core/fault",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_fault_needed,
+    .fields = (const VMStateField[]) {
+        {
+            .name = "fault",
+            .info = &vmstate_info_uzura_fault,
+            .flags = VMS_SINGLE,
+            .size = sizeof(UzuraCore),
+        },
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 const VMStateDescription vmstate_uzura_core = {
     .name = "uzura/core",
     .version_id = 1,
@@ -1077,5 +1230,9 @@ const VMStateDescription vmstate_uzura_core = {
             .size = sizeof(UzuraCore),
         },
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_uzura_fault,
+        NULL
     }
 };
