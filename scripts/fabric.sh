@@ -131,6 +131,31 @@ fabric_attach() {
 	[ -n "${2:-}" ] || fabric_apply "$i"
 }
 
+# A node that moves (./uzura migrate) gets a new QEMU and a new tap.
+# fabric_spare I [v]: the new tap becomes a second port toward node I,
+# spareI (vspareI), before the move: the switch keeps forwarding to the
+# old port, whose MAC it learned, until the moved NIC sends from the new
+# one.  fabric_take_over I [v]: once the old QEMU, and with it portI, is
+# gone, the spare becomes portI, with the port's settings.
+fabric_spare() {
+	local i=$1 tap spare=spare$1 br=br0
+	tap=$(fabric_tap "$i" "${2:-}")
+	[ -n "${2:-}" ] && spare=vspare$i && br=vbr0
+	ip link set "$tap" netns "$(fabric_ns)" &&
+		fip link set "$tap" name "$spare" &&
+		fip link set "$spare" mtu 9000 master "$br" up
+}
+
+fabric_take_over() {
+	local i=$1 spare=spare$1 port=port$1
+	[ -n "${2:-}" ] && spare=vspare$i && port=vport$i
+	# A port is renamed down; the bridge forwards again as it comes up.
+	fip link set "$spare" down &&
+		fip link set "$spare" name "$port" &&
+		fip link set "$port" up || return 1
+	[ -n "${2:-}" ] || fabric_apply "$i"
+}
+
 # fabric_remove: the namespace and all in it (the taps vanish with their
 # QEMU processes).  Also what a launcher that crashed left.
 fabric_remove() {

@@ -14,7 +14,8 @@
 # data checked runs through
 # that port with go-back-N and with selective repeat; a port that goes
 # down for 2 s under RDMA writes is a loss the transport recovers from;
-# down leaves no namespace, bridge or tap behind.  Needs CAP_NET_ADMIN (root).  TAP.
+# node 3 moves to a new QEMU under RDMA writes and its port, settings and
+# all, follows it; down leaves no namespace, bridge or tap behind.  Needs CAP_NET_ADMIN (root).  TAP.
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
@@ -235,6 +236,33 @@ flapped() {
 		! grep -qi 'error\|failed' "$log/flap-client.log"
 }
 
+# Node 3 moves to a new QEMU (./uzura migrate) under ib_write_bw from
+# node 1: the new QEMU's tap joins the bridge as a spare port beside the
+# old one, takes its name and its settings (the 100 Mbit/s rate) once the
+# old QEMU is gone, and the writes finish.  A QP timeout of 268 ms (-u 16)
+# as in the migration suite.
+moved() {
+	local rc ok=1
+	serve 3 18515 mv "timeout 300 ib_write_bw -d $ibdev -x $gidx -D 20 -u 16" ||
+		return 1
+	start 1 mv-client "timeout 300 ib_write_bw -d $ibdev -x $gidx -D 20 -u 16 10.77.0.3" ||
+		return 1
+	sleep 5
+	"$uz" migrate 3 > "$log/migrate.log" 2>&1
+	rc=$?
+	sed 's/^/# /' "$log/migrate.log"
+	[ $rc -eq 0 ] || ok=0
+	finished 1 mv-client || ok=0
+	served 3 mv > "$log/mv-server.log" 2>&1 || ok=0
+	grep -E '^ *65536 ' "$log/mv-client.log" | sed 's/^/# /'
+	grep -Eq '^ *65536 ' "$log/mv-client.log" || ok=0
+	ip -n "$ns" link show port3 | grep -q 'master br0 .*state UP' || ok=0
+	! ip -n "$ns" link show spare3 > /dev/null 2>&1 || ok=0
+	tc -n "$ns" qdisc show dev port3 | grep -q 'rate 100Mbit' || ok=0
+	[ "$(cat "$state/node3/migrations")" = 1 ] || ok=0
+	[ $ok = 1 ]
+}
+
 clean_after_down() {
 	"$uz" down || return 1
 	! ip netns list | grep -q "^$ns\\b" &&
@@ -263,6 +291,8 @@ t "MPI point-to-point to 256 KiB, checked, through a 100 Mbit/s port: go-back-N"
 t "the same with selective repeat" p2p sr
 t "port 3 down for 2 s under ib_write_bw: node 1 retransmits, both finish" \
 	flapped
+t "node 3 moves under ib_write_bw: its new port takes port3's name and 100 Mbit/s" \
+	moved
 t "port settings go back to the defaults with =off" bash -c "
 	'$uz' fabric port 3 rate=off limit=off > /dev/null &&
 	'$uz' fabric | grep -qx 'port3 (to node 3): rate=off limit=off ecn=off delay=off loss=off'"
