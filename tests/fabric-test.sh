@@ -256,7 +256,7 @@ moved() {
 	served 3 mv > "$log/mv-server.log" 2>&1 || ok=0
 	grep -E '^ *65536 ' "$log/mv-client.log" | sed 's/^/# /'
 	grep -Eq '^ *65536 ' "$log/mv-client.log" || ok=0
-	ip -n "$ns" link show port3 | grep -q 'master br0 .*state UP' || ok=0
+	ip -n "$ns" link show port3 | grep -q '[<,]UP[,>].* master br0 ' || ok=0
 	! ip -n "$ns" link show spare3 > /dev/null 2>&1 || ok=0
 	tc -n "$ns" qdisc show dev port3 | grep -q 'rate 100Mbit' || ok=0
 	[ "$(cat "$state/node3/migrations")" = 1 ] || ok=0
