@@ -406,6 +406,8 @@ void uzura_fault_uninit(UzuraCore *core);
 void uzura_fault_flush(UzuraCore *core);
 bool uzura_fault_rx(UzuraCore *core, const uint8_t *buf, size_t len);
 bool uzura_fault_set_rules(UzuraCore *core, const char *text, char **why);
+void uzura_fault_take_rules(UzuraCore *core, UzuraFaultRule *rules,
+                            uint32_t n);
 char *uzura_fault_get_rules(UzuraCore *core);
 void uzura_fault_set_flap(UzuraCore *core, uint32_t down_us,
                           uint32_t period_us);

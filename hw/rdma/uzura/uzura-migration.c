@@ -60,6 +60,18 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
                    "it does not migrate yet");
         return false;
     }
+    if (f->nrules) {
+        g_autofree char *text = uzura_fault_rules_print(f->rules, f->nrules,
+                                                        false);
+
+        /* Rules print longer than they may be typed: e.g. count=. */
+        if (strlen(text) > UZ_FAULT_RULES_TEXT_MAX) {
+            error_setg(errp, "uzura: the fault rules print to %zu bytes, "
+                       "more than the %u that parse back: they do not "
+                       "migrate", strlen(text), UZ_FAULT_RULES_TEXT_MAX);
+            return false;
+        }
+    }
     if (core->pause.paused) {
         error_setg(errp, "uzura: the link is paused by a PAUSE or PFC frame; "
                    "try again when it resumes");
@@ -1046,7 +1058,8 @@ static int uzura_fault_put(QEMUFile *f, void *pv, size_t size,
 {
     UzuraCore *core = pv;
     UzuraFault *ft = &core->fault;
-    g_autofree char *text = uzura_fault_get_rules(core);
+    g_autofree char *text = uzura_fault_rules_print(ft->rules, ft->nrules,
+                                                    false);
     uint32_t len = strlen(text), i;
     uint64_t bits;
 
@@ -1077,6 +1090,8 @@ static bool uzura_fault_load(QEMUFile *f, UzuraCore *core)
     uint64_t seed, rng, bits;
     g_autofree char *text = NULL;
     g_autofree char *why = NULL;
+    g_autofree UzuraFaultRule *rules = NULL;
+    uint32_t nrules = 0;
 
     for (i = 0; i < UZ_MIG_NPROBS; i++) {
         bits = qemu_get_be64(f);
@@ -1097,6 +1112,7 @@ static bool uzura_fault_load(QEMUFile *f, UzuraCore *core)
     }
     if (delay > UZ_FAULT_DELAY_MAX_US || !rng ||
         down > UZ_FAULT_FLAP_MAX_US || period > UZ_FAULT_FLAP_MAX_US ||
+        (period && down && period <= down) ||
         len > UZ_FAULT_RULES_TEXT_MAX) {
         UZ_MIG_FAIL("fault injection: delay %u us, generator %" PRIx64
                     ", flap %u/%u us, rules of %u bytes", delay, rng, down,
@@ -1109,20 +1125,23 @@ static bool uzura_fault_load(QEMUFile *f, UzuraCore *core)
     }
     text[len] = 0;
     n = qemu_get_be32(f);
-    if (!uzura_fault_set_rules(core, text, &why)) {
+    rules = uzura_fault_rules_parse(text, &nrules, &why);
+    if (why) {
         UZ_MIG_FAIL("fault injection: rules: %s", why);
     }
-    if (n != ft->nrules) {
+    if (n != nrules) {
         UZ_MIG_FAIL("fault injection: %u rules counted, %u in the text", n,
-                    ft->nrules);
+                    nrules);
     }
     for (i = 0; i < n; i++) {
-        ft->rules[i].matched = qemu_get_be64(f);
-        ft->rules[i].acted = qemu_get_be64(f);
+        rules[i].matched = qemu_get_be64(f);
+        rules[i].acted = qemu_get_be64(f);
     }
     if (qemu_file_get_error(f)) {
         UZ_MIG_FAIL("fault injection: the stream ends");
     }
+    /* All checked: now it is the device's. */
+    uzura_fault_take_rules(core, g_steal_pointer(&rules), nrules);
     for (i = 0; i < UZ_MIG_NPROBS; i++) {
         *uzura_fault_probs(ft, i) = probs[i];
     }

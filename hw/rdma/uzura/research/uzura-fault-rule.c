@@ -673,17 +673,21 @@ static void uzura_print_rule(GString *s, const UzuraFaultRule *r)
 
 /*
  * The rules as text that parses back to them, each with its counts as a
- * comment.
+ * comment if @counts.
  */
-char *uzura_fault_rules_print(const UzuraFaultRule *rules, uint32_t n)
+char *uzura_fault_rules_print(const UzuraFaultRule *rules, uint32_t n,
+                              bool counts)
 {
     GString *s = g_string_new(NULL);
     uint32_t i;
 
     for (i = 0; i < n; i++) {
         uzura_print_rule(s, &rules[i]);
-        g_string_append_printf(s, "  # matched %" PRIu64 ", acted %" PRIu64
-                               "\n", rules[i].matched, rules[i].acted);
+        if (counts) {
+            g_string_append_printf(s, "  # matched %" PRIu64 ", acted %"
+                                   PRIu64, rules[i].matched, rules[i].acted);
+        }
+        g_string_append_c(s, '\n');
     }
     return g_string_free(s, false);
 }

@@ -554,14 +554,24 @@ void uzura_fault_reseed(UzuraCore *core, uint64_t seed)
  */
 bool uzura_fault_set_rules(UzuraCore *core, const char *text, char **why)
 {
-    UzuraFault *f = &core->fault;
     UzuraFaultRule *rules;
-    uint32_t n = 0, i;
+    uint32_t n = 0;
 
     rules = uzura_fault_rules_parse(text, &n, why);
     if (*why) {
         return false;
     }
+    uzura_fault_take_rules(core, rules, n);
+    return true;
+}
+
+/* @rules, parsed, replace the old ones; the fault state owns them. */
+void uzura_fault_take_rules(UzuraCore *core, UzuraFaultRule *rules,
+                            uint32_t n)
+{
+    UzuraFault *f = &core->fault;
+    uint32_t i;
+
     g_free(f->rules);
     f->rules = rules;
     f->nrules = n;
@@ -569,12 +579,12 @@ bool uzura_fault_set_rules(UzuraCore *core, const char *text, char **why)
     for (i = 0; i < n; i++) {
         f->nrules_rx += rules[i].rx;
     }
-    return true;
 }
 
 char *uzura_fault_get_rules(UzuraCore *core)
 {
-    return uzura_fault_rules_print(core->fault.rules, core->fault.nrules);
+    return uzura_fault_rules_print(core->fault.rules, core->fault.nrules,
+                                   true);
 }
 
 static void uzura_fault_flap_link(UzuraCore *core, bool down)

@@ -113,7 +113,8 @@ bool uzura_fault_roll(UzuraFault *f, double p);
 /* uzura-fault-rule.c */
 UzuraFaultRule *uzura_fault_rules_parse(const char *text, uint32_t *n,
                                         char **why);
-char *uzura_fault_rules_print(const UzuraFaultRule *rules, uint32_t n);
+char *uzura_fault_rules_print(const UzuraFaultRule *rules, uint32_t n,
+                              bool counts);
 const UzuraFaultRule *uzura_fault_rules_pick(UzuraFault *f, bool rx,
                                              const uint8_t *buf, size_t len);
 void uzura_fault_corrupt(uint8_t *buf, size_t len, uint8_t field,
