@@ -147,8 +147,13 @@ fabric_spare() {
 }
 
 fabric_take_over() {
-	local i=$1 spare=spare$1 port=port$1
+	local i=$1 spare=spare$1 port=port$1 k
 	[ -n "${2:-}" ] && spare=vspare$i && port=vport$i
+	# The old tap goes when the kernel has closed the old QEMU's files.
+	for k in $(seq 100); do
+		fip link show "$port" > /dev/null 2>&1 || break
+		sleep 0.1
+	done
 	# A port is renamed down; the bridge forwards again as it comes up.
 	fip link set "$spare" down &&
 		fip link set "$spare" name "$port" &&

@@ -61,5 +61,13 @@ mkdir -p "$stage/modules-index"
 cp "$droot/lib/modules/$kver"/modules.* "$stage/modules-index/"
 rm -rf "$droot"
 
+# What the layer holds, by its files' bytes: ./uzura's build_id reads it
+# to tell whether a snapshot's guests ran this build's layer (the image
+# itself differs at each make, by its file system's UUID and times).
+(cd "$stage" && {
+	find . -type f -print0 | sort -z | xargs -0 -r sha256sum
+	find . -type l -printf '%p -> %l\n' | sort
+} | sha256sum | cut -d ' ' -f 1) > "${out%.img}.sum"
+
 rm -f "$out"
 mkfs.ext4 -q -F -L uzura-layer -d "$stage" "$out" 32M > /dev/null

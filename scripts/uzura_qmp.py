@@ -274,6 +274,22 @@ MIGRATE_PARAMS = {"downtime-limit": 50, "max-bandwidth": 512 << 20}
 MIGRATE_WAIT_S = 600
 
 
+def _resume_source(s):
+    # A migration the new side did not take: the old side may still send
+    # (cancel it), or have sent everything and stopped, "completed" as far
+    # as it knows (the stream has no return path); either way its VM runs
+    # on, as it was.
+    import time
+    if s.qmp("query-migrate").get("status") not in ENDED:
+        s.qmp("migrate_cancel")
+        t0 = time.monotonic()
+        while (s.qmp("query-migrate").get("status") not in ENDED and
+               time.monotonic() - t0 < 60):
+            time.sleep(0.05)
+    if not s.qmp("query-status").get("running"):
+        s.qmp("cont")
+
+
 def migrate(argv):
     import signal
     import time
@@ -320,6 +336,7 @@ def migrate(argv):
                     why = why or d.qmp("query-migrate").get("error-desc")
                 except (QMPError, OSError, EOFError):
                     pass
+                _resume_source(s)
                 sys.exit("uzura: migration %s: %s" %
                          (status, why or "no reason given"))
             else:
@@ -367,7 +384,7 @@ def _monitors(socks, fn):
         fn(mons)
     except QMPError as e:
         sys.exit("uzura: %s" % e)
-    except (TimeoutError, OSError) as e:
+    except (TimeoutError, OSError, EOFError) as e:
         sys.exit("uzura: %s" % (e or "no answer from QEMU"))
     finally:
         for m in mons.values():
@@ -417,7 +434,8 @@ def save(argv):
 
 
 def cont(argv, incoming):
-    # cont SOCK...: run every VM again; incoming SOCK...: first wait for
+    # cont SOCK...: run every VM again, each on its own (one that does not
+    # answer leaves the others running); incoming SOCK...: first wait for
     # each one's incoming migration (-incoming file:..., -S) to load.
     if not argv:
         sys.exit("usage: uzura_qmp.py cont|incoming SOCK...")
@@ -427,7 +445,17 @@ def cont(argv, incoming):
             _wait_done(mons, "loading its state")
         for m in mons.values():
             m.qmp("cont")
-    _monitors(argv, run)
+    if incoming:
+        return _monitors(argv, run)
+    failed = []
+    for sock in argv:
+        try:
+            with connect(sock, 30) as m:
+                m.qmp("cont")
+        except (QMPError, TimeoutError, OSError, EOFError) as e:
+            failed.append("%s: %s" % (sock, e or "no answer"))
+    if failed:
+        sys.exit("uzura: not run again: " + "; ".join(failed))
 
 
 def main(argv):

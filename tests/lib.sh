@@ -35,14 +35,18 @@ boot() {
 		"$uz" snapshot check "$name" 2> /dev/null; then
 		"$uz" up --from "$name"
 	else
-		"$uz" up "$@" && "$uz" snapshot save "$name"
+		"$uz" up "$@" || return 1
+		# A snapshot not saved (a full disk) costs the next suite a boot.
+		"$uz" snapshot save "$name" ||
+			echo "# the cluster is up, but not saved as $name"
 	fi
 }
 
 # says CMD... -- TEXT: CMD fails, and what it prints contains TEXT.
 says() {
 	local args=() out
-	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	while [ $# -gt 1 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+	[ "${1:-}" = -- ] || { echo "# says: no -- TEXT"; return 1; }
 	out=$("${args[@]}" 2>&1) && return 1
 	sed 's/^/# /' <<< "$out"
 	grep -qF -- "$2" <<< "$out"
