@@ -279,13 +279,7 @@ def _resume_source(s):
     # (cancel it), or have sent everything and stopped, "completed" as far
     # as it knows (the stream has no return path); either way its VM runs
     # on, as it was.
-    import time
-    if s.qmp("query-migrate").get("status") not in ENDED:
-        s.qmp("migrate_cancel")
-        t0 = time.monotonic()
-        while (s.qmp("query-migrate").get("status") not in ENDED and
-               time.monotonic() - t0 < 60):
-            time.sleep(0.05)
+    _cancel({"old side": s})
     if not s.qmp("query-status").get("running"):
         s.qmp("cont")
 
