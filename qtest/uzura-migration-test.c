@@ -412,6 +412,13 @@ static const Corruption corruptions[] = {
       "EQ 0: depth 2^4294967295" },
 };
 
+/* From the fault subsection's first field: 4 probabilities, delay... */
+static const Corruption fault_corruptions[] = {
+    { "fault-drop NaN", 0, 0xff, 8, "fault injection: a probability of" },
+    { "rules' length", 4 * 8 + 4 + 8 + 8 + 4 + 4, 0xff, 4,
+      "rules of 4294967295 bytes" },
+};
+
 /* A rule that never acts, in the stream test_corrupt_stream spoils. */
 #define FAULT_RULE_JSON "'dir=rx kind=ack nth=1000000 drop'"
 
@@ -480,6 +487,28 @@ static void test_corrupt_stream(void)
         g_free(err);
         log = uz_machine_log(&m);
         g_assert_nonnull(strstr(log, "fault injection: rules:"));
+        qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
+        qtest_shutdown(to);
+    }
+    /*
+     * The fault subsection's own fields, after its name and version: a
+     * probability made NaN, and the rules' length past its bound.
+     */
+    for (i = 0; i < ARRAY_SIZE(fault_corruptions); i++) {
+        const Corruption *c = &fault_corruptions[i];
+        g_autofree uint8_t *copy = g_memdup2(buf, len);
+        uint8_t *sub = memmem(copy, len, "uzura/core/fault", 16);
+        g_autofree char *log = NULL;
+
+        g_assert_nonnull(sub);
+        memset(sub + 16 + 4 + c->off, c->byte, c->len);
+        g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+        err = uz_load(&m, bad, &to);
+        g_test_message("%s: %s", c->what, err ? err : "(loaded)");
+        g_assert_nonnull(err);
+        g_free(err);
+        log = uz_machine_log(&m);
+        g_assert_nonnull(strstr(log, c->error));
         qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
         qtest_shutdown(to);
     }
