@@ -19,6 +19,7 @@
  */
 #include "uzura-verbs.h"
 #include "uzura-wire.h"
+#include "uzura-migrate.h"
 
 #define MIB             (1u << 20)
 #define KIB             1024u
@@ -2754,6 +2755,83 @@ static void case_loss_sr(Env *e)
 }
 
 /* ------------------------------------------------------------------ */
+/* Migration (spec 7.4)                                               */
+/* ------------------------------------------------------------------ */
+
+#define MIG_LEN         3000u       /* three packets */
+#define MIG_SLOT        (4 * KIB)   /* each write's place in p->dst */
+#define MIG_OFF         64u         /* its target in the place */
+
+/*
+ * Both NICs move to a new process while NIC 0's table holds a parked
+ * CRW, an offer, and a matched CRW whose write the wire lost: on the
+ * new side the write is sent again and completes once; the offer takes
+ * a CRW posted now and the parked CRW an STCRW; each write lands once
+ * with its bytes, and the crw_* counters came along.
+ */
+static void case_migrate(Env *e)
+{
+    g_autofree uint8_t *data = g_malloc(3 * MIG_LEN);
+    UzDev *devs[2] = { &e->n[0].d, &e->n[1].d };
+    struct uz_cqe c;
+    UzSge s[3];
+    UzWr crw[3];
+    uint64_t drops;
+    Snap snap;
+    Pair p;
+    int i;
+
+    pair_make(e, &p, NULL);
+    uz_mr_fill(p.dst, 0, UZ_GUARD, 3 * MIG_SLOT);
+    for (i = 0; i < 3; i++) {
+        s[i] = src_data(&p, i * MIG_SLOT, data + i * MIG_LEN, MIG_LEN,
+                        0x3a0 + i);
+        crw[i] = crw_wr(0x0c2a0000000003a0ull + i, tag_of(0x3a0 + i), &s[i],
+                        1);
+        uz_post_recv(p.b, 0x7e0 + i, NULL, 0);
+    }
+    snap_take(e, &snap);
+    crw_park(e, &p, &crw[0]);
+    stcrw_done(&p, 0x5c1, crw[1].tag, MIG_SLOT + MIG_OFF, MIG_LEN);
+    stcrw_done(&p, 0x5c2, crw[2].tag, 2 * MIG_SLOT + MIG_OFF, MIG_LEN);
+    drops = counter(e, 0, "fault_drops");
+    drop_all(e, 0, true);
+    uz_post_send(p.a, &crw[2]);
+    uz_counter_wait(&e->n[0], "fault_drops", drops + npkts(MIG_LEN));
+
+    uz_migrate(&e->m, devs, 2);
+    drop_all(e, 0, false);
+    /* The links come up on the new side as its virtual clock runs. */
+    cq_wait_step(p.a->scq, &c, MS);
+    uz_expect_sq(&c, crw[2].wr_id, UZ_WC_CRW, p.a, MIG_LEN);
+    rq_done_imm(p.b, 0x7e0, MIG_LEN, crw[2].tag);
+    uz_post_send(p.a, &crw[1]);
+    uz_sq_done(p.a, crw[1].wr_id, UZ_WC_CRW, MIG_LEN);
+    rq_done_imm(p.b, 0x7e1, MIG_LEN, crw[1].tag);
+    stcrw_done(&p, 0x5c0, crw[0].tag, MIG_OFF, MIG_LEN);
+    uz_sq_done(p.a, crw[0].wr_id, UZ_WC_CRW, MIG_LEN);
+    rq_done_imm(p.b, 0x7e2, MIG_LEN, crw[0].tag);
+
+    for (i = 0; i < 3; i++) {
+        uint64_t at = i * MIG_SLOT;
+
+        uz_assert_mr_fill(p.dst, at, UZ_GUARD, MIG_OFF, "before the write");
+        uz_assert_mr(p.dst, at + MIG_OFF, data + i * MIG_LEN, MIG_LEN,
+                     "conditional write");
+        uz_assert_mr_fill(p.dst, at + MIG_OFF + MIG_LEN, UZ_GUARD,
+                          MIG_SLOT - MIG_OFF - MIG_LEN, "after the write");
+    }
+    snap_expect(e, &snap, 0, (CrwCnt) { .parked = 1, .offers = 2,
+                                        .crw_first = 1, .st_first = 2 });
+    snap_expect(e, &snap, 1, (CrwCnt) { 0 });
+    uz_cq_assert_empty(p.a->scq, 2);
+    uz_cq_assert_empty(p.b->rcq, 1);
+    g_assert_cmpint(uz_qp_state(p.a), ==, UZ_QPS_RTS);
+    g_assert_cmpint(uz_qp_state(p.b), ==, UZ_QPS_RTS);
+    check_fresh_pair(e);
+}
+
+/* ------------------------------------------------------------------ */
 
 /*
  * The table size is a device property of 1..4096 entries (spec 1.5): a
@@ -2836,6 +2914,7 @@ static const Case cases[] = {
     { "flush/offers-forgotten", case_flush_offers_forgotten },
     { "loss", case_loss },
     { "loss-sr", case_loss_sr, "-global uzura.recovery=sr" },
+    { "migrate", case_migrate },
 };
 
 static void run_case(gconstpointer data)

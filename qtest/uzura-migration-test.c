@@ -520,6 +520,180 @@ static void test_corrupt_stream(void)
 }
 
 /*
+ * What the TM and CRW subsections carry: a TM SRQ of MIG_TAGS entries
+ * with entry 0 posted, and a parked CRW in qa's tag table (entry 0).
+ */
+#define MIG_TAGS        4
+#define TM_ENTRY_LEN    50          /* vmstate_uzura_tm_entry */
+#define TM_LEN          (8 + MIG_TAGS * TM_ENTRY_LEN + 40)
+#define CRW_WR_OFF      15          /* vmstate_uzura_crw: state .. sq_idx */
+#define WR_SGL_NUM_OFF  47          /* vmstate_uzura_send_wr: h */
+#define CRW_ENTRY_LEN   994         /* vmstate_uzura_crw */
+
+static void tm_crw_create(UzNode *n, Objs *o)
+{
+    static const UzRcOpts ro = UZ_RC_OPTS_DEFAULT;
+    struct uz_cmd_create_srq c = {
+        .uctx = cpu_to_le32(n->uctx), .pdn = cpu_to_le32(n->pdn),
+        .log_depth = 4, .log_wqe_size = UZ_RQ_LOG_WQE, .flags = UZ_SRQF_TM,
+        .cqn = cpu_to_le32(o->cq->cqn), .max_tags = cpu_to_le16(MIG_TAGS),
+        .ops_log_depth = 2,
+    };
+    UzSge s = uz_mr_sge(o->ma, 0, 256);
+    struct uz_tm_op op = {
+        .wr_id = cpu_to_le64(0xadd), .recv_wr_id = cpu_to_le64(0x7a0),
+        .tag = cpu_to_le64(0x1234), .mask = cpu_to_le64(UINT64_MAX),
+        .opcode = UZ_TM_OP_ADD, .flags = UZ_TM_OP_F_SIGNALED, .num_sge = 1,
+        .addr = cpu_to_le64(s.addr), .length = cpu_to_le32(s.length),
+        .lkey = cpu_to_le32(s.lkey),
+    };
+    UzWr crw = {
+        .wr_id = 0xc2a, .opcode = UZ_WR_CRW, .flags = UZ_WQE_F_SIGNALED,
+        .sge = &s, .num_sge = 1, .tag = 0x5678,
+    };
+    struct uz_admin_cqe cqe;
+    struct uz_cqe done;
+    uint64_t ops = uz_alloc(&n->d, sizeof(op) << 2);
+
+    c.ring_addr = cpu_to_le64(uz_alloc(&n->d, UZ_RQ_WQE_SIZE << 4));
+    c.ops_addr = cpu_to_le64(ops);
+    g_assert_cmpint(uz_cmd(n, UZ_CMD_CREATE_SRQ, &c, sizeof(c), &cqe), ==,
+                    UZ_CMD_OK);
+    qtest_memwrite(n->m->qs->qts, ops, &op, sizeof(op));
+    uz_ring(&n->d, le32_to_cpu(cqe.out2), 1);
+    uz_cq_wait(o->cq, &done);
+    g_assert_cmphex(done.wr_id, ==, 0xadd);
+    g_assert_cmpint(done.status, ==, UZ_WC_STATUS_SUCCESS);
+
+    uz_rc_rtr(o->qa, o->qb, ro.psn[1], &ro);
+    uz_rc_rtr(o->qb, o->qa, ro.psn[0], &ro);
+    uz_rc_rts(o->qa, ro.psn[0], &ro);
+    uz_rc_rts(o->qb, ro.psn[1], &ro);
+    uz_post_send(o->qa, &crw);
+    uz_counter_wait(n, "crw_parked", 1);
+}
+
+/* From a subsection's first field. */
+typedef struct SubCorruption {
+    const char *sub;
+    Corruption c;
+} SubCorruption;
+
+static const SubCorruption sub_corruptions[] = {
+    { "uzura/core/tm", { "tag list size", 4, 0xff, 4,
+                         "a tag list of 4294967295 entries" } },
+    { "uzura/core/tm", { "tag list entry state", 8, 0x7f, 1,
+                         "tag list entry 0 in state 127" } },
+    { "uzura/core/tm", { "list operations' depth",
+                         8 + MIG_TAGS * TM_ENTRY_LEN + 8, 0x7f, 4,
+                         "a ring of 2^2139062143 list operations" } },
+    { "uzura/transport/crw", { "CRW entry state", 4, 0x7f, 1,
+                               "CRW table entry 0 in state 127" } },
+    { "uzura/transport/crw", { "CRW WQE's SGEs",
+                               4 + CRW_WR_OFF + WR_SGL_NUM_OFF, 0xff, 4,
+                               "of 4294967295 SGEs" } },
+};
+
+/* Where the fields of subsection @name start in @buf. */
+static size_t sub_start(uint8_t *buf, size_t len, const char *name)
+{
+    uint8_t *sub = memmem(buf, len, name, strlen(name));
+
+    g_assert_nonnull(sub);
+    /* The name, then the version. */
+    return sub - buf + strlen(name) + 4;
+}
+
+#define SUB_MUTATIONS   16
+
+/*
+ * A TM SRQ's list and a CRW table move (their booted cases are in
+ * uzura-tm-test and uzura-crw-test): a stream with one of their fields
+ * spoiled fails with its reason, and runs of random bytes in their
+ * subsections load or fail cleanly; the incoming side stays up.
+ */
+static void test_corrupt_tm_crw(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("uzura-migration-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", dir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", dir);
+    g_autofree uint8_t *buf = NULL;
+    GRand *rnd = g_rand_new_with_seed(0x7c2a);
+    /* Each subsection's fields, or (CRW) its first two entries. */
+    static const struct {
+        const char *name;
+        size_t span;
+    } subs[] = {
+        { "uzura/core/tm", TM_LEN },
+        { "uzura/transport/crw", 4 + 2 * CRW_ENTRY_LEN },
+    };
+    UzMachine m;
+    UzNode n;
+    Objs o;
+    QOSState *to;
+    size_t len;
+    char *err;
+    int i, k, loaded = 0;
+
+    uz_machine_start(&m, 1, "-trace uzura_migration_err_stream");
+    uz_node_start(&n, &m, 0);
+    objs_create(&n, &o);
+    tm_crw_create(&n, &o);
+    uz_save(&m, path);
+    g_assert(g_file_get_contents(path, (char **)&buf, &len, NULL));
+    err = uz_load(&m, path, &to);
+    g_assert_null(err);
+    qtest_shutdown(to);
+
+    for (i = 0; i < ARRAY_SIZE(sub_corruptions); i++) {
+        const Corruption *c = &sub_corruptions[i].c;
+        g_autofree uint8_t *copy = g_memdup2(buf, len);
+        g_autofree char *log = NULL;
+        size_t at = sub_start(copy, len, sub_corruptions[i].sub) + c->off;
+
+        g_assert_cmpuint(at + c->len, <=, len);
+        memset(copy + at, c->byte, c->len);
+        g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+        err = uz_load(&m, bad, &to);
+        g_test_message("%s: %s", c->what, err ? err : "(loaded)");
+        g_assert_nonnull(err);
+        g_free(err);
+        log = uz_machine_log(&m);
+        g_assert_nonnull(strstr(log, c->error));
+        qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
+        qtest_shutdown(to);
+    }
+    for (k = 0; k < ARRAY_SIZE(subs); k++) {
+        size_t start = sub_start(buf, len, subs[k].name);
+        size_t span = subs[k].span;
+
+        for (i = 0; i < SUB_MUTATIONS; i++) {
+            g_autofree uint8_t *copy = g_memdup2(buf, len);
+            size_t at = start + g_rand_int_range(rnd, 0, span);
+            int run = g_rand_int_range(rnd, 1, 16), j;
+
+            for (j = 0; j < run; j++) {
+                copy[at + j] = g_rand_int_range(rnd, 0, 256);
+            }
+            g_assert(g_file_set_contents(bad, (char *)copy, len, NULL));
+            err = uz_load(&m, bad, &to);
+            loaded += !err;
+            g_free(err);
+            qtest_qmp_assert_success(to->qts, "{'execute': 'query-status'}");
+            qtest_shutdown(to);
+        }
+    }
+    g_test_message("%d of %d mutated streams loaded", loaded,
+                   SUB_MUTATIONS * (int)ARRAY_SIZE(subs));
+    g_rand_free(rnd);
+    unlink(bad);
+    unlink(path);
+    rmdir(dir);
+    uz_node_stop(&n);
+    uz_machine_stop(&m);
+}
+
+/*
  * Runs of random bytes anywhere in the core's section, from a fixed
  * seed: each stream loads or fails cleanly, and the incoming side stays
  * up either way.  Most runs land in table entries, whose valid flags
@@ -585,5 +759,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/migration/refused-flap", test_refused);
     qtest_add_func("/uzura/migration/corrupt-stream", test_corrupt_stream);
     qtest_add_func("/uzura/migration/mutated-streams", test_mutated_streams);
+    qtest_add_func("/uzura/migration/corrupt-tm-crw", test_corrupt_tm_crw);
     return g_test_run();
 }

@@ -19,16 +19,21 @@ static uint32_t uzura_crw_cap(UzuraCore *core)
     return core->rdma.lim.max_crw_tags;
 }
 
+/* The QP's table; also for a migration stream that carries one. */
+void uzura_crw_alloc(UzuraCore *core, UzuraXfer *x)
+{
+    if (!x->crw) {
+        x->ncrw = uzura_crw_cap(core);
+        x->crw = g_new0(UzuraCrw, x->ncrw);
+        x->crw_ready = g_new0(uint32_t, x->ncrw);
+    }
+}
+
 /* The QP's table, allocated when it is first needed. */
 static UzuraCrw *uzura_crw_table(UzuraCore *core, UzuraQp *qp)
 {
-    UzuraXfer *x = qp->x;
-
-    if (!x->crw) {
-        x->crw = g_new0(UzuraCrw, uzura_crw_cap(core));
-        x->crw_ready = g_new0(uint32_t, uzura_crw_cap(core));
-    }
-    return x->crw;
+    uzura_crw_alloc(core, qp->x);
+    return qp->x->crw;
 }
 
 /*

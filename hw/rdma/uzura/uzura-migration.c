@@ -11,18 +11,20 @@
  * Device memory is RAM of its own and moves with the guest's.
  *
  * Each QP's transport moves with its messages in flight, its READ and
- * atomic slots and its timer; the message being sent starts over from
- * its source and a reliable QP resends from its oldest unacknowledged
- * message, as after a timeout (uzura_req_migrated).  Packets selective
- * repeat kept and the rate limiter's state are not carried.
+ * atomic slots and its timer, with the sources of messages no SQ WQE
+ * stands for: the CRW tag table and the rendezvous slots of tag
+ * matching.  The message being sent starts over from its source and a
+ * reliable QP resends from its oldest unacknowledged message, as after a
+ * timeout (uzura_req_migrated).  Packets selective repeat kept and the
+ * rate limiter's state are not carried.  A TM SRQ's tag list and ring of
+ * list operations move with it.
  *
  * Fault injection moves as its settings and rules, with the rules'
  * counts; the frames it holds back are lost, as on a wire.
  *
  * What does not move yet blocks a migration while it is in use, by name
- * (uzura_migration_check): a conditional RDMA write, a TM SRQ, an RSS
- * QP, a flow rule, an ODP page fault, the timing model, a link flap and
- * a PAUSE in progress.
+ * (uzura_migration_check): an RSS QP, a flow rule, an ODP page fault,
+ * the timing model, a link flap and a PAUSE in progress.
  *
  * A stream is checked as the guest's commands are: every handle names an
  * entry of its table, every ring a depth the device takes, every doorbell
@@ -39,10 +41,6 @@
 #include "trace.h"
 
 /* ---- what blocks a migration ---- */
-
-static const char *const uzura_qps_name[] = {
-    "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
-};
 
 bool uzura_migration_check(UzuraCore *core, Error **errp)
 {
@@ -82,13 +80,6 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
                    "migrate yet", r->nflows);
         return false;
     }
-    for (i = 0; i < r->lim.max_srq; i++) {
-        if (r->srq[i].valid && r->srq[i].tm) {
-            error_setg(errp, "uzura: SRQ %u matches tags: a TM SRQ does not "
-                       "migrate yet", i);
-            return false;
-        }
-    }
     for (i = 0; i < r->lim.max_qp; i++) {
         UzuraQp *qp = &r->qp[i];
 
@@ -98,12 +89,6 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
         if (qp->rss) {
             error_setg(errp, "uzura: QP %u is an RSS QP: it does not "
                        "migrate yet", i);
-            return false;
-        }
-        if (!uzura_crw_idle(core, qp)) {
-            error_setg(errp, "uzura: QP %u (%s) holds conditional RDMA "
-                       "writes: they do not migrate yet", i,
-                       uzura_qps_name[MIN(qp->attr.state, UZ_QPS_ERR)]);
             return false;
         }
         if (qp->x->req.fault_wait || qp->x->resp.answer_fault_wait) {
@@ -123,6 +108,20 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
 }
 
 /* ---- the stream ---- */
+
+/* A stream refused: QEMU's error, and the reason in a trace event. */
+static int G_GNUC_PRINTF(1, 2) uzura_mig_refuse(const char *fmt, ...)
+{
+    g_autofree char *why = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    trace_uzura_migration_err_stream(why);
+    error_report("uzura: migration stream: %s", why);
+    return -EINVAL;
+}
 
 static const VMStateDescription vmstate_uzura_admin = {
     .name = "uzura/admin",
@@ -461,6 +460,142 @@ static const VMStateDescription vmstate_uzura_rd_atom = {
     }
 };
 
+/*
+ * A CRW's WQE as the requester decoded it (host order): its write reads
+ * the data from it again at every (re)send.  A CRW is an RC QP's, so no
+ * address vector.
+ */
+static const VMStateDescription vmstate_uzura_send_wr = {
+    .name = "uzura/send-wr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(h.wr_id, UzuraSendWr),
+        VMSTATE_UINT8(h.opcode, UzuraSendWr),
+        VMSTATE_UINT8(h.flags, UzuraSendWr),
+        VMSTATE_UINT8(h.num_sge, UzuraSendWr),
+        VMSTATE_UINT32(h.inline_len, UzuraSendWr),
+        VMSTATE_UINT32(h.imm_data, UzuraSendWr),
+        VMSTATE_UINT32(h.rkey, UzuraSendWr),
+        VMSTATE_UINT64(h.remote_addr, UzuraSendWr),
+        VMSTATE_UINT64(h.crw.tag, UzuraSendWr),
+        VMSTATE_UINT32(h.crw.length, UzuraSendWr),
+        VMSTATE_UINT32(h.xrc_srqn, UzuraSendWr),
+        VMSTATE_UINT32(sgl.num, UzuraSendWr),
+        VMSTATE_UINT64(sgl.len, UzuraSendWr),
+        VMSTATE_STRUCT_ARRAY(sgl.sge, UzuraSendWr, UZ_SGL_MAX, 1,
+                             vmstate_uzura_sge, struct uz_sge),
+        VMSTATE_UINT8_ARRAY(inl, UzuraSendWr, UZ_INLINE_MAX),
+        VMSTATE_UINT64(len, UzuraSendWr),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_crw = {
+    .name = "uzura/crw",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(state, UzuraCrw),
+        VMSTATE_BOOL(in_sq, UzuraCrw),
+        VMSTATE_BOOL(signaled, UzuraCrw),
+        VMSTATE_UINT64(tag, UzuraCrw),
+        VMSTATE_UINT32(sq_idx, UzuraCrw),
+        VMSTATE_STRUCT(wr, UzuraCrw, 1, vmstate_uzura_send_wr, UzuraSendWr),
+        VMSTATE_UINT64(va, UzuraCrw),
+        VMSTATE_UINT32(rkey, UzuraCrw),
+        VMSTATE_UINT32(length, UzuraCrw),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool uzura_xfer_crw_needed(void *opaque)
+{
+    return ((UzuraXfer *)opaque)->crw != NULL;
+}
+
+/* The table is allocated as at its first use; the stream fills it. */
+static int uzura_xfer_crw_pre_load(void *opaque)
+{
+    UzuraXfer *x = opaque;
+
+    uzura_crw_alloc(x->core, x);
+    return 0;
+}
+
+/* A QP's CRW tag table, with the FIFO of matched CRWs (uzura-crw.c). */
+static const VMStateDescription vmstate_uzura_xfer_crw = {
+    .name = "uzura/transport/crw",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_xfer_crw_needed,
+    .pre_load = uzura_xfer_crw_pre_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(ncrw, UzuraXfer, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(crw, UzuraXfer, ncrw,
+                                             vmstate_uzura_crw, UzuraCrw),
+        VMSTATE_VARRAY_UINT32(crw_ready, UzuraXfer, ncrw, 1,
+                              vmstate_info_uint32, uint32_t),
+        VMSTATE_UINT32(crw_rhead, UzuraXfer),
+        VMSTATE_UINT32(crw_rnum, UzuraXfer),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_rndv = {
+    .name = "uzura/rndv",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(state, UzuraRndv),
+        VMSTATE_UINT16(idx, UzuraRndv),
+        VMSTATE_UINT32(srqn, UzuraRndv),
+        VMSTATE_UINT64(seq, UzuraRndv),
+        VMSTATE_UINT64(tag, UzuraRndv),
+        VMSTATE_UINT64(recv_wr_id, UzuraRndv),
+        VMSTATE_STRUCT(sge, UzuraRndv, 1, vmstate_uzura_sge, struct uz_sge),
+        VMSTATE_UINT8(num_sge, UzuraRndv),
+        VMSTATE_UINT64(va, UzuraRndv),
+        VMSTATE_UINT32(rkey, UzuraRndv),
+        VMSTATE_UINT32(len, UzuraRndv),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool uzura_xfer_tm_needed(void *opaque)
+{
+    UzuraXfer *x = opaque;
+
+    return x->rndv || x->resp.tm_kind == UZ_TMK_EAGER;
+}
+
+static int uzura_xfer_tm_pre_load(void *opaque)
+{
+    uzura_tm_rndv_alloc(opaque);
+    return 0;
+}
+
+/*
+ * A TM QP's rendezvous slots, and the tag list entry an EAGER message
+ * lands in (uzura-tm.c).
+ */
+static const VMStateDescription vmstate_uzura_xfer_tm = {
+    .name = "uzura/transport/tm",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_xfer_tm_needed,
+    .pre_load = uzura_xfer_tm_pre_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_VARRAY_POINTER_KNOWN(rndv, UzuraXfer,
+                                            UZ_TM_RNDV_SLOTS, 1,
+                                            vmstate_uzura_rndv, UzuraRndv),
+        VMSTATE_UINT64(rndv_seq, UzuraXfer),
+        VMSTATE_UINT16(resp.tm_idx, UzuraXfer),
+        VMSTATE_UINT64(resp.tm_tag, UzuraXfer),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /* A QP's transport: the requester, the completer and the responder. */
 static const VMStateDescription vmstate_uzura_xfer = {
     .name = "uzura/transport",
@@ -524,6 +659,11 @@ static const VMStateDescription vmstate_uzura_xfer = {
 
         VMSTATE_TIMER_PTR(timer, UzuraXfer),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_uzura_xfer_crw,
+        &vmstate_uzura_xfer_tm,
+        NULL
     }
 };
 
@@ -569,10 +709,9 @@ static int uzura_xfers_get(QEMUFile *f, void *pv, size_t size,
             return qemu_file_get_error(f);
         }
         if (!qp || !qp->valid || qp->x || qp->sq_log_depth > 16) {
-            error_report("uzura: migration stream: a transport for QP %u, "
-                         "which is not there, has one or has an SQ of 2^%u",
-                         qpn, qp ? qp->sq_log_depth : 0);
-            return -EINVAL;
+            return uzura_mig_refuse("a transport for QP %u, which is not "
+                                    "there, has one or has an SQ of 2^%u",
+                                    qpn, qp ? qp->sq_log_depth : 0);
         }
         uzura_qp_restore_xfer(core, qp, qpn);
         ret = vmstate_load_state(f, &vmstate_uzura_xfer, qp->x, 1);
@@ -587,6 +726,139 @@ static const VMStateInfo vmstate_info_uzura_xfers = {
     .name = "uzura transports",
     .get = uzura_xfers_get,
     .put = uzura_xfers_put,
+};
+
+static const VMStateDescription vmstate_uzura_tm_entry = {
+    .name = "uzura/tm-entry",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(state, UzuraTmEntry),
+        VMSTATE_UINT8(num_sge, UzuraTmEntry),
+        VMSTATE_UINT64(seq, UzuraTmEntry),
+        VMSTATE_UINT64(tag, UzuraTmEntry),
+        VMSTATE_UINT64(mask, UzuraTmEntry),
+        VMSTATE_UINT64(recv_wr_id, UzuraTmEntry),
+        VMSTATE_STRUCT(sge, UzuraTmEntry, 1, vmstate_uzura_sge,
+                       struct uz_sge),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* A TM SRQ's tag list and its ring of list operations (uzura-tm.c). */
+static const VMStateDescription vmstate_uzura_tm = {
+    .name = "uzura/tm-srq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(e, UzuraTm, max_tags,
+                                             vmstate_uzura_tm_entry,
+                                             UzuraTmEntry),
+        VMSTATE_UINT64(ops_addr, UzuraTm),
+        VMSTATE_UINT32(ops_log_depth, UzuraTm),
+        VMSTATE_UINT32(ops_pi, UzuraTm),
+        VMSTATE_UINT32(ops_ci, UzuraTm),
+        VMSTATE_UINT32(ops_db, UzuraTm),
+        VMSTATE_UINT32(unexp, UzuraTm),
+        VMSTATE_UINT32(sw, UzuraTm),
+        VMSTATE_UINT64(add_seq, UzuraTm),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The TM SRQs' lists: each after its SRQ number and list size, then
+ * UINT32_MAX.  A list is allocated for a valid SRQ, at most once and at
+ * most UZ_TM_MAX_TAGS entries; post_load checks the rest.
+ */
+static int uzura_tms_put(QEMUFile *f, void *pv, size_t size,
+                         const VMStateField *field, JSONWriter *vmdesc)
+{
+    UzuraRdma *r = &((UzuraCore *)pv)->rdma;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < r->lim.max_srq; i++) {
+        if (!r->srq[i].valid || !r->srq[i].tm) {
+            continue;
+        }
+        qemu_put_be32(f, i);
+        qemu_put_be32(f, r->srq[i].tm->max_tags);
+        ret = vmstate_save_state(f, &vmstate_uzura_tm, r->srq[i].tm, NULL);
+        if (ret) {
+            return ret;
+        }
+    }
+    qemu_put_be32(f, UINT32_MAX);
+    return 0;
+}
+
+static int uzura_tms_get(QEMUFile *f, void *pv, size_t size,
+                         const VMStateField *field)
+{
+    UzuraRdma *r = &((UzuraCore *)pv)->rdma;
+    uint32_t srqn, max_tags;
+    int ret;
+
+    while ((srqn = qemu_get_be32(f)) != UINT32_MAX) {
+        UzuraSrq *srq = srqn < r->lim.max_srq ? &r->srq[srqn] : NULL;
+        UzuraTm *tm;
+
+        max_tags = qemu_get_be32(f);
+        if (qemu_file_get_error(f)) {
+            return qemu_file_get_error(f);
+        }
+        if (!srq || !srq->valid || srq->tm || !max_tags ||
+            max_tags > UZ_TM_MAX_TAGS) {
+            return uzura_mig_refuse("a tag list of %u entries for SRQ %u, "
+                                    "which is not there or has one",
+                                    max_tags, srqn);
+        }
+        tm = g_new0(UzuraTm, 1);
+        tm->max_tags = max_tags;
+        tm->e = g_new0(UzuraTmEntry, max_tags);
+        srq->tm = tm;
+        ret = vmstate_load_state(f, &vmstate_uzura_tm, tm, 1);
+        if (ret) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static const VMStateInfo vmstate_info_uzura_tms = {
+    .name = "uzura TM SRQs",
+    .get = uzura_tms_get,
+    .put = uzura_tms_put,
+};
+
+static bool uzura_tm_needed(void *opaque)
+{
+    UzuraRdma *r = &((UzuraCore *)opaque)->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_srq; i++) {
+        if (r->srq[i].valid && r->srq[i].tm) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_uzura_core_tm = {
+    .name = "uzura/core/tm",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_tm_needed,
+    .fields = (const VMStateField[]) {
+        {
+            .name = "tm-srqs",
+            .info = &vmstate_info_uzura_tms,
+            .flags = VMS_SINGLE,
+            .size = sizeof(UzuraCore),
+        },
+        VMSTATE_END_OF_LIST()
+    }
 };
 
 /*
@@ -612,11 +884,8 @@ QEMU_BUILD_BUG_ON(sizeof(UzuraCounters) % sizeof(uint64_t));
 
 /* ---- checking a stream, and what it leaves to rebuild ---- */
 
-/* A stream refused: QEMU's error, and the reason in a trace event. */
 #define UZ_MIG_FAIL(fmt, ...) do {                                      \
-        g_autofree char *why_ = g_strdup_printf(fmt, ## __VA_ARGS__);   \
-        trace_uzura_migration_err_stream(why_);                         \
-        error_report("uzura: migration stream: %s", why_);              \
+        uzura_mig_refuse(fmt, ## __VA_ARGS__);                          \
         return false;                                                   \
     } while (0)
 
@@ -714,6 +983,38 @@ static bool uzura_mig_core_ok(UzuraCore *core)
     return true;
 }
 
+/*
+ * A TM SRQ's list: its ring of operations as CREATE_SRQ takes it, each
+ * entry of it in a state and with at most one SGE.  Operations still
+ * to do go on.
+ */
+static bool uzura_mig_tm_ok(UzuraCore *core, UzuraSrq *srq, uint32_t srqn)
+{
+    UzuraTm *tm = srq->tm;
+    uint32_t k;
+
+    if (srq->xrc || tm->ops_log_depth < 1 ||
+        tm->ops_log_depth > UZ_TM_LOG_MAX_OPS ||
+        !uzura_mig_ring_ok(tm->ops_pi, tm->ops_ci, tm->ops_log_depth) ||
+        !uzura_dma_ok(core, tm->ops_addr,
+                      sizeof(struct uz_tm_op) << tm->ops_log_depth, false)) {
+        UZ_MIG_FAIL("SRQ %u: a ring of 2^%u list operations at 0x%" PRIx64
+                    ", indices %u/%u", srqn, tm->ops_log_depth, tm->ops_addr,
+                    tm->ops_pi, tm->ops_ci);
+    }
+    for (k = 0; k < tm->max_tags; k++) {
+        if (tm->e[k].state > UZ_TME_BUSY ||
+            tm->e[k].num_sge > UZ_TM_MAX_SGE) {
+            UZ_MIG_FAIL("SRQ %u: tag list entry %u in state %u with %u "
+                        "SGEs", srqn, k, tm->e[k].state, tm->e[k].num_sge);
+        }
+    }
+    if (tm->ops_pi != tm->ops_ci) {
+        core->rdma.tm_owed = true;
+    }
+    return uzura_mig_db(core, tm->ops_db, UZ_DBK_TM, srqn);
+}
+
 static bool uzura_mig_cqs_ok(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
@@ -764,7 +1065,8 @@ static bool uzura_mig_cqs_ok(UzuraCore *core)
                         "CQ %u, XRC domain %u", i, srq->log_depth,
                         srq->log_wqe_size, srq->pdn, srq->cqn, srq->xrcd);
         }
-        if (!uzura_mig_db(core, srq->db_offset, UZ_DBK_SRQ, i)) {
+        if (!uzura_mig_db(core, srq->db_offset, UZ_DBK_SRQ, i) ||
+            (srq->tm && !uzura_mig_tm_ok(core, srq, i))) {
             return false;
         }
     }
@@ -803,9 +1105,118 @@ static bool uzura_mig_qp_queues_ok(UzuraCore *core, UzuraQp *qp)
 }
 
 /*
- * A QP's transport: every message started and not retired is an SQ
- * WQE's (what other sources hold does not migrate yet), the indices lie
- * in order, and what the responder holds names what is there.
+ * A CRW's decoded WQE, as uzura_sq_load leaves it: its SGEs or its
+ * inline bytes make its length.  Checked for free entries too: a write
+ * flushed in ERR may still read its entry.
+ */
+static bool uzura_mig_send_wr_ok(UzuraCore *core, const UzuraSendWr *wr)
+{
+    const UzuraLimits *l = &core->rdma.lim;
+    uint64_t len = 0;
+    uint32_t k;
+
+    if (wr->h.flags & UZ_WQE_F_INLINE) {
+        return !wr->sgl.num &&
+               wr->h.inline_len <= MIN(l->max_inline, UZ_INLINE_MAX) &&
+               wr->len == wr->h.inline_len;
+    }
+    if (wr->sgl.num > l->max_sge || wr->sgl.num != wr->h.num_sge) {
+        return false;
+    }
+    for (k = 0; k < wr->sgl.num; k++) {
+        len += wr->sgl.sge[k].length;
+    }
+    return len == wr->sgl.len && len == wr->len;
+}
+
+/*
+ * An RC QP's CRW tag table: entries in a state, with the WQEs they
+ * hold; the FIFO of matched ones lists each READY entry once.
+ */
+static bool uzura_mig_crw_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+{
+    UzuraXfer *x = qp->x;
+    g_autofree unsigned long *listed = NULL;
+    uint32_t k, e, nready = 0;
+
+    if (!x->crw) {
+        return true;
+    }
+    if (qp->type != UZ_QPT_RC || x->crw_rhead >= x->ncrw ||
+        x->crw_rnum > x->ncrw) {
+        UZ_MIG_FAIL("QP %u: a CRW table with %u matched from %u", qpn,
+                    x->crw_rnum, x->crw_rhead);
+    }
+    for (k = 0; k < x->ncrw; k++) {
+        const UzuraCrw *c = &x->crw[k];
+
+        if (c->state > UZ_CRW_SENDING ||
+            !uzura_mig_send_wr_ok(core, &c->wr) ||
+            (c->state != UZ_CRW_FREE && c->state != UZ_CRW_OFFERED &&
+             c->wr.h.opcode != UZ_WR_CRW)) {
+            UZ_MIG_FAIL("QP %u: CRW table entry %u in state %u, WQE "
+                        "opcode %u of %u SGEs", qpn, k, c->state,
+                        c->wr.h.opcode, c->wr.sgl.num);
+        }
+        nready += c->state == UZ_CRW_READY;
+    }
+    listed = bitmap_new(x->ncrw);
+    for (k = 0; k < x->crw_rnum; k++) {
+        e = x->crw_ready[(x->crw_rhead + k) % x->ncrw];
+        if (e >= x->ncrw || x->crw[e].state != UZ_CRW_READY ||
+            test_and_set_bit(e, listed)) {
+            UZ_MIG_FAIL("QP %u: matched CRW %u is entry %u", qpn, k, e);
+        }
+    }
+    if (nready != x->crw_rnum) {
+        UZ_MIG_FAIL("QP %u: %u CRWs matched, %u listed", qpn, nready,
+                    x->crw_rnum);
+    }
+    return true;
+}
+
+/*
+ * A TM QP's side of tag matching: the EAGER message in hand lands in an
+ * entry busy with it; a rendezvous not yet read names its SRQ's busy
+ * entry.
+ */
+static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+{
+    UzuraXfer *x = qp->x;
+    UzuraTm *tm = uzura_tm_qp(core, qp) ? core->rdma.srq[qp->srqn].tm :
+                                          NULL;
+    uint32_t s;
+
+    if ((x->resp.tm_kind != UZ_TMK_NONE || x->rndv) && !tm) {
+        UZ_MIG_FAIL("QP %u: tag matching state without a TM SRQ", qpn);
+    }
+    if (x->resp.tm_kind > UZ_TMK_EAGER ||
+        (x->resp.tm_kind == UZ_TMK_EAGER &&
+         (x->resp.tm_idx >= tm->max_tags ||
+          tm->e[x->resp.tm_idx].state != UZ_TME_BUSY))) {
+        UZ_MIG_FAIL("QP %u: a message of TM kind %u into entry %u", qpn,
+                    x->resp.tm_kind, x->resp.tm_idx);
+    }
+    for (s = 0; x->rndv && s < UZ_TM_RNDV_SLOTS; s++) {
+        const UzuraRndv *r = &x->rndv[s];
+        bool reading = r->state == UZ_RNDV_READ_READY ||
+                       r->state == UZ_RNDV_READ;
+
+        if (r->state > UZ_RNDV_FIN || r->num_sge > UZ_TM_MAX_SGE ||
+            r->len > UZ_MAX_MSG ||
+            (reading && (r->srqn != qp->srqn || r->idx >= tm->max_tags ||
+                         tm->e[r->idx].state != UZ_TME_BUSY))) {
+            UZ_MIG_FAIL("QP %u: rendezvous %u in state %u, SRQ %u entry %u",
+                        qpn, s, r->state, r->srqn, r->idx);
+        }
+    }
+    return true;
+}
+
+/*
+ * A QP's transport: every message started and not retired names its
+ * source's entry, the indices lie in order, and what the responder
+ * holds names what is there.
  */
 static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
 {
@@ -826,15 +1237,37 @@ static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
         UZ_MIG_FAIL("QP %u: messages %u..%u..%u", qpn, q->oldest, q->next,
                     q->end);
     }
+    if (!uzura_mig_crw_ok(core, qp, qpn) ||
+        !uzura_mig_xfer_tm_ok(core, qp, qpn)) {
+        return false;
+    }
     for (m = q->oldest, k = 0; k < used; m = (m + 1) & UZ_IDX_MASK, k++) {
         const UzuraSwqe *w = &q->msg[m & q->msg_mask];
+        bool crw_entry = x->crw && w->src_id >= 0 &&
+                         (uint32_t)w->src_id < x->ncrw;
+        bool ok;
 
-        if (w->src != UZ_REQ_SRC_SQ || w->park) {
-            UZ_MIG_FAIL("QP %u: message %u is not an SQ WQE's", qpn, m);
+        switch (w->src) {
+        case UZ_REQ_SRC_SQ:
+            ok = !w->park || (crw_entry && w->done);
+            break;
+        case UZ_REQ_SRC_CRW:
+            ok = !w->park && crw_entry;
+            break;
+        case UZ_REQ_SRC_RNDV:
+            ok = !w->park && x->rndv && w->src_id >= 0 &&
+                 w->src_id < UZ_TM_RNDV_SLOTS &&
+                 (w->opcode == UZ_WR_RDMA_READ || w->opcode == UZ_WR_SEND);
+            break;
+        default:
+            ok = false;
+        }
+        if (!ok) {
+            UZ_MIG_FAIL("QP %u: message %u of source %u, entry %d", qpn, m,
+                        w->src, w->src_id);
         }
     }
     if (x->resp.rwqe.sgl.num > UZ_SGL_MAX || x->resp.rd_head >= x->resp.nrd ||
-        x->resp.tm_kind != UZ_TMK_NONE ||
         (x->resp.in_msg && x->resp.in_msg != UZ_FAM_SEND &&
          x->resp.in_msg != UZ_FAM_WRITE) ||
         !uzura_mig_srq_ref(core, x->resp.xrc_srqn)) {
@@ -863,8 +1296,13 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
         if (!qp->valid) {
             continue;
         }
-        /* An RSS QP does not migrate yet. */
+        /*
+         * An RSS QP does not migrate yet; a TM SRQ takes only RC QPs
+         * (their SENDs carry a TMH).
+         */
         if (!uzura_qpt_known(qp->type) || qp->type == UZ_QPT_RSS ||
+            (qp->srqn < r->lim.max_srq && r->srq[qp->srqn].tm &&
+             qp->type != UZ_QPT_RC) ||
             qp->attr.state > UZ_QPS_ERR || qp->flows || qp->rss_refs ||
             !uzura_uctx_ok(core, qp->uctx) ||
             (qp->type == UZ_QPT_XRC_TGT ?
@@ -1252,6 +1690,7 @@ const VMStateDescription vmstate_uzura_core = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_uzura_fault,
+        &vmstate_uzura_core_tm,
         NULL
     }
 };

@@ -469,6 +469,36 @@ UzuraQp *uzura_rss_target(UzuraCore *core, const UzuraQp *qp,
 /* uzura-tm.c: tag matching SRQs (spec 8.19) */
 #define UZ_TM_MAX_TAGS          256     /* max_tm_tags */
 #define UZ_TM_LOG_MAX_OPS       10      /* max_tm_ops = 1024 */
+
+typedef enum UzuraTmEntryState {
+    UZ_TME_FREE = 0,
+    UZ_TME_POSTED,              /* waits for a message */
+    UZ_TME_BUSY,                /* a message is landing in it */
+} UzuraTmEntryState;
+
+typedef struct UzuraTmEntry {
+    uint8_t state;              /* UzuraTmEntryState */
+    uint8_t num_sge;            /* 0 or 1 */
+    uint64_t seq;               /* add order: the oldest match wins */
+    uint64_t tag;
+    uint64_t mask;
+    uint64_t recv_wr_id;
+    struct uz_sge sge;          /* host order */
+} UzuraTmEntry;
+
+struct UzuraTm {
+    uint32_t max_tags;
+    UzuraTmEntry *e;
+    uint64_t ops_addr;
+    uint32_t ops_log_depth;
+    uint32_t ops_pi;            /* from the doorbell */
+    uint32_t ops_ci;            /* next operation to carry out */
+    uint32_t ops_db;
+    uint32_t unexp;             /* U: messages delivered unexpected */
+    uint32_t sw;                /* S: what software last said it saw */
+    uint64_t add_seq;
+};
+
 uint8_t uzura_tm_srq_check(UzuraCore *core,
                            const struct uz_cmd_create_srq *c);
 void uzura_tm_srq_init(UzuraSrq *srq, const struct uz_cmd_create_srq *c,

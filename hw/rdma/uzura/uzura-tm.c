@@ -19,35 +19,6 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-typedef enum UzuraTmEntryState {
-    UZ_TME_FREE = 0,
-    UZ_TME_POSTED,              /* waits for a message */
-    UZ_TME_BUSY,                /* a message is landing in it */
-} UzuraTmEntryState;
-
-typedef struct UzuraTmEntry {
-    uint8_t state;              /* UzuraTmEntryState */
-    uint8_t num_sge;            /* 0 or 1 */
-    uint64_t seq;               /* add order: the oldest match wins */
-    uint64_t tag;
-    uint64_t mask;
-    uint64_t recv_wr_id;
-    struct uz_sge sge;          /* host order */
-} UzuraTmEntry;
-
-struct UzuraTm {
-    uint32_t max_tags;
-    UzuraTmEntry *e;
-    uint64_t ops_addr;
-    uint32_t ops_log_depth;
-    uint32_t ops_pi;            /* from the doorbell */
-    uint32_t ops_ci;            /* next operation to carry out */
-    uint32_t ops_db;
-    uint32_t unexp;             /* U: messages delivered unexpected */
-    uint32_t sw;                /* S: what software last said it saw */
-    uint64_t add_seq;
-};
-
 #define UZ_TM_OPS_BUDGET    32      /* list operations per SRQ per turn */
 
 /* ---- the SRQ's side: creation, list operations ---- */
@@ -436,12 +407,18 @@ void uzura_tm_complete(UzuraCore *core, UzuraQp *qp, struct uz_cqe *cqe,
     uzura_cq_post(core, srq->cqn, cqe, solicited);
 }
 
+/* The QP's rendezvous slots; also for a migration stream that has them. */
+void uzura_tm_rndv_alloc(UzuraXfer *x)
+{
+    if (!x->rndv) {
+        x->rndv = g_new0(UzuraRndv, UZ_TM_RNDV_SLOTS);
+    }
+}
+
 /* The QP's rendezvous slots, allocated when first needed. */
 static UzuraRndv *uzura_tm_slots(UzuraQp *qp)
 {
-    if (!qp->x->rndv) {
-        qp->x->rndv = g_new0(UzuraRndv, UZ_TM_RNDV_SLOTS);
-    }
+    uzura_tm_rndv_alloc(qp->x);
     return qp->x->rndv;
 }
 

@@ -469,7 +469,8 @@ typedef struct UzuraXfer {
     UzuraResp resp;
 
     /* conditional RDMA writes: the tag table, allocated on first use */
-    UzuraCrw *crw;              /* max_crw_tags entries */
+    UzuraCrw *crw;              /* ncrw = max_crw_tags entries */
+    uint32_t ncrw;
     uint32_t *crw_ready;        /* FIFO of READY entries */
     uint32_t crw_rhead;
     uint32_t crw_rnum;
@@ -501,6 +502,7 @@ extern const UzuraReqSource uzura_crw_source;
 void uzura_crw_unpin(UzuraQp *qp, int32_t e);
 void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
 bool uzura_crw_idle(UzuraCore *core, UzuraQp *qp);
+void uzura_crw_alloc(UzuraCore *core, UzuraXfer *x);
 
 /* uzura-tm.c: the data path's side of tag matching */
 bool uzura_tm_qp(UzuraCore *core, UzuraQp *qp);
@@ -514,6 +516,7 @@ void uzura_tm_complete(UzuraCore *core, UzuraQp *qp, struct uz_cqe *cqe,
                        bool solicited);
 extern const UzuraReqSource uzura_tm_rndv_source;
 void uzura_tm_qp_flush(UzuraCore *core, UzuraQp *qp);
+void uzura_tm_rndv_alloc(UzuraXfer *x);
 
 /* uzura-resp.c */
 void uzura_resp_init(UzuraCore *core, UzuraQp *qp);
