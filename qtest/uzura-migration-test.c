@@ -520,8 +520,9 @@ static void test_corrupt_stream(void)
 }
 
 /*
- * What the TM and CRW subsections carry: a TM SRQ of MIG_TAGS entries
- * with entry 0 posted, and a parked CRW in qa's tag table (entry 0).
+ * What the subsections of TM, CRW and steering carry: a TM SRQ of
+ * MIG_TAGS entries with entry 0 posted, a parked CRW in qa's tag table
+ * (entry 0), and an RSS QP over a raw QP with flow rule 0.
  */
 #define MIG_TAGS        4
 #define TM_ENTRY_LEN    50          /* vmstate_uzura_tm_entry */
@@ -529,6 +530,37 @@ static void test_corrupt_stream(void)
 #define CRW_WR_OFF      15          /* vmstate_uzura_crw: state .. sq_idx */
 #define WR_SGL_NUM_OFF  47          /* vmstate_uzura_send_wr: h */
 #define CRW_ENTRY_LEN   994         /* vmstate_uzura_crw */
+#define FLOW_LEN        137         /* vmstate_uzura_flow */
+#define FLOW_IP_VER_OFF (9 + 32)    /* valid, qpn, uctx; in the spec */
+#define RSS_QPN_OFF     52          /* QP, size, key, fields */
+
+static void steering_create(UzNode *n, Objs *o)
+{
+    UzQp *raw = uz_qp_create(n, UZ_QPT_RAW, o->cq, o->cq, NULL,
+                             UZ_QPF_NO_SQ);
+    struct uz_rss_conf conf = {
+        .fields = cpu_to_le32(UZ_RSS_F_SRC_IPV4), .log_size = 0,
+        .func = UZ_RSS_TOEPLITZ, .qpn = { cpu_to_le32(raw->qpn) },
+    };
+    struct uz_cmd_create_qp c = {
+        .uctx = cpu_to_le32(n->uctx), .pdn = cpu_to_le32(n->pdn),
+        .srqn = cpu_to_le32(UZ_NO_SRQ), .type = UZ_QPT_RSS,
+    };
+    struct uz_flow_spec spec = { .ethertype = cpu_to_be16(0x0800),
+                                 .ethertype_mask = 0xffff };
+    struct uz_cmd_create_flow fc = { .uctx = cpu_to_le32(n->uctx) };
+    uint64_t at = uz_alloc(&n->d, sizeof(conf));
+
+    qtest_memwrite(n->d.qts, at, &conf, sizeof(conf));
+    c.sq_addr = cpu_to_le64(at);
+    fc.qpn = cpu_to_le32(alloc_cmd(n, UZ_CMD_CREATE_QP, &c, sizeof(c),
+                                   NULL));
+    at = uz_alloc(&n->d, sizeof(spec));
+    qtest_memwrite(n->d.qts, at, &spec, sizeof(spec));
+    fc.spec_addr = cpu_to_le64(at);
+    g_assert_cmpuint(alloc_cmd(n, UZ_CMD_CREATE_FLOW, &fc, sizeof(fc), NULL),
+                     ==, 0);
+}
 
 static void tm_crw_create(UzNode *n, Objs *o)
 {
@@ -592,6 +624,12 @@ static const SubCorruption sub_corruptions[] = {
     { "uzura/transport/crw", { "CRW WQE's SGEs",
                                4 + CRW_WR_OFF + WR_SGL_NUM_OFF, 0xff, 4,
                                "of 4294967295 SGEs" } },
+    { "uzura/core/flows", { "flow rule's IP version", FLOW_IP_VER_OFF, 5, 1,
+                            "flow rule 0: QP" } },
+    { "uzura/core/rss", { "RSS table's size", 7, 3, 1,
+                          "an RSS table of 3 entries" } },
+    { "uzura/core/rss", { "RSS table's entry", RSS_QPN_OFF, 0x7f, 4,
+                          "entry 0 is QP 2139062143" } },
 };
 
 /* Where the fields of subsection @name start in @buf. */
@@ -607,12 +645,13 @@ static size_t sub_start(uint8_t *buf, size_t len, const char *name)
 #define SUB_MUTATIONS   16
 
 /*
- * A TM SRQ's list and a CRW table move (their booted cases are in
- * uzura-tm-test and uzura-crw-test): a stream with one of their fields
- * spoiled fails with its reason, and runs of random bytes in their
- * subsections load or fail cleanly; the incoming side stays up.
+ * A TM SRQ's list, a CRW table, an RSS table and flow rules move (their
+ * cases with traffic are in uzura-tm-test, uzura-crw-test and
+ * uzura-rss-test): a stream with one of their fields spoiled fails with
+ * its reason, and runs of random bytes in their subsections load or
+ * fail cleanly; the incoming side stays up.
  */
-static void test_corrupt_tm_crw(void)
+static void test_corrupt_subsections(void)
 {
     g_autofree char *dir = g_dir_make_tmp("uzura-migration-XXXXXX", NULL);
     g_autofree char *path = g_strdup_printf("%s/state", dir);
@@ -626,6 +665,8 @@ static void test_corrupt_tm_crw(void)
     } subs[] = {
         { "uzura/core/tm", TM_LEN },
         { "uzura/transport/crw", 4 + 2 * CRW_ENTRY_LEN },
+        { "uzura/core/flows", 2 * FLOW_LEN },
+        { "uzura/core/rss", RSS_QPN_OFF + 8 },
     };
     UzMachine m;
     UzNode n;
@@ -639,6 +680,7 @@ static void test_corrupt_tm_crw(void)
     uz_node_start(&n, &m, 0);
     objs_create(&n, &o);
     tm_crw_create(&n, &o);
+    steering_create(&n, &o);
     uz_save(&m, path);
     g_assert(g_file_get_contents(path, (char **)&buf, &len, NULL));
     err = uz_load(&m, path, &to);
@@ -759,6 +801,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/migration/refused-flap", test_refused);
     qtest_add_func("/uzura/migration/corrupt-stream", test_corrupt_stream);
     qtest_add_func("/uzura/migration/mutated-streams", test_mutated_streams);
-    qtest_add_func("/uzura/migration/corrupt-tm-crw", test_corrupt_tm_crw);
+    qtest_add_func("/uzura/migration/corrupt-subsections",
+                   test_corrupt_subsections);
     return g_test_run();
 }

@@ -8,6 +8,7 @@
  * routine, itself checked first against Microsoft's published vectors.
  */
 #include "uzura-verbs.h"
+#include "uzura-migrate.h"
 #include "qemu/cutils.h"
 #include "qemu/host-utils.h"
 
@@ -398,6 +399,62 @@ static void test_spread(void)
     rss_stop(&t);
 }
 
+/*
+ * The node moves to a new process (spec 7.4) with an RSS QP over the
+ * WQs, its flow rule and a plain rule on another WQ: after the move
+ * frames land where the hash and the rules say, and the table and the
+ * rules still hold their QPs.
+ */
+static void test_migrate(void)
+{
+    const uint32_t dst = 0x0a000001, fields = UZ_RSS_F_SRC_IPV4 |
+        UZ_RSS_F_DST_IPV4 | UZ_RSS_F_SRC_PORT_UDP | UZ_RSS_F_DST_PORT_UDP;
+    uint32_t tbl[NWQ], rssq, id, id2, len, hits = 0, i, src;
+    struct uz_rss_conf conf;
+    uint8_t f[256], in[36];
+    UzDev *devs[1];
+    Rss t;
+    int w;
+
+    rss_start(&t);
+    devs[0] = &t.n.d;
+    for (i = 0; i < NWQ; i++) {
+        tbl[i] = t.wq[(i + 3) % NWQ]->qpn;
+    }
+    conf = rss_conf(tbl, NWQ_LOG, fields);
+    g_assert_cmpint(rss_try(&t.n, &conf, 0, &rssq), ==, UZ_CMD_OK);
+    id = flow(&t.n, rssq, 4791);
+    uz_qp_set_state(t.wq[NWQ], UZ_QPS_RTR);
+    id2 = flow(&t.n, t.wq[NWQ]->qpn, 4792);
+
+    uz_migrate(&t.m, devs, 1);
+
+    for (i = 0; i < 12; i++) {
+        src = 0x0b0c0d0e + i * 0x01020304;
+        len = send_frame(&t, f, src, dst, UZ_FLOW_L4_UDP, 2000 + i, 4791);
+        tuple(in, src, dst, true, 2000 + i, 4791);
+        w = wq_index(&t, tbl[toeplitz(ms_key, in, 12) & (NWQ - 1)]);
+        hits |= 1u << w;
+        wq_got(&t, w, f, len);
+    }
+    g_assert_cmpint(ctpop32(hits), >, 1);
+    len = send_frame(&t, f, 0x05050505, dst, UZ_FLOW_L4_UDP, 7, 4792);
+    wq_got(&t, NWQ, f, len);
+    uz_cq_assert_empty(t.cq, 10);
+
+    /* The table holds its WQs, the rule its RSS QP, as before. */
+    g_assert_cmpint(qp_destroy(&t.n, t.wq[0]->qpn), ==, UZ_CMD_BUSY);
+    g_assert_cmpint(qp_destroy(&t.n, rssq), ==, UZ_CMD_BUSY);
+    g_assert_cmpint(qp_destroy(&t.n, t.wq[NWQ]->qpn), ==, UZ_CMD_BUSY);
+    flow_destroy(&t.n, id);
+    flow_destroy(&t.n, id2);
+    g_assert_cmpint(qp_destroy(&t.n, rssq), ==, UZ_CMD_OK);
+    for (w = 0; w <= NWQ; w++) {
+        g_assert_cmpint(qp_destroy(&t.n, t.wq[w]->qpn), ==, UZ_CMD_OK);
+    }
+    rss_stop(&t);
+}
+
 /* What CREATE_QP refuses for RSS and NO_SQ, each with its status. */
 static void test_bad(void)
 {
@@ -492,5 +549,6 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/rss/toeplitz", test_toeplitz);
     qtest_add_func("/uzura/rss/spread", test_spread);
     qtest_add_func("/uzura/rss/bad", test_bad);
+    qtest_add_func("/uzura/rss/migrate", test_migrate);
     return g_test_run();
 }

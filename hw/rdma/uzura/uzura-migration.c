@@ -17,20 +17,21 @@
  * reliable QP resends from its oldest unacknowledged message, as after a
  * timeout (uzura_req_migrated).  Packets selective repeat kept and the
  * rate limiter's state are not carried.  A TM SRQ's tag list and ring of
- * list operations move with it.
+ * list operations move with it, and so do RSS tables and flow rules.
  *
  * Fault injection moves as its settings and rules, with the rules'
  * counts; the frames it holds back are lost, as on a wire.
  *
  * What does not move yet blocks a migration while it is in use, by name
- * (uzura_migration_check): an RSS QP, a flow rule, an ODP page fault,
- * the timing model, a link flap and a PAUSE in progress.
+ * (uzura_migration_check): an ODP page fault, the timing model, a link
+ * flap and a PAUSE in progress.
  *
  * A stream is checked as the guest's commands are: every handle names an
  * entry of its table, every ring a depth the device takes, every doorbell
  * a slot of its own.  A stream that fails leaves the device reset.
  */
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
@@ -75,21 +76,11 @@ bool uzura_migration_check(UzuraCore *core, Error **errp)
                    "try again when it resumes");
         return false;
     }
-    if (r->nflows) {
-        error_setg(errp, "uzura: %u flow rules are attached: they do not "
-                   "migrate yet", r->nflows);
-        return false;
-    }
     for (i = 0; i < r->lim.max_qp; i++) {
         UzuraQp *qp = &r->qp[i];
 
         if (!qp->valid) {
             continue;
-        }
-        if (qp->rss) {
-            error_setg(errp, "uzura: QP %u is an RSS QP: it does not "
-                       "migrate yet", i);
-            return false;
         }
         if (qp->x->req.fault_wait || qp->x->resp.answer_fault_wait) {
             error_setg(errp, "uzura: QP %u waits for an ODP page; try again "
@@ -861,6 +852,137 @@ static const VMStateDescription vmstate_uzura_core_tm = {
     }
 };
 
+static const VMStateDescription vmstate_uzura_flow = {
+    .name = "uzura/flow",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, UzuraFlow),
+        VMSTATE_UINT32(qpn, UzuraFlow),
+        VMSTATE_UINT32(uctx, UzuraFlow),
+        /* As CREATE_FLOW read it: bytes, 16-bit fields as sent. */
+        VMSTATE_BUFFER_UNSAFE(spec, UzuraFlow, 1,
+                              sizeof(struct uz_flow_spec)),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool uzura_flows_needed(void *opaque)
+{
+    return ((UzuraCore *)opaque)->rdma.nflows;
+}
+
+/* The flow rules of raw and RSS QPs (uzura-raw.c). */
+static const VMStateDescription vmstate_uzura_core_flows = {
+    .name = "uzura/core/flows",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_flows_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_ARRAY(rdma.flow, UzuraCore, UZ_FLOW_MAX, 1,
+                             vmstate_uzura_flow, UzuraFlow),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The RSS QPs' tables: each after its QP number and size, then
+ * UINT32_MAX.  A table is allocated for a valid RSS QP, at most once and
+ * at most 2^UZ_RSS_LOG_MAX entries; post_load checks what they name.
+ */
+static int uzura_rss_put(QEMUFile *f, void *pv, size_t size,
+                         const VMStateField *field, JSONWriter *vmdesc)
+{
+    UzuraRdma *r = &((UzuraCore *)pv)->rdma;
+    uint32_t i, k;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        const UzuraRss *rss = r->qp[i].rss;
+
+        if (!r->qp[i].valid || !rss) {
+            continue;
+        }
+        qemu_put_be32(f, i);
+        qemu_put_be32(f, rss->mask + 1);
+        qemu_put_buffer(f, rss->key, sizeof(rss->key));
+        qemu_put_be32(f, rss->fields);
+        for (k = 0; k <= rss->mask; k++) {
+            qemu_put_be32(f, rss->qpn[k]);
+        }
+    }
+    qemu_put_be32(f, UINT32_MAX);
+    return 0;
+}
+
+static int uzura_rss_get(QEMUFile *f, void *pv, size_t size,
+                         const VMStateField *field)
+{
+    UzuraRdma *r = &((UzuraCore *)pv)->rdma;
+    uint32_t qpn, n, k;
+
+    while ((qpn = qemu_get_be32(f)) != UINT32_MAX) {
+        UzuraQp *qp = qpn < r->lim.max_qp ? &r->qp[qpn] : NULL;
+        UzuraRss *rss;
+
+        n = qemu_get_be32(f);
+        if (qemu_file_get_error(f)) {
+            return qemu_file_get_error(f);
+        }
+        if (!qp || !qp->valid || qp->type != UZ_QPT_RSS || qp->rss ||
+            !is_power_of_2(n) || n > (1u << UZ_RSS_LOG_MAX)) {
+            return uzura_mig_refuse("an RSS table of %u entries for QP %u, "
+                                    "which is no RSS QP or has one", n, qpn);
+        }
+        rss = g_malloc0(sizeof(*rss) + n * sizeof(rss->qpn[0]));
+        rss->mask = n - 1;
+        qp->rss = rss;
+        qemu_get_buffer(f, rss->key, sizeof(rss->key));
+        rss->fields = qemu_get_be32(f);
+        for (k = 0; k < n; k++) {
+            rss->qpn[k] = qemu_get_be32(f);
+        }
+        if (qemu_file_get_error(f)) {
+            return qemu_file_get_error(f);
+        }
+    }
+    return 0;
+}
+
+static const VMStateInfo vmstate_info_uzura_rss = {
+    .name = "uzura RSS tables",
+    .get = uzura_rss_get,
+    .put = uzura_rss_put,
+};
+
+static bool uzura_rss_needed(void *opaque)
+{
+    UzuraRdma *r = &((UzuraCore *)opaque)->rdma;
+    uint32_t i;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        if (r->qp[i].valid && r->qp[i].rss) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_uzura_core_rss = {
+    .name = "uzura/core/rss",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_rss_needed,
+    .fields = (const VMStateField[]) {
+        {
+            .name = "rss-tables",
+            .info = &vmstate_info_uzura_rss,
+            .flags = VMS_SINGLE,
+            .size = sizeof(UzuraCore),
+        },
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /*
  * The counters as one array: a counter added later goes in a subsection,
  * not into this array.
@@ -1296,14 +1418,11 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
         if (!qp->valid) {
             continue;
         }
-        /*
-         * An RSS QP does not migrate yet; a TM SRQ takes only RC QPs
-         * (their SENDs carry a TMH).
-         */
-        if (!uzura_qpt_known(qp->type) || qp->type == UZ_QPT_RSS ||
+        /* A TM SRQ takes only RC QPs (their SENDs carry a TMH). */
+        if (!uzura_qpt_known(qp->type) ||
             (qp->srqn < r->lim.max_srq && r->srq[qp->srqn].tm &&
              qp->type != UZ_QPT_RC) ||
-            qp->attr.state > UZ_QPS_ERR || qp->flows || qp->rss_refs ||
+            qp->attr.state > UZ_QPS_ERR ||
             !uzura_uctx_ok(core, qp->uctx) ||
             (qp->type == UZ_QPT_XRC_TGT ?
              qp->xrcd >= UZ_XRCD_MAX || !r->xrcd[qp->xrcd].valid :
@@ -1339,6 +1458,68 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
             }
         }
     }
+    return true;
+}
+
+/*
+ * RSS tables and flow rules: a table is an RSS QP's and names raw QPs
+ * of its context; a rule a raw or RSS QP of its context, with a spec
+ * CREATE_FLOW takes.  The counts that hold those QPs (rss_refs, flows,
+ * nflows) are rebuilt from them.
+ */
+static bool uzura_mig_steering_ok(UzuraCore *core)
+{
+    UzuraRdma *r = &core->rdma;
+    uint32_t i, k, n = 0;
+
+    for (i = 0; i < r->lim.max_qp; i++) {
+        r->qp[i].rss_refs = 0;
+        r->qp[i].flows = 0;
+    }
+    for (i = 0; i < r->lim.max_qp; i++) {
+        UzuraQp *qp = &r->qp[i];
+        const UzuraRss *rss = qp->rss;
+
+        if (!qp->valid) {
+            continue;
+        }
+        if ((qp->type == UZ_QPT_RSS) != !!rss ||
+            (rss && (rss->fields & ~UZ_RSS_F_ALL))) {
+            UZ_MIG_FAIL("QP %u: type %u, an RSS table of fields 0x%x", i,
+                        qp->type, rss ? rss->fields : 0);
+        }
+        for (k = 0; rss && k <= rss->mask; k++) {
+            UzuraQp *t = rss->qpn[k] < r->lim.max_qp ?
+                         &r->qp[rss->qpn[k]] : NULL;
+
+            if (!t || !t->valid || t->type != UZ_QPT_RAW ||
+                t->uctx != qp->uctx) {
+                UZ_MIG_FAIL("RSS QP %u: entry %u is QP %u, no raw QP of "
+                            "context %u", i, k, rss->qpn[k], qp->uctx);
+            }
+            t->rss_refs++;
+        }
+    }
+    for (i = 0; i < UZ_FLOW_MAX; i++) {
+        const UzuraFlow *f = &r->flow[i];
+        const struct uz_flow_spec *s = &f->spec;
+        UzuraQp *qp = f->qpn < r->lim.max_qp ? &r->qp[f->qpn] : NULL;
+
+        if (!f->valid) {
+            continue;
+        }
+        if (!qp || !qp->valid || qp->uctx != f->uctx ||
+            (qp->type != UZ_QPT_RAW && qp->type != UZ_QPT_RSS) ||
+            (s->ip_ver && s->ip_ver != 4 && s->ip_ver != 6) ||
+            (s->l4 && s->l4 != UZ_FLOW_L4_TCP && s->l4 != UZ_FLOW_L4_UDP) ||
+            !buffer_is_zero(s->reserved, sizeof(s->reserved))) {
+            UZ_MIG_FAIL("flow rule %u: QP %u of context %u, IP version %u, "
+                        "L4 %u", i, f->qpn, f->uctx, s->ip_ver, s->l4);
+        }
+        qp->flows++;
+        n++;
+    }
+    r->nflows = n;
     return true;
 }
 
@@ -1449,7 +1630,7 @@ static int uzura_core_post_load(void *opaque, int version_id)
     bitmap_zero(r->qp_live, r->lim.max_qp);
     if (!uzura_mig_core_ok(core) || !uzura_mig_dm_ok(core) ||
         !uzura_mig_cqs_ok(core) || !uzura_mig_qps_ok(core) ||
-        !uzura_mig_mrs_ok(core)) {
+        !uzura_mig_steering_ok(core) || !uzura_mig_mrs_ok(core)) {
         uzura_core_reset(core);
         return -EINVAL;
     }
@@ -1691,6 +1872,8 @@ const VMStateDescription vmstate_uzura_core = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_uzura_fault,
         &vmstate_uzura_core_tm,
+        &vmstate_uzura_core_flows,
+        &vmstate_uzura_core_rss,
         NULL
     }
 };

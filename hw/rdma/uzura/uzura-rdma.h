@@ -220,6 +220,12 @@ typedef struct UzuraDm {
 } UzuraDm;
 
 /* An RSS QP's table: a frame goes to qpn[hash & mask]. */
+/* The fields an RSS table may hash. */
+#define UZ_RSS_F_ALL    (UZ_RSS_F_SRC_IPV4 | UZ_RSS_F_DST_IPV4 | \
+                         UZ_RSS_F_SRC_IPV6 | UZ_RSS_F_DST_IPV6 | \
+                         UZ_RSS_F_SRC_PORT_TCP | UZ_RSS_F_DST_PORT_TCP | \
+                         UZ_RSS_F_SRC_PORT_UDP | UZ_RSS_F_DST_PORT_UDP)
+
 typedef struct UzuraRss {
     uint8_t key[40];
     uint32_t fields;            /* UZ_RSS_F_* */
@@ -470,6 +476,10 @@ UzuraQp *uzura_rss_target(UzuraCore *core, const UzuraQp *qp,
 #define UZ_TM_MAX_TAGS          256     /* max_tm_tags */
 #define UZ_TM_LOG_MAX_OPS       10      /* max_tm_ops = 1024 */
 
+/*
+ * A TM SRQ's tag list and its ring of list operations; here, not in
+ * uzura-tm.c, because the migration stream carries them.
+ */
 typedef enum UzuraTmEntryState {
     UZ_TME_FREE = 0,
     UZ_TME_POSTED,              /* waits for a message */

@@ -12,11 +12,6 @@
 #include "uzura-core.h"
 #include "trace.h"
 
-#define UZ_RSS_F_ALL    (UZ_RSS_F_SRC_IPV4 | UZ_RSS_F_DST_IPV4 | \
-                         UZ_RSS_F_SRC_IPV6 | UZ_RSS_F_DST_IPV6 | \
-                         UZ_RSS_F_SRC_PORT_TCP | UZ_RSS_F_DST_PORT_TCP | \
-                         UZ_RSS_F_SRC_PORT_UDP | UZ_RSS_F_DST_PORT_UDP)
-
 /* Longest hash input: two IPv6 addresses and two ports. */
 #define UZ_RSS_IN_MAX   36
 
