@@ -291,6 +291,66 @@ static void test_traffic_in_flight(void)
     pair_stop(&p);
 }
 
+/*
+ * A QP's rate limiter (DCQCN's reaction point, spec 9.1.2) moves with
+ * it.  uz0's first CNP sets its rate to 100 Mb/s and cuts it to 50.05
+ * Mb/s, at which a packet of 1024 bytes and 58 of headers takes 173 us,
+ * and neither the timer nor the byte counter raises it during the test.
+ * After the move an 8 KiB WRITE (8 packets at MTU 1024) does not
+ * complete while the virtual clock stands, and does once the clock has
+ * run a packet's time for each.  A limiter lost on the way would let
+ * the WRITE go whole at once, and complete without the clock.
+ */
+#define RP_ARGS "-global uzura.rate_to_set_on_first_cnp=100 " \
+                "-global uzura.rpg_time_reset=1000000 " \
+                "-global uzura.rpg_byte_reset=1073741824"
+
+static void test_rate_limiter(void)
+{
+    Pair p;
+    UzDev *devs[2];
+    uint8_t data[8192];
+    struct uz_cqe c;
+    UzSge s;
+    UzWr wr;
+    int k;
+
+    memset(&p, 0, sizeof(p));
+    uz_machine_start(&p.m, 2, RP_ARGS);
+    pair_init(&p);
+    devs[0] = &p.n[0].d;
+    devs[1] = &p.n[1].d;
+    /* One of uz0's requests arrives marked CE: uz1 answers with a CNP. */
+    rules_set(&p, 0, "kind=request count=1 ce");
+    pair_write(&p, p.mb->key, uz_mr_va(p.mb, 0), 64, 1, UZ_WC_STATUS_SUCCESS);
+    uz_counter_wait(&p.n[0], "rp_cnp_handled", 1);
+
+    uz_migrate(&p.m, devs, 2);
+    /* The links come up as the new side's clock runs; a packet goes. */
+    pair_write(&p, p.mb->key, uz_mr_va(p.mb, 0), 64, 2, UZ_WC_STATUS_SUCCESS);
+    qtest_clock_step(qts(&p), MS);
+
+    uz_pattern(data, sizeof(data), 0x8b);
+    uz_mr_write(p.ma, 8192, data, sizeof(data));
+    s = uz_mr_sge(p.ma, 8192, sizeof(data));
+    wr = (UzWr) {
+        .wr_id = 0x8b, .opcode = UZ_WR_RDMA_WRITE,
+        .flags = UZ_WQE_F_SIGNALED, .sge = &s, .num_sge = 1,
+        .remote_addr = uz_mr_va(p.mb, 8192), .rkey = p.mb->key,
+    };
+    uz_post_send(p.qa, &wr);
+    uz_cq_assert_empty(p.qa->scq, 50);
+    for (k = 0; k < 8; k++) {
+        qtest_clock_step(qts(&p), 200 * 1000);
+    }
+    uz_cq_wait(p.qa->scq, &c);
+    uz_cqe_expect(&c, 0x8b, UZ_WC_RDMA_WRITE, UZ_WC_STATUS_SUCCESS, 0,
+                  p.qa->qpn);
+    uz_assert_mr(p.mb, 8192, data, sizeof(data), "the paced WRITE");
+    g_assert_cmpuint(uz_counter(&p.m, 0, "rp_cnp_handled"), ==, 1);
+    pair_stop(&p);
+}
+
 /* What does not migrate yet refuses by name, and runs on where it is. */
 static void test_refused(void)
 {
@@ -798,6 +858,7 @@ int main(int argc, char **argv)
     qtest_add_func("/uzura/migration/traffic-in-flight",
                    test_traffic_in_flight);
     qtest_add_func("/uzura/migration/fault-moves", test_fault_moves);
+    qtest_add_func("/uzura/migration/rate-limiter", test_rate_limiter);
     qtest_add_func("/uzura/migration/refused-flap", test_refused);
     qtest_add_func("/uzura/migration/corrupt-stream", test_corrupt_stream);
     qtest_add_func("/uzura/migration/mutated-streams", test_mutated_streams);

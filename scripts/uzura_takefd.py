@@ -20,7 +20,7 @@ import os
 import sys
 
 FIRST_FD = 100
-SYS_PIDFD_GETFD = 438       # the same number on every architecture
+SYS_PIDFD_GETFD = 438       # x86-64, arm64 and the other generic tables
 
 
 def die(msg):
@@ -28,8 +28,23 @@ def die(msg):
     sys.exit(1)
 
 
-def listening_inode(port):
-    """The inode of the TCP socket that listens on @port, or None."""
+def socket_fds(pid):
+    """Process @pid's sockets: {inode: its file descriptor}."""
+    d = "/proc/%d/fd" % pid
+    fds = {}
+    for name in os.listdir(d):
+        try:
+            link = os.readlink(os.path.join(d, name))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            fds[link[8:-1]] = int(name)
+    return fds
+
+
+def listening_fd(pid, port):
+    """Process @pid's descriptor of a TCP socket listening on @port."""
+    fds = socket_fds(pid)
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
@@ -37,21 +52,10 @@ def listening_inode(port):
                 for line in f:
                     fields = line.split()
                     local, state, inode = fields[1], fields[3], fields[9]
-                    if state == "0A" and int(local.split(":")[1], 16) == port:
-                        return inode
+                    if (state == "0A" and inode in fds and
+                            int(local.split(":")[1], 16) == port):
+                        return fds[inode]
         except FileNotFoundError:
-            continue
-    return None
-
-
-def fd_of(pid, inode):
-    """Process @pid's file descriptor for socket @inode, or None."""
-    d = "/proc/%d/fd" % pid
-    for name in os.listdir(d):
-        try:
-            if os.readlink(os.path.join(d, name)) == "socket:[%s]" % inode:
-                return int(name)
-        except OSError:
             continue
     return None
 
@@ -67,8 +71,7 @@ def main():
     libc = ctypes.CDLL(None, use_errno=True)
     pidfd = os.pidfd_open(pid)
     for k, port in enumerate(ports):
-        inode = listening_inode(int(port))
-        fd = fd_of(pid, inode) if inode else None
+        fd = listening_fd(pid, int(port))
         if fd is None:
             die("process %d has no socket listening on port %s" % (pid, port))
         got = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
@@ -77,8 +80,11 @@ def main():
             die("cannot take port %s's socket from process %d: %s (it "
                 "takes ptrace rights over the process: root, or "
                 "kernel.yama.ptrace_scope=0)" % (port, pid, os.strerror(err)))
-        os.dup2(got, FIRST_FD + k)
-        os.close(got)
+        if got != FIRST_FD + k:
+            os.dup2(got, FIRST_FD + k)
+            os.close(got)
+        else:
+            os.set_inheritable(got, True)
     os.close(pidfd)
     os.execvp(command[0], command)
 

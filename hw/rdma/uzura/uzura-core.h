@@ -32,6 +32,8 @@ typedef struct NICState NICState;
 typedef struct QEMUBH QEMUBH;
 
 #define UZ_IDX_MASK             0x00ffffffu  /* free running ring indices */
+#define UZ_SPEED_MIN            10      /* link speed, Mb/s: 10BASE-T .. */
+#define UZ_SPEED_MAX            400000  /* .. 400GbE */
 
 /* What this device implements: UZ_REG_CAPS and QUERY_DEVICE. */
 #define UZURA_CAPS  (UZ_CAP_MSIX | UZ_CAP_LINK_STATE | UZ_CAP_ADMIN | \

@@ -32,22 +32,7 @@
 
 /* Steps of alpha's decay or of the increase counted at once, at most. */
 #define UZ_RP_CATCH_UP  2048
-#define UZ_ALPHA_ONE    1024
 
-struct UzuraRp {
-    UzuraXfer *x;
-    QEMUTimer *timer;           /* the next packet's time, while rp_wait */
-    uint64_t rc;                /* current rate, kb/s */
-    uint64_t rt;                /* target rate, kb/s */
-    uint32_t alpha;             /* 1/1024 */
-    int64_t alpha_ns;           /* start of alpha's period */
-    int64_t inc_ns;             /* start of the increase timer's period */
-    int64_t cut_ns;             /* the last cut */
-    uint32_t t_count;           /* timer steps since the last cut */
-    uint32_t bc_count;          /* byte-counter steps since the last cut */
-    uint64_t bytes;             /* sent since the last byte-counter step */
-    int64_t next_ns;            /* the next packet may go then */
-};
 
 static int64_t uzura_cc_now(void)
 {
@@ -195,6 +180,15 @@ static void uzura_rp_timer(void *opaque)
     uzura_leave(core, g);
 }
 
+/* A QP's rate limiter, its state yet to set: a CNP's, or a stream's. */
+UzuraRp *uzura_rp_new(UzuraXfer *x)
+{
+    x->rp = g_new0(UzuraRp, 1);
+    x->rp->x = x;
+    x->rp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_rp_timer, x);
+    return x->rp;
+}
+
 /*
  * A CNP for @qp.  It cuts the rate of a QP that sends (RC, UC, XRC
  * initiator, in RTS or SQD); any other, or with roce_rp_enable off, it is
@@ -221,9 +215,7 @@ void uzura_rp_cnp(UzuraCore *core, UzuraQp *qp)
     if (!rp) {
         uint64_t first = (uint64_t)p->rate_to_set_on_first_cnp * 1000;
 
-        rp = x->rp = g_new0(UzuraRp, 1);
-        rp->x = x;
-        rp->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, uzura_rp_timer, x);
+        rp = uzura_rp_new(x);
         rp->rc = rp->rt = first && first < uzura_rp_max(core) ?
                           first : uzura_rp_max(core);
         rp->alpha = MIN(p->initial_alpha_value, UZ_ALPHA_ONE - 1);
@@ -329,7 +321,7 @@ static const UzuraCcKnob uzura_cc_knobs[] = {
     UZ_KNOB(min_time_between_cnps, 4, 0, 1000000),
     UZ_KNOB(cnp_dscp, 48, 0, 63),
     UZ_KNOB(rpg_time_reset, 300, 1, 1000000),
-    UZ_KNOB(rpg_byte_reset, 32767, 1, 1u << 30),
+    UZ_KNOB(rpg_byte_reset, 32767, 1, UZ_RP_BYTES_MAX),
     UZ_KNOB(rpg_threshold, 1, 1, 31),
     UZ_KNOB(rpg_max_rate, 0, 0, 400000),
     UZ_KNOB(rpg_ai_rate, 5, 1, 400000),

@@ -15,8 +15,9 @@
  * stands for: the CRW tag table and the rendezvous slots of tag
  * matching.  The message being sent starts over from its source and a
  * reliable QP resends from its oldest unacknowledged message, as after a
- * timeout (uzura_req_migrated).  Packets selective repeat kept and the
- * rate limiter's state are not carried.  A TM SRQ's tag list and ring of
+ * timeout (uzura_req_migrated), and a rate limiter (DCQCN's reaction
+ * point) goes on at its rate.  Packets selective repeat kept are not
+ * carried.  A TM SRQ's tag list and ring of
  * list operations move with it, and so do RSS tables and flow rules.
  *
  * Fault injection moves as its settings and rules, with the rules'
@@ -500,6 +501,10 @@ static const VMStateDescription vmstate_uzura_crw = {
     }
 };
 
+/*
+ * Also an idle table: messages of a QP in ERR may still name its free
+ * entries.
+ */
 static bool uzura_xfer_crw_needed(void *opaque)
 {
     return ((UzuraXfer *)opaque)->crw != NULL;
@@ -560,6 +565,13 @@ static bool uzura_xfer_tm_needed(void *opaque)
     return x->rndv || x->resp.tm_kind == UZ_TMK_EAGER;
 }
 
+/* Slots (all free) also when only an EAGER message is held. */
+static int uzura_xfer_tm_pre_save(void *opaque)
+{
+    uzura_tm_rndv_alloc(opaque);
+    return 0;
+}
+
 static int uzura_xfer_tm_pre_load(void *opaque)
 {
     uzura_tm_rndv_alloc(opaque);
@@ -575,6 +587,7 @@ static const VMStateDescription vmstate_uzura_xfer_tm = {
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = uzura_xfer_tm_needed,
+    .pre_save = uzura_xfer_tm_pre_save,
     .pre_load = uzura_xfer_tm_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_STRUCT_VARRAY_POINTER_KNOWN(rndv, UzuraXfer,
@@ -583,6 +596,53 @@ static const VMStateDescription vmstate_uzura_xfer_tm = {
         VMSTATE_UINT64(rndv_seq, UzuraXfer),
         VMSTATE_UINT16(resp.tm_idx, UzuraXfer),
         VMSTATE_UINT64(resp.tm_tag, UzuraXfer),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_uzura_rp = {
+    .name = "uzura/rp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(rc, UzuraRp),
+        VMSTATE_UINT64(rt, UzuraRp),
+        VMSTATE_UINT32(alpha, UzuraRp),
+        VMSTATE_INT64(alpha_ns, UzuraRp),
+        VMSTATE_INT64(inc_ns, UzuraRp),
+        VMSTATE_INT64(cut_ns, UzuraRp),
+        VMSTATE_UINT32(t_count, UzuraRp),
+        VMSTATE_UINT32(bc_count, UzuraRp),
+        VMSTATE_UINT64(bytes, UzuraRp),
+        VMSTATE_INT64(next_ns, UzuraRp),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool uzura_xfer_rp_needed(void *opaque)
+{
+    return ((UzuraXfer *)opaque)->rp != NULL;
+}
+
+static int uzura_xfer_rp_pre_load(void *opaque)
+{
+    uzura_rp_new(opaque);
+    return 0;
+}
+
+/*
+ * A QP's rate limiter (uzura-dcqcn.c): its rates, alpha, the counts and
+ * the instants of its periods on the virtual clock, which moves with the
+ * VM; the pacing timer is armed again by the next packet.
+ */
+static const VMStateDescription vmstate_uzura_xfer_rp = {
+    .name = "uzura/transport/rp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = uzura_xfer_rp_needed,
+    .pre_load = uzura_xfer_rp_pre_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_POINTER(rp, UzuraXfer, vmstate_uzura_rp, UzuraRp),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -654,6 +714,7 @@ static const VMStateDescription vmstate_uzura_xfer = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_uzura_xfer_crw,
         &vmstate_uzura_xfer_tm,
+        &vmstate_uzura_xfer_rp,
         NULL
     }
 };
@@ -1115,14 +1176,15 @@ static bool uzura_mig_tm_ok(UzuraCore *core, UzuraSrq *srq, uint32_t srqn)
     UzuraTm *tm = srq->tm;
     uint32_t k;
 
-    if (srq->xrc || tm->ops_log_depth < 1 ||
+    if (srq->xrc || !uzura_cq_lookup(core, srq->cqn, srq->uctx) ||
+        tm->ops_log_depth < 1 ||
         tm->ops_log_depth > UZ_TM_LOG_MAX_OPS ||
         !uzura_mig_ring_ok(tm->ops_pi, tm->ops_ci, tm->ops_log_depth) ||
         !uzura_dma_ok(core, tm->ops_addr,
                       sizeof(struct uz_tm_op) << tm->ops_log_depth, false)) {
-        UZ_MIG_FAIL("SRQ %u: a ring of 2^%u list operations at 0x%" PRIx64
-                    ", indices %u/%u", srqn, tm->ops_log_depth, tm->ops_addr,
-                    tm->ops_pi, tm->ops_ci);
+        UZ_MIG_FAIL("SRQ %u: CQ %u, a ring of 2^%u list operations at "
+                    "0x%" PRIx64 ", indices %u/%u", srqn, srq->cqn,
+                    tm->ops_log_depth, tm->ops_addr, tm->ops_pi, tm->ops_ci);
     }
     for (k = 0; k < tm->max_tags; k++) {
         if (tm->e[k].state > UZ_TME_BUSY ||
@@ -1204,23 +1266,36 @@ static bool uzura_mig_qp_queues_ok(UzuraCore *core, UzuraQp *qp)
 {
     UzuraRdma *r = &core->rdma;
 
-    if (uzura_qp_has_sq(qp) &&
+    if (uzura_qp_has_sq(qp) ?
         (qp->sq_log_depth < 1 || qp->sq_log_depth > 16 ||
          (1u << qp->sq_log_depth) > r->lim.max_qp_wr ||
          qp->sq_log_wqe_size < 6 || qp->sq_log_wqe_size > 9 ||
          !uzura_mig_ring_ok(qp->sq_pi, qp->sq_ci, qp->sq_log_depth) ||
-         !uzura_mig_cq_ref(core, qp->send_cqn))) {
+         !uzura_mig_cq_ref(core, qp->send_cqn)) :
+        /* No SQ: what CREATE_QP leaves, which nothing changes. */
+        (qp->sq_log_depth || qp->sq_log_wqe_size || qp->sq_pi ||
+         qp->sq_ci || qp->send_cqn != UINT32_MAX)) {
         return false;
     }
-    if (uzura_qp_has_rq(qp) &&
+    if (uzura_qp_has_rq(qp) ?
         (qp->rq_log_depth < 1 || qp->rq_log_depth > 16 ||
          (1u << qp->rq_log_depth) > r->lim.max_qp_wr ||
          qp->rq_log_wqe_size < 4 || qp->rq_log_wqe_size > 9 ||
-         !uzura_mig_ring_ok(qp->rq_pi, qp->rq_ci, qp->rq_log_depth))) {
+         !uzura_mig_ring_ok(qp->rq_pi, qp->rq_ci, qp->rq_log_depth)) :
+        (qp->rq_log_depth || qp->rq_log_wqe_size || qp->rq_pi ||
+         qp->rq_ci)) {
         return false;
     }
-    if (uz_qpt_receives(qp->type) && qp->type != UZ_QPT_XRC_TGT &&
-        !uzura_mig_cq_ref(core, qp->recv_cqn)) {
+    /* An XRC target's is its last SRQ's; none before its first message. */
+    if (uz_qpt_receives(qp->type) ? !uzura_mig_cq_ref(core, qp->recv_cqn) :
+        qp->recv_cqn != UINT32_MAX &&
+        (qp->type != UZ_QPT_XRC_TGT ||
+         !uzura_mig_cq_ref(core, qp->recv_cqn))) {
+        return false;
+    }
+    /* An RSS QP has no states, and no SRQ. */
+    if (qp->type == UZ_QPT_RSS &&
+        (qp->attr.state != UZ_QPS_RESET || qp->srqn != UZ_NO_SRQ)) {
         return false;
     }
     return uzura_mig_srq_ref(core, qp->srqn);
@@ -1273,7 +1348,7 @@ static bool uzura_mig_crw_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
         const UzuraCrw *c = &x->crw[k];
 
         if (c->state > UZ_CRW_SENDING ||
-            !uzura_mig_send_wr_ok(core, &c->wr) ||
+            !uzura_mig_send_wr_ok(core, &c->wr) || c->wr.len > UZ_MAX_MSG ||
             (c->state != UZ_CRW_FREE && c->state != UZ_CRW_OFFERED &&
              c->wr.h.opcode != UZ_WR_CRW)) {
             UZ_MIG_FAIL("QP %u: CRW table entry %u in state %u, WQE "
@@ -1298,11 +1373,24 @@ static bool uzura_mig_crw_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
 }
 
 /*
+ * Entry @idx of @qp's TM SRQ has a holder: it must be busy, and held
+ * only once (@held), or its second holder would free it after another
+ * ADD took it.
+ */
+static bool uzura_mig_tm_hold(UzuraTm *tm, UzuraQp *qp, uint32_t idx,
+                              GHashTable *held)
+{
+    return idx < tm->max_tags && tm->e[idx].state == UZ_TME_BUSY &&
+           g_hash_table_add(held, GUINT_TO_POINTER(qp->srqn << 8 | idx));
+}
+
+/*
  * A TM QP's side of tag matching: the EAGER message in hand lands in an
  * entry busy with it; a rendezvous not yet read names its SRQ's busy
- * entry.
+ * entry.  No two of them name the same entry.
  */
-static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn,
+                                 GHashTable *held)
 {
     UzuraXfer *x = qp->x;
     UzuraTm *tm = uzura_tm_qp(core, qp) ? core->rdma.srq[qp->srqn].tm :
@@ -1314,8 +1402,7 @@ static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
     }
     if (x->resp.tm_kind > UZ_TMK_EAGER ||
         (x->resp.tm_kind == UZ_TMK_EAGER &&
-         (x->resp.tm_idx >= tm->max_tags ||
-          tm->e[x->resp.tm_idx].state != UZ_TME_BUSY))) {
+         !uzura_mig_tm_hold(tm, qp, x->resp.tm_idx, held))) {
         UZ_MIG_FAIL("QP %u: a message of TM kind %u into entry %u", qpn,
                     x->resp.tm_kind, x->resp.tm_idx);
     }
@@ -1326,11 +1413,42 @@ static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
 
         if (r->state > UZ_RNDV_FIN || r->num_sge > UZ_TM_MAX_SGE ||
             r->len > UZ_MAX_MSG ||
-            (reading && (r->srqn != qp->srqn || r->idx >= tm->max_tags ||
-                         tm->e[r->idx].state != UZ_TME_BUSY))) {
+            (reading && (r->srqn != qp->srqn ||
+                         !uzura_mig_tm_hold(tm, qp, r->idx, held)))) {
             UZ_MIG_FAIL("QP %u: rendezvous %u in state %u, SRQ %u entry %u",
                         qpn, s, r->state, r->srqn, r->idx);
         }
+    }
+    return true;
+}
+
+/*
+ * A QP's rate limiter: rates a link of the device's speeds has, alpha
+ * below one, fewer bytes counted than the largest rpg_byte_reset.  What
+ * this side's rpg_byte_reset leaves over counts towards its next step.
+ * The periods' starts are past instants, and the next packet's time is
+ * at most a packet's wire time away (33 ms at the lowest rate): later
+ * ones (a new qtest process starts its clock again) are now, so that no
+ * stream holds the QP back.
+ */
+static bool uzura_mig_rp_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+{
+    UzuraRp *rp = qp->x->rp;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (!rp->rc || rp->rc > (uint64_t)UZ_SPEED_MAX * 1000 ||
+        rp->rt > (uint64_t)UZ_SPEED_MAX * 1000 ||
+        rp->alpha >= UZ_ALPHA_ONE || rp->bytes > UZ_RP_BYTES_MAX) {
+        UZ_MIG_FAIL("QP %u: a rate limiter at %" PRIu64 " of %" PRIu64
+                    " kb/s, alpha %u, %" PRIu64 " bytes", qpn, rp->rc,
+                    rp->rt, rp->alpha, rp->bytes);
+    }
+    rp->bytes %= MAX(core->rdma.cc.rpg_byte_reset, 1);
+    rp->alpha_ns = MIN(rp->alpha_ns, now);
+    rp->inc_ns = MIN(rp->inc_ns, now);
+    rp->cut_ns = MIN(rp->cut_ns, now);
+    if (rp->next_ns > now + NANOSECONDS_PER_SECOND) {
+        rp->next_ns = now;
     }
     return true;
 }
@@ -1340,7 +1458,8 @@ static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
  * source's entry, the indices lie in order, and what the responder
  * holds names what is there.
  */
-static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
+static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn,
+                              GHashTable *held)
 {
     UzuraXfer *x = qp->x;
     UzuraReq *q;
@@ -1360,7 +1479,8 @@ static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
                     q->end);
     }
     if (!uzura_mig_crw_ok(core, qp, qpn) ||
-        !uzura_mig_xfer_tm_ok(core, qp, qpn)) {
+        !uzura_mig_xfer_tm_ok(core, qp, qpn, held) ||
+        (x->rp && !uzura_mig_rp_ok(core, qp, qpn))) {
         return false;
     }
     for (m = q->oldest, k = 0; k < used; m = (m + 1) & UZ_IDX_MASK, k++) {
@@ -1374,7 +1494,7 @@ static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
             ok = !w->park || (crw_entry && w->done);
             break;
         case UZ_REQ_SRC_CRW:
-            ok = !w->park && crw_entry;
+            ok = !w->park && crw_entry && w->opcode == UZ_WR_CRW;
             break;
         case UZ_REQ_SRC_RNDV:
             ok = !w->park && x->rndv && w->src_id >= 0 &&
@@ -1410,6 +1530,7 @@ static bool uzura_mig_xfer_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
 static bool uzura_mig_qps_ok(UzuraCore *core)
 {
     UzuraRdma *r = &core->rdma;
+    g_autoptr(GHashTable) held = g_hash_table_new(NULL, NULL);
     uint32_t i, j;
 
     for (i = 0; i < r->lim.max_qp; i++) {
@@ -1438,7 +1559,7 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
              !uzura_mig_db(core, qp->rq_db, UZ_DBK_RQ, i))) {
             return false;
         }
-        if (!uzura_mig_xfer_ok(core, qp, i)) {
+        if (!uzura_mig_xfer_ok(core, qp, i, held)) {
             return false;
         }
         set_bit(i, r->qp_live);

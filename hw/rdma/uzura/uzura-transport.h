@@ -459,6 +459,28 @@ typedef struct UzuraResp {
     bool np_cnp_once;           /*   ... if it ever did */
 } UzuraResp;
 
+/*
+ * Congestion control's reaction point (uzura-dcqcn.c): a QP's rate
+ * limiter, from its first CNP until it is back at the maximum rate.
+ */
+#define UZ_ALPHA_ONE    1024
+#define UZ_RP_BYTES_MAX (1u << 30)      /* rpg_byte_reset's maximum */
+
+struct UzuraRp {
+    struct UzuraXfer *x;
+    QEMUTimer *timer;           /* the next packet's time, while rp_wait */
+    uint64_t rc;                /* current rate, kb/s */
+    uint64_t rt;                /* target rate, kb/s */
+    uint32_t alpha;             /* 1/1024 */
+    int64_t alpha_ns;           /* start of alpha's period */
+    int64_t inc_ns;             /* start of the increase timer's period */
+    int64_t cut_ns;             /* the last cut */
+    uint32_t t_count;           /* timer steps since the last cut */
+    uint32_t bc_count;          /* byte-counter steps since the last cut */
+    uint64_t bytes;             /* sent since the last byte-counter step */
+    int64_t next_ns;            /* the next packet may go then */
+};
+
 /* A QP's transport: its three sides, as rxe keeps req, comp and resp. */
 typedef struct UzuraXfer {
     UzuraCore *core;
@@ -543,6 +565,7 @@ void uzura_rp_cnp(UzuraCore *core, UzuraQp *qp);
 bool uzura_rp_hold(UzuraCore *core, UzuraQp *qp);
 void uzura_rp_sent(UzuraCore *core, UzuraQp *qp, uint32_t bytes);
 void uzura_rp_free(UzuraQp *qp);
+UzuraRp *uzura_rp_new(UzuraXfer *x);
 void uzura_cc_instance_init(Object *obj, UzuraCore *core);
 
 #endif /* HW_RDMA_UZURA_TRANSPORT_H */

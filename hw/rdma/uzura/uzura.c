@@ -171,8 +171,6 @@ static void uzura_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
 #define UZ_MAX_TABLE    (1u << 20)  /* entries of any object table */
 #define UZ_MAX_CRW_TAGS 4096        /* a QP's CRW tag table */
 #define UZ_MAX_RD_ATOM  255         /* ibv_qp_attr.max_rd_atomic: 8 bits */
-#define UZ_SPEED_MIN    10          /* link speed, Mb/s: 10BASE-T .. */
-#define UZ_SPEED_MAX    400000      /* .. 400GbE */
 
 /* The RDMA limits: table sizes, and ring sizes that are powers of 2. */
 static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
