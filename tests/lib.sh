@@ -66,6 +66,18 @@ gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
 		[ "$(cat $p/gid_attrs/types/${g##*/} 2>/dev/null)" = "RoCE v2" ] && echo ${g##*/}
 	done | head -n 1)'
 
+# moved I: ./uzura migrate I, which must say it moved the node; its
+# report to $log/migrate-N.log and out as comments.
+moves=0
+moved() {
+	moves=$((moves + 1))
+	"$uz" migrate "$1" > "$log/migrate-$moves.log" 2>&1
+	local rc=$?
+	sed 's/^/# /' "$log/migrate-$moves.log"
+	[ $rc -eq 0 ] && grep -q "^uzura: node $1 moved to QEMU pid" \
+		"$log/migrate-$moves.log"
+}
+
 # serve NODE PORT NAME CMD: run CMD in the background on NODE, its output
 # and then its exit status in /tmp/NAME.log and /tmp/NAME.rc, and wait
 # up to a minute until something listens on PORT (TCP or UDP).

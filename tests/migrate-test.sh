@@ -15,9 +15,8 @@
 # receives, runs from node 1 while node 2 moves twice more.  Last, node 1
 # writes an NVMe-over-RDMA namespace of node 2 with fio, checking every
 # block it wrote (verify=crc32c), while ib_read_bw runs beside it and
-# node 2 moves twice again.  Then, on the stream link, ib_write_bw and
-# rping -V while node 1 (the link's server) moves twice and node 2 once.
-# Every tool
+# node 2 moves twice again (the stream link's moves are in
+# tests/perftest-test.sh, whose cluster is on it).  Every tool
 # must end with status 0 and its result, with no error line; each guest's
 # kernel and each QEMU's device log must have nothing to say about it.
 # Speaks TAP.  UZURA_BUILD picks the build (and cluster) dir.
@@ -28,17 +27,6 @@ set -uo pipefail
 log=${UZURA_BUILD:-$top/build}/test-logs/migrate
 mkdir -p "$log"
 cluster=${UZURA_BUILD:-$top/build}/cluster
-
-# moved I: migrate node I; its report to $log/migrate-N.log.
-moves=0
-moved() {
-	moves=$((moves + 1))
-	"$uz" migrate "$1" > "$log/migrate-$moves.log" 2>&1
-	local rc=$?
-	sed 's/^/# /' "$log/migrate-$moves.log"
-	[ $rc -eq 0 ] && grep -q "^uzura: node $1 moved to QEMU pid" \
-		"$log/migrate-$moves.log"
-}
 
 # A perftest result row: #bytes, #iterations, then at least two figures.
 row='^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+'
@@ -152,39 +140,6 @@ if [ "$fails" -gt 0 ]; then
 			tail -n 40 | sed "s/^/# node $i trace: /"
 	done
 fi
-
-# The stream link: node 1's QEMU holds the TCP port node 2 connects to.
-# Node 1's new QEMU listens on the old one's socket, node 2's waits in
-# node 1's backlog; each is taken up when the old one leaves.
-"$uz" down
-t "two nodes boot on the stream link" boot -n 2 --link stream
-t "stream link: ib_write_bw server starts on node 2" \
-	serve 2 18517 swbw-server "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18517 -D 25 -u 16"
-t "stream link: rping server starts on node 2" \
-	serve_cm 2 srping-server "timeout 150 rping -s -a 10.77.0.2 -V -C 6000 -S 1024"
-t "stream link: ib_write_bw client starts on node 1" \
-	start 1 swbw-client "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18517 -D 25 -u 16 10.77.0.2"
-t "stream link: rping client starts on node 1" \
-	start 1 srping-client "timeout 150 rping -c -a 10.77.0.2 -V -C 6000 -S 1024"
-sleep 5
-t "node 1, the stream link's server, migrates under traffic" moved 1
-t "node 2 migrates on the stream link" moved 2
-t "node 1 migrates again on the stream link" moved 1
-for s in swbw-server swbw-client srping-server srping-client; do
-	node=2
-	[[ $s == *client ]] && node=1
-	t "stream link: $s on node $node exits 0" finished $node $s
-done
-t "stream link: ib_write_bw's client prints its result row" \
-	grep -Eq "$row" "$log/swbw-client.log"
-t "stream link: rping, no data mismatch and no error line" \
-	bash -c "! grep -Eiq 'mismatch|error|fail' '$log'/srping-*.log"
-for i in 1 2; do
-	t "stream link: node $i, no kernel warning or uzura error" kernel_quiet "$i"
-done
-t "stream link: no QEMU logged a device error (every generation's log)" \
-	bash -c "! cat '$cluster'/node*/guest-errors.log* 2>/dev/null |
-		sed 's/^/# /' | grep ."
 
 "$uz" down
 t "down leaves no cluster state" [ ! -e "$cluster" ]
