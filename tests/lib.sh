@@ -66,10 +66,10 @@ gidx='$(p=/sys/class/infiniband/'"$ibdev"'/ports/1
 		[ "$(cat $p/gid_attrs/types/${g##*/} 2>/dev/null)" = "RoCE v2" ] && echo ${g##*/}
 	done | head -n 1)'
 
-# moved I: ./uzura migrate I, which must say it moved the node; its
+# migrated I: ./uzura migrate I, which must say it moved the node; its
 # report to $log/migrate-N.log and out as comments.
 moves=0
-moved() {
+migrated() {
 	moves=$((moves + 1))
 	"$uz" migrate "$1" > "$log/migrate-$moves.log" 2>&1
 	local rc=$?

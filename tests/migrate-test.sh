@@ -57,11 +57,11 @@ t "rping client starts on node 1" \
 	start 1 rping-client "timeout 150 rping -c -a 10.77.0.2 -V -C 8000 -S 4096"
 
 sleep 8
-t "node 2 migrates under traffic" moved 2
+t "node 2 migrates under traffic" migrated 2
 sleep 5
-t "node 2 migrates again" moved 2
+t "node 2 migrates again" migrated 2
 sleep 5
-t "node 1 migrates" moved 1
+t "node 1 migrates" migrated 1
 
 for s in wbw-server wbw-client rping-server rping-client; do
 	node=2
@@ -77,9 +77,9 @@ t "mpi-p2p builds on both nodes" "$uz" mpicc "$top/tests/guest/mpi/mpi-p2p.c"
 (mpi_job mpi-p2p 2 /tmp/uzura-mpi/mpi-p2p > "$log/mpi-job.tap" 2>&1
 	echo $? > "$log/mpi-job.rc") &
 sleep 8
-t "node 2 migrates under an MPI job" moved 2
+t "node 2 migrates under an MPI job" migrated 2
 sleep 4
-t "node 2 migrates again under it" moved 2
+t "node 2 migrates again under it" migrated 2
 wait
 cat "$log/mpi-job.tap"
 t "mpi-p2p, Open MPI defaults: every check passed, no UCX or MPI error line" \
@@ -101,9 +101,9 @@ t "fio with verify=crc32c starts on node 1" \
 		--size=32M --time_based --runtime=30 --verify=crc32c \
 		--verify_backlog=64 --verify_fatal=1"
 sleep 6
-t "node 2 migrates under NVMe I/O and RDMA READs" moved 2
+t "node 2 migrates under NVMe I/O and RDMA READs" migrated 2
 sleep 4
-t "node 2 migrates again under them" moved 2
+t "node 2 migrates again under them" migrated 2
 t "fio on node 1 exits 0" finished 1 fio
 t "fio: no I/O or verify error, and it verified what it wrote" bash -c "
 	grep -E 'err=|verify|IOPS' '$log/fio.log' | sed 's/^/# /'

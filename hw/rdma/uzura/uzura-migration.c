@@ -624,9 +624,14 @@ static bool uzura_xfer_rp_needed(void *opaque)
     return ((UzuraXfer *)opaque)->rp != NULL;
 }
 
+/* Once: a stream may name the subsection again. */
 static int uzura_xfer_rp_pre_load(void *opaque)
 {
-    uzura_rp_new(opaque);
+    UzuraXfer *x = opaque;
+
+    if (!x->rp) {
+        uzura_rp_new(x);
+    }
     return 0;
 }
 
@@ -1377,6 +1382,8 @@ static bool uzura_mig_crw_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
  * only once (@held), or its second holder would free it after another
  * ADD took it.
  */
+QEMU_BUILD_BUG_ON(UZ_TM_MAX_TAGS > 256);     /* the key's low 8 bits */
+
 static bool uzura_mig_tm_hold(UzuraTm *tm, UzuraQp *qp, uint32_t idx,
                               GHashTable *held)
 {
@@ -1423,25 +1430,37 @@ static bool uzura_mig_xfer_tm_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn,
 }
 
 /*
- * A QP's rate limiter: rates a link of the device's speeds has, alpha
- * below one, fewer bytes counted than the largest rpg_byte_reset.  What
- * this side's rpg_byte_reset leaves over counts towards its next step.
- * The periods' starts are past instants, and the next packet's time is
- * at most a packet's wire time away (33 ms at the lowest rate): later
- * ones (a new qtest process starts its clock again) are now, so that no
- * stream holds the QP back.
+ * A QP's rate limiter: only on a QP a CNP can cut (one that sends RC, UC
+ * or XRC, in RTS or SQD, and kept in SQE); rates of 1 Mb/s (rpg_min_rate's
+ * least) to a link's most, alpha below one, fewer bytes counted than the
+ * largest rpg_byte_reset.  What this side's rpg_byte_reset leaves over counts
+ * towards its next step.  The virtual clock is never negative (a cut's
+ * start may lie up to a monitor period before 0).  Instants later than
+ * now, and a next packet more than a second away (a packet's wire time
+ * is 33 ms at the lowest rate), are now: a new qtest process starts its
+ * clock again, and no stream may hold a QP back.  With roce_rp_enable
+ * off here, the limiter goes, as every one does when it is turned off.
  */
 static bool uzura_mig_rp_ok(UzuraCore *core, UzuraQp *qp, uint32_t qpn)
 {
     UzuraRp *rp = qp->x->rp;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
-    if (!rp->rc || rp->rc > (uint64_t)UZ_SPEED_MAX * 1000 ||
-        rp->rt > (uint64_t)UZ_SPEED_MAX * 1000 ||
-        rp->alpha >= UZ_ALPHA_ONE || rp->bytes > UZ_RP_BYTES_MAX) {
-        UZ_MIG_FAIL("QP %u: a rate limiter at %" PRIu64 " of %" PRIu64
-                    " kb/s, alpha %u, %" PRIu64 " bytes", qpn, rp->rc,
-                    rp->rt, rp->alpha, rp->bytes);
+    if (!uzura_qp_has_sq(qp) || uzura_qp_is_ud(qp) || uzura_qp_is_raw(qp) ||
+        qp->attr.state < UZ_QPS_RTS || qp->attr.state > UZ_QPS_SQE ||
+        rp->rc < 1000 || rp->rc > (uint64_t)UZ_SPEED_MAX * 1000 ||
+        rp->rt < 1000 || rp->rt > (uint64_t)UZ_SPEED_MAX * 1000 ||
+        rp->alpha >= UZ_ALPHA_ONE || rp->bytes > UZ_RP_BYTES_MAX ||
+        rp->alpha_ns < 0 || rp->inc_ns < 0 || rp->next_ns < 0 ||
+        rp->cut_ns < -2 * NANOSECONDS_PER_SECOND) {
+        UZ_MIG_FAIL("QP %u: type %u in state %u, a rate limiter at %"
+                    PRIu64 " of %" PRIu64 " kb/s, alpha %u, %" PRIu64
+                    " bytes", qpn, qp->type, qp->attr.state, rp->rc, rp->rt,
+                    rp->alpha, rp->bytes);
+    }
+    if (!core->rdma.cc.rp_enable) {
+        uzura_rp_free(qp);
+        return true;
     }
     rp->bytes %= MAX(core->rdma.cc.rpg_byte_reset, 1);
     rp->alpha_ns = MIN(rp->alpha_ns, now);
@@ -1539,8 +1558,15 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
         if (!qp->valid) {
             continue;
         }
-        /* A TM SRQ takes only RC QPs (their SENDs carry a TMH). */
+        /*
+         * Flags as CREATE_QP takes them (what has an SQ depends on
+         * them); a TM SRQ takes only RC QPs (their SENDs carry a TMH).
+         */
         if (!uzura_qpt_known(qp->type) ||
+            (qp->flags & ~(UZ_QPF_SIG_ALL | UZ_QPF_NO_SQ |
+                           UZ_QPF_SQ_SHADOW)) ||
+            ((qp->flags & UZ_QPF_NO_SQ) && qp->type != UZ_QPT_RAW) ||
+            ((qp->flags & UZ_QPF_SQ_SHADOW) && !uzura_qp_has_sq(qp)) ||
             (qp->srqn < r->lim.max_srq && r->srq[qp->srqn].tm &&
              qp->type != UZ_QPT_RC) ||
             qp->attr.state > UZ_QPS_ERR ||
@@ -1549,9 +1575,10 @@ static bool uzura_mig_qps_ok(UzuraCore *core)
              qp->xrcd >= UZ_XRCD_MAX || !r->xrcd[qp->xrcd].valid :
              !uzura_mig_pd_ref(core, qp->pdn, qp->uctx)) ||
             !uzura_mig_qp_queues_ok(core, qp)) {
-            UZ_MIG_FAIL("QP %u: type %u in state %u, PD %u, CQs %u and %u, "
-                        "SRQ %u", i, qp->type, qp->attr.state, qp->pdn,
-                        qp->send_cqn, qp->recv_cqn, qp->srqn);
+            UZ_MIG_FAIL("QP %u: type %u, flags 0x%x, in state %u, PD %u, "
+                        "CQs %u and %u, SRQ %u", i, qp->type, qp->flags,
+                        qp->attr.state, qp->pdn, qp->send_cqn, qp->recv_cqn,
+                        qp->srqn);
         }
         if ((uzura_qp_has_sq(qp) &&
              !uzura_mig_db(core, qp->sq_db, UZ_DBK_SQ, i)) ||

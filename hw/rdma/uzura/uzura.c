@@ -203,6 +203,11 @@ static bool uzura_check_limits(const UzuraLimits *l, Error **errp)
         error_setg(errp, "uzura: max-qp-rd-atom takes 1..%u", UZ_MAX_RD_ATOM);
         return false;
     }
+    /* Inline data is copied into a buffer of the largest WQE's. */
+    if (l->max_inline > UZ_INLINE_MAX) {
+        error_setg(errp, "uzura: max-inline takes 0..%u", UZ_INLINE_MAX);
+        return false;
+    }
     if (!l->max_crw_tags || l->max_crw_tags > UZ_MAX_CRW_TAGS) {
         error_setg(errp, "uzura: max-crw-tags takes 1..%u", UZ_MAX_CRW_TAGS);
         return false;
