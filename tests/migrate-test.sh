@@ -48,11 +48,11 @@ t "node 2 runs on in its QEMU after it, its port active again" \
 		rdma link show | grep -q "state ACTIVE" && exit 0; sleep 0.5; done; exit 1'
 
 t "ib_write_bw server starts on node 2" \
-	serve 2 18515 wbw-server "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 45 -u 16"
+	serve 2 18515 wbw-server "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 36 -u 16"
 t "rping server starts on node 2" \
 	serve_cm 2 rping-server "timeout 150 rping -s -a 10.77.0.2 -V -C 8000 -S 4096"
 t "ib_write_bw client starts on node 1" \
-	start 1 wbw-client "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 45 -u 16 10.77.0.2"
+	start 1 wbw-client "timeout 150 ib_write_bw -d $ibdev -x $gidx -p 18515 -D 36 -u 16 10.77.0.2"
 t "rping client starts on node 1" \
 	start 1 rping-client "timeout 150 rping -c -a 10.77.0.2 -V -C 8000 -S 4096"
 
@@ -87,18 +87,18 @@ t "mpi-p2p, Open MPI defaults: every check passed, no UCX or MPI error line" \
 
 # NVMe over RDMA: node 1's fio writes the namespace node 2 exports and
 # reads every block back against its CRC32C (as it goes: verify_backlog)
-# for 30 s, while ib_read_bw runs beside it and node 2, the target, moves
+# for 24 s, while ib_read_bw runs beside it and node 2, the target, moves
 # twice.
 t "nvmet-rdma on node 2 exports a RAM disk" nvmet_up
 t "node 1: nvme connect -t rdma finds the namespace" nvme_connect
 t "ib_read_bw server starts on node 2" \
-	serve 2 18516 rbw-server "timeout 150 ib_read_bw -d $ibdev -x $gidx -p 18516 -D 30 -u 16"
+	serve 2 18516 rbw-server "timeout 150 ib_read_bw -d $ibdev -x $gidx -p 18516 -D 24 -u 16"
 t "ib_read_bw client starts on node 1" \
-	start 1 rbw-client "timeout 150 ib_read_bw -d $ibdev -x $gidx -p 18516 -D 30 -u 16 10.77.0.2"
+	start 1 rbw-client "timeout 150 ib_read_bw -d $ibdev -x $gidx -p 18516 -D 24 -u 16 10.77.0.2"
 t "fio with verify=crc32c starts on node 1" \
 	start 1 fio "d=$nsdev; timeout 150 fio --name=migrate --filename=\$d \
 		--direct=1 --ioengine=libaio --rw=randwrite --bs=16k --iodepth=8 \
-		--size=32M --time_based --runtime=30 --verify=crc32c \
+		--size=32M --time_based --runtime=24 --verify=crc32c \
 		--verify_backlog=64 --verify_fatal=1"
 sleep 6
 t "node 2 migrates under NVMe I/O and RDMA READs" migrated 2
