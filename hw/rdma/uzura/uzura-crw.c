@@ -222,19 +222,6 @@ void uzura_crw_unpin(UzuraQp *qp, int32_t e)
     qp->x->crw[e].in_sq = false;
 }
 
-/* No CRW parked, offered or matched: the table holds nothing. */
-bool uzura_crw_idle(UzuraCore *core, UzuraQp *qp)
-{
-    uint32_t i;
-
-    for (i = 0; qp->x->crw && i < uzura_crw_cap(core); i++) {
-        if (qp->x->crw[i].state != UZ_CRW_FREE) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /*
  * The QP leaves the data path (error, reset, destroy): every CRW the
  * table holds completes with a flush error, unless its SQ WQE is still

@@ -17,8 +17,8 @@
  * reliable QP resends from its oldest unacknowledged message, as after a
  * timeout (uzura_req_migrated), and a rate limiter (DCQCN's reaction
  * point) goes on at its rate.  Packets selective repeat kept are not
- * carried.  A TM SRQ's tag list and ring of
- * list operations move with it, and so do RSS tables and flow rules.
+ * carried.  A TM SRQ's tag list and ring of list operations move with
+ * it, and so do RSS tables and flow rules.
  *
  * Fault injection moves as its settings and rules, with the rules'
  * counts; the frames it holds back are lost, as on a wire.
@@ -565,14 +565,11 @@ static bool uzura_xfer_tm_needed(void *opaque)
     return x->rndv || x->resp.tm_kind == UZ_TMK_EAGER;
 }
 
-/* Slots (all free) also when only an EAGER message is held. */
-static int uzura_xfer_tm_pre_save(void *opaque)
-{
-    uzura_tm_rndv_alloc(opaque);
-    return 0;
-}
-
-static int uzura_xfer_tm_pre_load(void *opaque)
+/*
+ * The slots, on both sides: saved (all free) also when only an EAGER
+ * message is held; loaded into.
+ */
+static int uzura_xfer_tm_slots(void *opaque)
 {
     uzura_tm_rndv_alloc(opaque);
     return 0;
@@ -587,8 +584,8 @@ static const VMStateDescription vmstate_uzura_xfer_tm = {
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = uzura_xfer_tm_needed,
-    .pre_save = uzura_xfer_tm_pre_save,
-    .pre_load = uzura_xfer_tm_pre_load,
+    .pre_save = uzura_xfer_tm_slots,
+    .pre_load = uzura_xfer_tm_slots,
     .fields = (const VMStateField[]) {
         VMSTATE_STRUCT_VARRAY_POINTER_KNOWN(rndv, UzuraXfer,
                                             UZ_TM_RNDV_SLOTS, 1,

@@ -523,7 +523,6 @@ uint8_t uzura_crw_offer(UzuraCore *core, UzuraQp *qp, const UzuraPkt *pkt);
 extern const UzuraReqSource uzura_crw_source;
 void uzura_crw_unpin(UzuraQp *qp, int32_t e);
 void uzura_crw_flush(UzuraCore *core, UzuraQp *qp);
-bool uzura_crw_idle(UzuraCore *core, UzuraQp *qp);
 void uzura_crw_alloc(UzuraCore *core, UzuraXfer *x);
 
 /* uzura-tm.c: the data path's side of tag matching */
